@@ -1,0 +1,7 @@
+"""Schema registries: one protocol, an HTTP client for Confluent's REST API and an embedded local one."""
+
+from __future__ import annotations
+
+from contracts.registry._protocol import Registry
+
+__all__ = ["Registry"]

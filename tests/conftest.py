@@ -1,0 +1,38 @@
+"""Shared fixtures: one session-scoped local[2] SparkSession (classic, or Connect under SPARK_REMOTE)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that uses the `spark` fixture, so the Connect pass can select them."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.appName("spark-data-contracts-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
+        .config("spark.executor.extraJavaOptions", "-Duser.timezone=UTC")
+    )
+    if os.environ.get("SPARK_REMOTE"):
+        builder = builder.remote(os.environ["SPARK_REMOTE"])
+    else:
+        builder = builder.master("local[2]")
+    session = builder.getOrCreate()
+    yield session
+    session.stop()
