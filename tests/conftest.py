@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -19,6 +20,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def spark() -> Iterator[object]:
     from pyspark.sql import SparkSession
 
+    # Python workers must run the interpreter that has the project installed, not the system one.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
         SparkSession.builder.appName("spark-data-contracts-tests")
         .config("spark.sql.shuffle.partitions", "2")
