@@ -22,6 +22,7 @@ def spark() -> Iterator[object]:
 
     # Python workers must run the interpreter that has the project installed, not the system one.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = (
         SparkSession.builder.appName("spark-data-contracts-tests")
         .config("spark.sql.shuffle.partitions", "2")
