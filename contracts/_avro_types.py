@@ -1,0 +1,306 @@
+"""Avro schemas → Spark types, following spark-avro's SchemaConverters.toSqlType, and the field walk.
+
+Schemas here are fastavro *parsed* schemas: named types carry their full name in `name`, and a
+type used again later appears as that name string (resolved through the `_Names` registry).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import fastavro
+from pyspark.sql import types as T
+
+from contracts.errors import ContractError
+
+AvroSchema = str | list[Any] | dict[str, Any]
+
+TAGS_PROP = "confluent:tags"
+FULL_NAME_KEY = "avro.fullName"
+TYPE_KEY = "avro.type"
+ARRAY_ELEMENT = "[]"
+MAP_VALUE = "{}"
+
+_PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
+_NAMED = frozenset({"record", "enum", "fixed"})
+_SIMPLE_SPARK = {
+    "null": T.NullType(),
+    "boolean": T.BooleanType(),
+    "int": T.IntegerType(),
+    "long": T.LongType(),
+    "float": T.FloatType(),
+    "double": T.DoubleType(),
+    "bytes": T.BinaryType(),
+    "fixed": T.BinaryType(),
+    "string": T.StringType(),
+    "enum": T.StringType(),
+}
+_LOGICAL_SPARK = {
+    "date": T.DateType(),
+    "timestamp-millis": T.TimestampType(),
+    "timestamp-micros": T.TimestampType(),
+    "local-timestamp-millis": T.TimestampNTZType(),
+    "local-timestamp-micros": T.TimestampNTZType(),
+}
+# spark-avro widens a two-branch union of these primitives (no null) to the wider type.
+_WIDENED = {frozenset({"int", "long"}): T.LongType(), frozenset({"float", "double"}): T.DoubleType()}
+_MAX_DECIMAL_PRECISION = 38
+
+
+def parse_schema(schema: str | AvroSchema, references: Sequence[str | AvroSchema] = ()) -> AvroSchema:
+    """Parse Avro schema text (or JSON data) with fastavro, resolving names from referenced schemas.
+
+    `references` are the schema strings of the registered schemas this one refers to, dependencies
+    first (as Confluent lists them); their named types become visible to `schema`.
+    """
+    named: dict[str, Any] = {}
+    for index, reference in enumerate(references):
+        _parse_one(reference, named, f"references[{index}]")
+    return _parse_one(schema, named, None)
+
+
+def _parse_one(schema: str | AvroSchema, named: dict[str, Any], position: str | None) -> AvroSchema:
+    try:
+        data = json.loads(schema) if isinstance(schema, str) and schema.lstrip()[:1] in '{["' else schema
+        return fastavro.parse_schema(data, named_schemas=named)
+    except (ValueError, TypeError, KeyError, fastavro.schema.SchemaParseException) as e:
+        raise ContractError(f"invalid Avro schema: {e}", position=position) from e
+
+
+class _Names:
+    """Resolves name references of a parsed schema to their definitions (fastavro keeps full names)."""
+
+    def __init__(self, schema: AvroSchema) -> None:
+        self.named: dict[str, Any] = (
+            dict(schema.get("__named_schemas", {})) if isinstance(schema, dict) else {}
+        )
+
+    def resolve(self, schema: AvroSchema, where: str) -> dict[str, Any] | list[Any]:
+        """The schema as a dict (or a union list): primitives as {"type": p}, names looked up."""
+        if isinstance(schema, list):
+            return schema
+        if isinstance(schema, str):
+            if schema in _PRIMITIVES:
+                return {"type": schema}
+            if schema not in self.named:
+                raise ContractError(
+                    f"unknown Avro type {schema!r}: is a schema reference missing?", position=where
+                )
+            return self.named[schema]
+        if schema.get("type") in _NAMED:
+            self.named.setdefault(schema["name"], schema)
+        return schema
+
+
+def non_null_branches(union: list[Any]) -> list[Any]:
+    """The union's branches other than null (spark-avro drops null and makes the type nullable)."""
+    return [branch for branch in union if branch != "null" and branch != {"type": "null"}]
+
+
+def type_name(schema: AvroSchema, names: _Names | None = None, where: str = "") -> str:
+    """Confluent's FieldType name of a schema; a ["null", T] union is named after T (COMBINED otherwise)."""
+    names = names or _Names(schema)
+    resolved = names.resolve(schema, where)
+    if isinstance(resolved, list):
+        branches = non_null_branches(resolved)
+        if len(branches) > 1:
+            return "COMBINED"
+        return type_name(branches[0], names, where) if branches else "NULL"
+    return str(resolved["type"]).upper()
+
+
+def spark_type(schema: AvroSchema) -> tuple[T.DataType, bool]:
+    """The Spark type and nullability of values of any Avro schema (spark-avro's toSqlType).
+
+    For a non-record top-level schema the caller wraps the value in a one-column struct:
+    `StructType([StructField("value", dtype, nullable)])`, and converts values one by one.
+    """
+    return _Converter(_Names(schema)).convert(schema, (), "")
+
+
+def struct_type(schema: AvroSchema) -> T.StructType:
+    """The StructType of a DataFrame holding records of a record schema, with tags in field metadata."""
+    names = _Names(schema)
+    resolved = names.resolve(schema, "")
+    if not isinstance(resolved, dict) or resolved["type"] != "record":
+        raise ContractError(
+            "a DataFrame needs a record schema at the top level; wrap other values with spark_type()",
+            position=str(schema)[:80],
+        )
+    dtype, _ = _Converter(names).convert(resolved, (), "")
+    assert isinstance(dtype, T.StructType)
+    return dtype
+
+
+class _Converter:
+    """One schema's type conversion: tracks the records being expanded to refuse recursion."""
+
+    def __init__(self, names: _Names) -> None:
+        self.names = names
+
+    def convert(
+        self, schema: AvroSchema, open_records: tuple[str, ...], where: str
+    ) -> tuple[T.DataType, bool]:
+        resolved = self.names.resolve(schema, where)
+        if isinstance(resolved, list):
+            return self._union(resolved, open_records, where)
+        kind = resolved["type"]
+        if kind == "record":
+            return self._record(resolved, open_records, where), False
+        if kind == "array":
+            element, contains_null = self.convert(
+                resolved["items"], open_records, _join(where, ARRAY_ELEMENT)
+            )
+            return T.ArrayType(element, contains_null), False
+        if kind == "map":
+            value, value_null = self.convert(resolved["values"], open_records, _join(where, MAP_VALUE))
+            return T.MapType(T.StringType(), value, value_null), False
+        return _leaf_type(resolved, where), kind == "null"
+
+    def _record(self, record: dict[str, Any], open_records: tuple[str, ...], where: str) -> T.StructType:
+        name = record["name"]
+        if name in open_records:
+            # spark-avro refuses recursion too (unless recursiveFieldMaxDepth truncates it).
+            raise ContractError(
+                f"recursive Avro schema: record {name!r} contains itself, which Spark types cannot represent",
+                position=where or name,
+            )
+        inner = (*open_records, name)
+        fields = []
+        for field in record["fields"]:
+            path = _join(where, field["name"])
+            dtype, nullable = self.convert(field["type"], inner, path)
+            metadata = {
+                FULL_NAME_KEY: f"{name}.{field['name']}",
+                TYPE_KEY: type_name(field["type"], self.names),
+            }
+            if field.get(TAGS_PROP):
+                metadata[TAGS_PROP] = list(field[TAGS_PROP])
+            fields.append(T.StructField(field["name"], dtype, nullable, metadata))
+        return T.StructType(fields)
+
+    def _union(self, union: list[Any], open_records: tuple[str, ...], where: str) -> tuple[T.DataType, bool]:
+        branches = non_null_branches(union)
+        nullable = len(branches) < len(union)
+        if not branches:
+            return T.NullType(), True
+        if len(branches) == 1:
+            dtype, branch_null = self.convert(branches[0], open_records, where)
+            return dtype, nullable or branch_null
+        widened = _widened(branches)
+        if widened is not None:
+            return widened, nullable
+        members = [
+            T.StructField(
+                f"member{i}", self.convert(branch, open_records, _join(where, f"member{i}"))[0], True
+            )
+            for i, branch in enumerate(branches)
+        ]
+        return T.StructType(members), nullable
+
+
+def is_widened_union(branches: list[Any]) -> bool:
+    """Whether spark-avro maps these non-null branches to one numeric type instead of member structs."""
+    return _widened(branches) is not None
+
+
+def _widened(branches: list[Any]) -> T.DataType | None:
+    # Only bare primitives: spark-avro also widens int+long logical types (date, timestamps) to
+    # LongType, which would lose the logical values fastavro returns — those get member structs.
+    if all(isinstance(branch, str) for branch in branches):
+        return _WIDENED.get(frozenset(branches)) if len(branches) == 2 else None
+    return None
+
+
+def _leaf_type(schema: dict[str, Any], where: str) -> T.DataType:
+    logical = schema.get("logicalType")
+    if logical == "decimal" and schema["type"] in ("bytes", "fixed"):
+        precision, scale = int(schema["precision"]), int(schema.get("scale", 0))
+        if not 0 < precision <= _MAX_DECIMAL_PRECISION or not 0 <= scale <= precision:
+            raise ContractError(
+                f"decimal({precision}, {scale}) does not fit Spark's DecimalType (precision 1..38)",
+                position=where,
+            )
+        return T.DecimalType(precision, scale)
+    if logical in _LOGICAL_SPARK and schema["type"] == ("int" if logical == "date" else "long"):
+        return _LOGICAL_SPARK[logical]
+    return _SIMPLE_SPARK[schema["type"]]
+
+
+def _join(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
+
+
+@dataclass(frozen=True)
+class AvroField:
+    """One record field met while walking a schema: what CEL_FIELD rules see of it (SEMANTICS.md §4).
+
+    `path` locates the field's Spark column from the top-level record: field names, plus
+    ARRAY_ELEMENT / MAP_VALUE for collection elements and `memberN` for multi-branch unions.
+    """
+
+    path: tuple[str, ...]
+    name: str
+    full_name: str
+    type_name: str
+    tags: tuple[str, ...]
+    nullable: bool
+    schema: AvroSchema
+
+
+def avro_fields(schema: AvroSchema) -> Iterator[AvroField]:
+    """Every record field of a schema, depth first, each with its path, fullName, typeName and tags."""
+    names = _Names(schema)
+    yield from _walk(schema, names, (), ())
+
+
+def _walk(
+    schema: AvroSchema, names: _Names, path: tuple[str, ...], open_records: tuple[str, ...]
+) -> Iterator[AvroField]:
+    resolved = names.resolve(schema, ".".join(path))
+    if isinstance(resolved, list):
+        branches = non_null_branches(resolved)
+        if len(branches) == 1:
+            yield from _walk(branches[0], names, path, open_records)
+        elif not is_widened_union(branches):
+            for i, branch in enumerate(branches):
+                yield from _walk(branch, names, (*path, f"member{i}"), open_records)
+    elif resolved["type"] == "array":
+        yield from _walk(resolved["items"], names, (*path, ARRAY_ELEMENT), open_records)
+    elif resolved["type"] == "map":
+        yield from _walk(resolved["values"], names, (*path, MAP_VALUE), open_records)
+    elif resolved["type"] == "record":
+        yield from _walk_record(resolved, names, path, open_records)
+
+
+def _walk_record(
+    record: dict[str, Any], names: _Names, path: tuple[str, ...], open_records: tuple[str, ...]
+) -> Iterator[AvroField]:
+    if record["name"] in open_records:
+        raise ContractError(
+            f"recursive Avro schema: record {record['name']!r} contains itself", position=".".join(path)
+        )
+    inner = (*open_records, record["name"])
+    for field in record["fields"]:
+        field_path = (*path, field["name"])
+        field_type = field["type"]
+        yield AvroField(
+            path=field_path,
+            name=field["name"],
+            full_name=f"{record['name']}.{field['name']}",
+            type_name=type_name(field_type, names),
+            tags=tuple(field.get(TAGS_PROP) or ()),
+            nullable=_is_nullable(field_type, names),
+            schema=field_type,
+        )
+        yield from _walk(field_type, names, field_path, inner)
+
+
+def _is_nullable(schema: AvroSchema, names: _Names) -> bool:
+    resolved = names.resolve(schema, "")
+    if isinstance(resolved, list):
+        return len(non_null_branches(resolved)) < len(resolved)
+    return resolved["type"] == "null"
