@@ -25,6 +25,14 @@ from contracts._avro_types import (
     struct_type,
     type_name,
 )
+from contracts._avro_values import (
+    arrow_schema,
+    arrow_to_records,
+    arrow_type,
+    avro_to_spark_value,
+    records_to_arrow,
+    spark_to_avro_value,
+)
 
 __all__ = [
     "ARRAY_ELEMENT",
@@ -34,8 +42,14 @@ __all__ = [
     "TYPE_KEY",
     "AvroField",
     "AvroSchema",
+    "arrow_schema",
+    "arrow_to_records",
+    "arrow_type",
     "avro_fields",
+    "avro_to_spark_value",
     "parse_schema",
+    "records_to_arrow",
+    "spark_to_avro_value",
     "spark_type",
     "struct_type",
     "type_name",

@@ -1,0 +1,399 @@
+"""Avro values (fastavro's dicts) ↔ Spark values and Arrow batches, through converters compiled per schema.
+
+Each schema node compiles to three converters (None where the value passes unchanged):
+`to_spark` (fastavro value → what createDataFrame and pa.array accept), `from_row` (a collected
+Spark value: Rows, bytearrays, naive local datetimes) and `from_arrow` (an Arrow to_pylist value).
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from fastavro.validation import validate
+from pyspark.sql import types as T
+
+from contracts._avro_types import AvroSchema, _Names, is_widened_union, non_null_branches, spark_type
+from contracts.errors import SerializationError
+
+Convert = Callable[[Any], Any]
+_UTC = datetime.timezone.utc
+_CACHE_SIZE = 64
+
+
+@dataclass(frozen=True)
+class _Node:
+    to_spark: Convert | None = None
+    from_row: Convert | None = None
+    from_arrow: Convert | None = None
+
+
+_IDENTITY = _Node()
+
+
+def _time_to_int(unit: int) -> Convert:
+    """time-millis/micros: fastavro reads a datetime.time, spark-avro keeps the int (units per second)."""
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, datetime.time):
+            seconds = value.hour * 3600 + value.minute * 60 + value.second
+            return seconds * unit + value.microsecond * unit // 1_000_000
+        return value
+
+    return convert
+
+
+def _int_to_time(unit: int) -> Convert:
+    def convert(value: int) -> datetime.time:
+        seconds, fraction = divmod(value, unit)
+        return datetime.time(seconds // 3600, seconds // 60 % 60, seconds % 60, fraction * 1_000_000 // unit)
+
+    return convert
+
+
+def _aware(value: datetime.datetime) -> datetime.datetime:
+    # fastavro writes a naive timestamp as UTC; Spark would read it as local time.
+    return value if value.tzinfo is not None else value.replace(tzinfo=_UTC)
+
+
+def _collected_timestamp(value: datetime.datetime) -> datetime.datetime:
+    # Spark collects TimestampType as a naive datetime in the Python process's local time zone.
+    return value.astimezone(_UTC)
+
+
+_LOGICAL = {
+    "int-time-millis": _Node(_time_to_int(1_000), _int_to_time(1_000), _int_to_time(1_000)),
+    "long-time-micros": _Node(_time_to_int(1_000_000), _int_to_time(1_000_000), _int_to_time(1_000_000)),
+    "long-timestamp-millis": _Node(_aware, _collected_timestamp, None),
+    "long-timestamp-micros": _Node(_aware, _collected_timestamp, None),
+    "string-uuid": _Node(str, uuid.UUID, uuid.UUID),
+}
+
+
+def _nullable(convert: Convert | None) -> Convert | None:
+    if convert is None:
+        return None
+    return lambda value: None if value is None else convert(value)
+
+
+class _Compiler:
+    """Compiles one schema's converters; spark_type() has already refused recursion."""
+
+    def __init__(self, schema: AvroSchema) -> None:
+        self.names = _Names(schema)
+
+    def node(self, schema: AvroSchema) -> _Node:
+        resolved = self.names.resolve(schema, "")
+        if isinstance(resolved, list):
+            return self._union(resolved)
+        kind = resolved["type"]
+        if kind == "record":
+            return self._record(resolved)
+        if kind == "array":
+            return self._array(self.node(resolved["items"]))
+        if kind == "map":
+            return self._map(self.node(resolved["values"]))
+        if kind in ("bytes", "fixed") and resolved.get("logicalType") != "decimal":
+            return _Node(None, bytes, None)
+        # Keyed as fastavro keys its logical readers: a logical type applies only on its base type.
+        return _LOGICAL.get(f"{kind}-{resolved.get('logicalType')}", _IDENTITY)
+
+    def fields(self, record: dict[str, Any]) -> list[tuple[str, _Node]]:
+        return [(f["name"], self.node(f["type"])) for f in record["fields"]]
+
+    def _record(self, record: dict[str, Any]) -> _Node:
+        return _record_node(self.fields(record))
+
+    def _array(self, items: _Node) -> _Node:
+        return _Node(*(_each(convert) for convert in (items.to_spark, items.from_row, items.from_arrow)))
+
+    def _map(self, values: _Node) -> _Node:
+        return _Node(
+            *(_each_value(convert) for convert in (values.to_spark, values.from_row, values.from_arrow))
+        )
+
+    def _union(self, union: list[Any]) -> _Node:
+        branches = non_null_branches(union)
+        if len(branches) == 1:
+            branch = self.node(branches[0])
+            return _Node(_nullable(branch.to_spark), _nullable(branch.from_row), _nullable(branch.from_arrow))
+        if len(branches) == 0 or is_widened_union(branches):
+            return _IDENTITY
+        members = [self.node(branch) for branch in branches]
+        chooser = _BranchChooser([self._validation_schema(branch) for branch in branches])
+        return _Node(
+            _nullable(_to_members(chooser, [m.to_spark for m in members])),
+            _nullable(_from_members([m.from_row for m in members])),
+            _nullable(_from_members([m.from_arrow for m in members])),
+        )
+
+    def _validation_schema(self, branch: AvroSchema) -> AvroSchema:
+        """A branch fastavro's validate() can check on its own: names travel with it."""
+        resolved = self.names.resolve(branch, "")
+        if isinstance(branch, str) and isinstance(resolved, dict) and resolved["type"] == branch:
+            return branch
+        return {**resolved, "__fastavro_parsed": True, "__named_schemas": self.names.named}
+
+
+def _record_node(fields: list[tuple[str, _Node]]) -> _Node:
+    names = [name for name, _ in fields]
+    from_row = [(name, node.from_row) for name, node in fields]
+
+    def row_to_dict(value: Any) -> dict[str, Any]:
+        if not isinstance(value, Mapping):
+            value = dict(zip(getattr(value, "__fields__", names), value, strict=True))
+        return _convert_fields(value, from_row)
+
+    return _Node(
+        _fields_converter([(name, node.to_spark) for name, node in fields]),
+        row_to_dict,
+        _fields_converter([(name, node.from_arrow) for name, node in fields]),
+    )
+
+
+def _convert_fields(value: Mapping[str, Any], fields: list[tuple[str, Convert | None]]) -> dict[str, Any]:
+    return {name: value[name] if convert is None else convert(value[name]) for name, convert in fields}
+
+
+def _fields_converter(fields: list[tuple[str, Convert | None]]) -> Convert | None:
+    if all(convert is None for _, convert in fields):
+        return None
+    return lambda value: _convert_fields(value, fields)
+
+
+def _each(convert: Convert | None) -> Convert | None:
+    return None if convert is None else lambda values: [convert(v) for v in values]
+
+
+def _each_value(convert: Convert | None) -> Convert | None:
+    return None if convert is None else lambda values: {k: convert(v) for k, v in values.items()}
+
+
+class _BranchChooser:
+    """Picks the union branch fastavro's writer would pick for a plain value (its write_union rules)."""
+
+    def __init__(self, branches: list[AvroSchema]) -> None:
+        self.branches = branches
+        self.kinds = [_kind(branch) for branch in branches]
+        self.record_fields = [
+            {f["name"] for f in branch["fields"]} if kind == "record" and isinstance(branch, dict) else set()
+            for branch, kind in zip(branches, self.kinds, strict=True)
+        ]
+
+    def __call__(self, value: Any) -> int:
+        best, most_fields, could_be_float = -1, -1, False
+        for index, (branch, kind) in enumerate(zip(self.branches, self.kinds, strict=True)):
+            if could_be_float:
+                # fastavro prefers a later double over float: Python floats are doubles.
+                if kind == "double":
+                    return index
+                continue
+            if not validate(value, branch, raise_errors=False):
+                continue
+            if kind == "record":
+                matched = len(self.record_fields[index].intersection(value))
+                if matched > most_fields:
+                    best, most_fields = index, matched
+            elif kind == "float":
+                best, could_be_float = index, True
+            else:
+                return index
+        if best < 0:
+            raise SerializationError(f"{value!r} matches no branch of the union {self.kinds}")
+        return best
+
+
+def _kind(branch: AvroSchema) -> str:
+    return branch if isinstance(branch, str) else str(branch["type"])
+
+
+def _to_members(choose: _BranchChooser, converts: list[Convert | None]) -> Convert:
+    """A plain union value → spark-avro's member struct, the chosen branch set and the others null."""
+    count = len(converts)
+
+    def convert(value: Any) -> dict[str, Any]:
+        index = choose(value)
+        members: dict[str, Any] = dict.fromkeys((f"member{i}" for i in range(count)), None)
+        branch_convert = converts[index]
+        members[f"member{index}"] = value if branch_convert is None else branch_convert(value)
+        return members
+
+    return convert
+
+
+def _from_members(converts: list[Convert | None]) -> Convert:
+    """spark-avro's member struct (a Row or a dict) → the plain value of its one non-null member."""
+
+    def convert(value: Any) -> Any:
+        members = value.values() if isinstance(value, Mapping) else value
+        for member, branch_convert in zip(members, converts, strict=True):
+            if member is not None:
+                return member if branch_convert is None else branch_convert(member)
+        return None
+
+    return convert
+
+
+@dataclass(frozen=True)
+class _Column:
+    """A record field as an Arrow column: converters, Arrow type, and that type with all fields nullable."""
+
+    name: str
+    node: _Node
+    arrow: pa.DataType
+    readable: pa.DataType
+
+
+@dataclass(frozen=True)
+class _Codec:
+    """One schema's compiled converters, its Spark type and, for records, its Arrow schema."""
+
+    node: _Node
+    dtype: T.DataType
+    columns: tuple[_Column, ...]
+    arrow: pa.Schema | None
+
+
+def _compile(schema: AvroSchema) -> _Codec:
+    dtype, _ = spark_type(schema)
+    compiler = _Compiler(schema)
+    if not isinstance(dtype, T.StructType):
+        return _Codec(compiler.node(schema), dtype, (), None)
+    resolved = compiler.names.resolve(schema, "")
+    assert isinstance(resolved, dict)
+    fields = compiler.fields(resolved)
+    columns = tuple(
+        _Column(name, node, _arrow(f.dataType, relax=False), _arrow(f.dataType, relax=True))
+        for (name, node), f in zip(fields, dtype.fields, strict=True)
+    )
+    return _Codec(_record_node(fields), dtype, columns, arrow_schema(dtype))
+
+
+# Keyed by id(); the entry holds the schema itself, so that id cannot be reused while cached.
+_CODECS: dict[int, tuple[AvroSchema, _Codec]] = {}
+
+
+def _codec(schema: AvroSchema) -> _Codec:
+    hit = _CODECS.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    codec = _compile(schema)
+    if len(_CODECS) >= _CACHE_SIZE:
+        _CODECS.pop(next(iter(_CODECS)))
+    _CODECS[id(schema)] = (schema, codec)
+    return codec
+
+
+def avro_to_spark_value(value: Any, schema: AvroSchema) -> Any:
+    """A fastavro value (e.g. a record dict) → the Python value Spark accepts for spark_type(schema)."""
+    convert = _codec(schema).node.to_spark
+    return value if convert is None else _guarded(convert, value)
+
+
+def spark_to_avro_value(value: Any, schema: AvroSchema) -> Any:
+    """A collected Spark value (a Row, or a dict) → the value fastavro reads and writes for the schema."""
+    convert = _codec(schema).node.from_row
+    return value if convert is None else _guarded(convert, value)
+
+
+def _guarded(convert: Convert, value: Any) -> Any:
+    try:
+        return convert(value)
+    except (TypeError, ValueError, KeyError, AttributeError) as e:
+        raise SerializationError(f"value does not match the Avro schema: {e!r}") from e
+
+
+def records_to_arrow(records: Iterable[Mapping[str, Any]], schema: AvroSchema) -> pa.RecordBatch:
+    """Record dicts → the RecordBatch Spark's mapInArrow expects for struct_type(schema)."""
+    codec = _record_codec(schema)
+    rows = records if isinstance(records, list) else list(records)
+    try:
+        arrays = [pa.array(_column_values(rows, column), column.arrow) for column in codec.columns]
+    except (TypeError, ValueError, KeyError, AttributeError, pa.ArrowException) as e:
+        raise SerializationError(f"records do not match the Avro schema: {e!r}") from e
+    return pa.RecordBatch.from_arrays(arrays, schema=codec.arrow)
+
+
+def _column_values(rows: list[Mapping[str, Any]], column: _Column) -> list[Any]:
+    name, convert = column.name, column.node.to_spark
+    return [r[name] for r in rows] if convert is None else [convert(r[name]) for r in rows]
+
+
+def arrow_to_records(batch: pa.RecordBatch | pa.Table, schema: AvroSchema) -> list[dict[str, Any]]:
+    """A batch holding the schema's columns (extra columns ignored) → record dicts as fastavro reads them."""
+    codec = _record_codec(schema)
+    names = [column.name for column in codec.columns]
+    missing = [name for name in names if name not in batch.schema.names]
+    if missing:
+        raise SerializationError(f"the Arrow batch lacks the record's columns {missing}")
+    columns = [_read_column(batch.column(column.name), column) for column in codec.columns]
+    return (
+        [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
+        if columns
+        else [{} for _ in range(batch.num_rows)]
+    )
+
+
+def _read_column(array: pa.Array | pa.ChunkedArray, column: _Column) -> list[Any]:
+    if array.type not in (column.arrow, column.readable):
+        # Normalizes Spark's session time zone and large string/binary types. The target is all
+        # nullable: pyarrow refuses to cast a null struct whose non-nullable children hold nulls.
+        array = array.cast(column.readable)
+    values = array.to_pylist(maps_as_pydicts="strict")
+    convert = column.node.from_arrow
+    return values if convert is None else [convert(v) for v in values]
+
+
+def _record_codec(schema: AvroSchema) -> _Codec:
+    codec = _codec(schema)
+    if codec.arrow is None:
+        raise SerializationError("Arrow batches hold records: the schema's top level must be a record")
+    return codec
+
+
+def arrow_schema(struct: T.StructType) -> pa.Schema:
+    """The Arrow schema Spark uses for a StructType in mapInArrow (timestamps in UTC, no large types)."""
+    return pa.schema([pa.field(f.name, arrow_type(f.dataType), f.nullable) for f in struct.fields])
+
+
+def arrow_type(dtype: T.DataType) -> pa.DataType:
+    """The Arrow type of a Spark type, as pyspark's to_arrow_type builds it for the types Avro maps to."""
+    return _arrow(dtype, relax=False)
+
+
+_ARROW_ATOMIC = {
+    T.NullType(): pa.null(),
+    T.BooleanType(): pa.bool_(),
+    T.IntegerType(): pa.int32(),
+    T.LongType(): pa.int64(),
+    T.FloatType(): pa.float32(),
+    T.DoubleType(): pa.float64(),
+    T.StringType(): pa.string(),
+    T.BinaryType(): pa.binary(),
+    T.DateType(): pa.date32(),
+    T.TimestampType(): pa.timestamp("us", tz="UTC"),
+    T.TimestampNTZType(): pa.timestamp("us"),
+}
+
+
+def _arrow(dtype: T.DataType, relax: bool) -> pa.DataType:
+    if isinstance(dtype, T.StructType):
+        return pa.struct(
+            [pa.field(f.name, _arrow(f.dataType, relax), relax or f.nullable) for f in dtype.fields]
+        )
+    if isinstance(dtype, T.ArrayType):
+        return pa.list_(pa.field("element", _arrow(dtype.elementType, relax), relax or dtype.containsNull))
+    if isinstance(dtype, T.MapType):
+        return pa.map_(
+            pa.field("key", _arrow(dtype.keyType, relax), False),
+            pa.field("value", _arrow(dtype.valueType, relax), relax or dtype.valueContainsNull),
+        )
+    if isinstance(dtype, T.DecimalType):
+        return pa.decimal128(dtype.precision, dtype.scale)
+    if dtype in _ARROW_ATOMIC:
+        return _ARROW_ATOMIC[dtype]
+    raise SerializationError(f"Spark type {dtype.simpleString()} has no Avro counterpart")
