@@ -1,0 +1,435 @@
+"""SchemaRegistryClient: the Registry protocol over Confluent Schema Registry's REST API, with httpx."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import ssl
+import threading
+import time
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
+
+import httpx
+
+from contracts.errors import RegistryError
+from contracts.model import RegisteredSchema, Schema
+from contracts.registry._cache import LoadingCache
+
+_log = logging.getLogger(__name__)
+
+_CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+_ACCEPT = "application/vnd.schemaregistry.v1+json, application/vnd.schemaregistry+json, application/json"
+
+# Connection-level failures: nothing reached the server, so the next base URL may do better.
+_FAILOVER_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout)
+
+# What is rebuilt after unpickling instead of shipped to Spark executors.
+_RUNTIME_STATE = ("_http", "_http_lock", "_preferred", "_by_id", "_by_subject", "_latest")
+
+BearerToken = str | Callable[[], str]
+
+
+class SchemaRegistryClient:
+    """A Confluent Schema Registry client satisfying the `Registry` protocol (DESIGN.md principle 6).
+
+    Immutable answers (a schema by id, a subject's numbered version, register and lookup
+    results) are cached until the subject is deleted; "latest" answers for `cache_ttl` seconds.
+    Transient failures (connection errors, timeouts, 5xx, 429) are retried with full-jitter
+    exponential backoff; a connection error fails over to the next base URL. Picklable, so
+    Spark can ship it to executors: the HTTP connection pool and caches are rebuilt there.
+    """
+
+    def __init__(
+        self,
+        url: str | Sequence[str],
+        *,
+        basic_auth: tuple[str, str] | None = None,
+        bearer_token: BearerToken | None = None,
+        verify: bool | str = True,
+        cert: str | tuple[str, str] | None = None,
+        connect_timeout: float = 10.0,
+        read_timeout: float = 30.0,
+        max_retries: int = 3,
+        backoff_base: float = 0.1,
+        backoff_max: float = 5.0,
+        cache_ttl: float = 300.0,
+        cache_max_entries: int = 1000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        urls, url_auth = _split_urls(url)
+        if basic_auth is not None and url_auth is not None:
+            raise ValueError("credentials given both in the URL and as basic_auth; give them once")
+        basic_auth = basic_auth or url_auth
+        if basic_auth is not None and bearer_token is not None:
+            raise ValueError("give basic_auth or bearer_token, not both")
+        if max_retries < 0:
+            raise ValueError("max_retries must be 0 or more")
+        self._urls = urls
+        self._basic_auth = basic_auth
+        self._bearer_token = bearer_token
+        self._verify = verify
+        self._cert = cert
+        self._timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
+        self._max_retries = max_retries
+        self._backoff_base = backoff_base
+        self._backoff_max = backoff_max
+        self._cache_ttl = cache_ttl
+        self._cache_max_entries = cache_max_entries
+        self._clock = clock
+        self._start_runtime()
+
+    def _start_runtime(self) -> None:
+        self._http: httpx.Client | None = None
+        self._http_lock = threading.Lock()
+        self._preferred = 0
+        self._by_id: LoadingCache[Schema] = LoadingCache(self._cache_max_entries, None, self._clock)
+        self._by_subject: LoadingCache[Any] = LoadingCache(self._cache_max_entries, None, self._clock)
+        self._latest: LoadingCache[RegisteredSchema] = LoadingCache(
+            self._cache_max_entries, self._cache_ttl, self._clock
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {key: value for key, value in self.__dict__.items() if key not in _RUNTIME_STATE}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._start_runtime()
+
+    def __repr__(self) -> str:
+        auth = "basic" if self._basic_auth else "bearer" if self._bearer_token else None
+        return f"SchemaRegistryClient(url={list(self._urls)!r}, auth={auth!r})"
+
+    def __enter__(self) -> SchemaRegistryClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection pool; the client reopens one if used again."""
+        with self._http_lock:
+            if self._http is not None:
+                self._http.close()
+                self._http = None
+
+    # -- the Registry protocol -------------------------------------------------------------
+
+    def register_schema(self, subject: str, schema: Schema, normalize: bool = False) -> int:
+        """Register `schema` under `subject` (metadata and ruleSet included); return its global id."""
+        key = ("register", subject, _canonical(schema), normalize)
+        return self._by_subject.get_or_load(key, lambda: self._register(subject, schema, normalize))
+
+    def lookup_schema(self, subject: str, schema: Schema) -> RegisteredSchema:
+        """The version of `subject` holding exactly `schema`; RegistryError 40403 if none."""
+        key = ("lookup", subject, _canonical(schema))
+        return self._by_subject.get_or_load(key, lambda: self._lookup(subject, schema))
+
+    def get_schema(self, schema_id: int) -> Schema:
+        """The schema with this global id (cached: ids are immutable)."""
+        return self._by_id.get_or_load(schema_id, lambda: self._fetch_schema(schema_id))
+
+    def get_version(self, subject: str, version: int | str) -> RegisteredSchema:
+        """One version of a subject, a number or "latest" (numbered versions are cached: immutable)."""
+        number = _version_number(version)
+        if number is None:
+            return self.get_latest_version(subject)
+        key = ("version", subject, number)
+        return self._by_subject.get_or_load(key, lambda: self._fetch_version(subject, number))
+
+    def get_latest_version(self, subject: str) -> RegisteredSchema:
+        """The newest version of a subject, cached for `cache_ttl` seconds."""
+        return self._latest.get_or_load(("latest", subject), lambda: self._fetch_version(subject, "latest"))
+
+    def get_latest_with_metadata(self, subject: str, metadata: dict[str, str]) -> RegisteredSchema:
+        """The newest version whose metadata properties include all of `metadata`, cached for `cache_ttl`."""
+        pairs = tuple(sorted(metadata.items()))
+        key = ("metadata", subject, pairs)
+        return self._latest.get_or_load(key, lambda: self._fetch_with_metadata(subject, pairs))
+
+    def get_versions(self, subject: str) -> list[int]:
+        """The version numbers of a subject, ascending (never cached: new versions appear)."""
+        versions = self._request("GET", _path("subjects", subject, "versions"))
+        if not isinstance(versions, list) or not all(isinstance(v, int) for v in versions):
+            raise _unexpected("GET /subjects/{subject}/versions", "a list of version numbers", versions)
+        return sorted(versions)
+
+    def get_subjects(self) -> list[str]:
+        """Every subject with at least one live version (never cached)."""
+        subjects = self._request("GET", "/subjects")
+        if not isinstance(subjects, list) or not all(isinstance(s, str) for s in subjects):
+            raise _unexpected("GET /subjects", "a list of subject names", subjects)
+        return subjects
+
+    def delete_subject(self, subject: str, permanent: bool = False) -> list[int]:
+        """Delete a subject (soft, or permanent after a soft delete); returns the versions deleted."""
+        params = {"permanent": "true"} if permanent else None
+        try:
+            deleted = self._request("DELETE", _path("subjects", subject), params=params)
+        finally:
+            self._forget(subject)
+        if not isinstance(deleted, list) or not all(isinstance(v, int) for v in deleted):
+            raise _unexpected("DELETE /subjects/{subject}", "a list of version numbers", deleted)
+        return deleted
+
+    def get_config(self, subject: str | None = None) -> dict[str, Any]:
+        """The global config, or the subject's effective config (falling back to the global one)."""
+        if subject is None:
+            return self._config_answer(self._request("GET", "/config"))
+        path = _path("config", subject)
+        return self._config_answer(self._request("GET", path, params={"defaultToGlobal": "true"}))
+
+    def set_config(self, subject: str | None = None, **config: Any) -> dict[str, Any]:
+        """Update config keys (`compatibility`, `compatibilityGroup`, `defaultRuleSet`, …); returns them."""
+        body = {key: _jsonable(value) for key, value in config.items()}
+        path = "/config" if subject is None else _path("config", subject)
+        return self._config_answer(self._request("PUT", path, body=body))
+
+    def test_compatibility(self, subject: str, schema: Schema, version: int | str = "latest") -> bool:
+        """Whether `schema` could be registered under `subject` against `version`, per its compatibility."""
+        path = _path("compatibility", "subjects", subject, "versions", version)
+        answer = self._request("POST", path, body=schema.to_dict())
+        if not isinstance(answer, dict) or not isinstance(answer.get("is_compatible"), bool):
+            raise _unexpected("POST /compatibility/…", "an object with is_compatible", answer)
+        return answer["is_compatible"]
+
+    # -- one REST call per protocol method ---------------------------------------------------
+
+    def _register(self, subject: str, schema: Schema, normalize: bool) -> int:
+        params = {"normalize": "true"} if normalize else None
+        path = _path("subjects", subject, "versions")
+        answer = self._request("POST", path, params=params, body=schema.to_dict())
+        if not isinstance(answer, dict) or not isinstance(answer.get("id"), int):
+            raise _unexpected("POST /subjects/{subject}/versions", "an object with an id", answer)
+        return answer["id"]
+
+    def _lookup(self, subject: str, schema: Schema) -> RegisteredSchema:
+        return self._registered(self._request("POST", _path("subjects", subject), body=schema.to_dict()))
+
+    def _fetch_schema(self, schema_id: int) -> Schema:
+        answer = self._request("GET", _path("schemas", "ids", schema_id))
+        if not isinstance(answer, dict):
+            raise _unexpected("GET /schemas/ids/{id}", "a schema object", answer)
+        return Schema.from_dict(answer)
+
+    def _fetch_version(self, subject: str, version: int | str) -> RegisteredSchema:
+        return self._registered(self._request("GET", _path("subjects", subject, "versions", version)))
+
+    def _fetch_with_metadata(self, subject: str, pairs: tuple[tuple[str, str], ...]) -> RegisteredSchema:
+        # The API takes parallel repeated parameters: ?key=k1&value=v1&key=k2&value=v2.
+        params = [(name, item) for key, value in pairs for name, item in (("key", key), ("value", value))]
+        return self._registered(self._request("GET", _path("subjects", subject, "metadata"), params=params))
+
+    def _registered(self, answer: Any) -> RegisteredSchema:
+        """Parse a version answer (a bad contract raises ContractError naming subject and version)
+        and remember it under its immutable keys: its id and its (subject, version)."""
+        registered = RegisteredSchema.from_dict(answer)
+        self._by_id.put(registered.schema_id, registered.schema)
+        self._by_subject.put(("version", registered.subject, registered.version), registered)
+        return registered
+
+    def _config_answer(self, answer: Any) -> dict[str, Any]:
+        if not isinstance(answer, dict):
+            raise _unexpected("/config", "a config object", answer)
+        return answer
+
+    def _forget(self, subject: str) -> None:
+        """Drop what a deleted subject made stale."""
+        self._by_subject.discard_if(lambda key: _key_subject(key) == subject)
+        self._latest.discard_if(lambda key: _key_subject(key) == subject)
+
+    # -- transport: retries, failover, errors ------------------------------------------------
+
+    def _request(
+        self, method: str, path: str, *, params: Any = None, body: dict[str, Any] | None = None
+    ) -> Any:
+        """Send one API call, retrying transient failures; the decoded JSON answer or RegistryError."""
+        content = None if body is None else json.dumps(body).encode()
+        failure: httpx.Response | httpx.TransportError | None = None
+        attempts = self._max_retries + 1
+        for attempt in range(attempts):
+            if attempt:
+                time.sleep(self._backoff(attempt - 1))
+            try:
+                response = self._send(method, path, params, content)
+            except httpx.TransportError as error:
+                failure = error
+                _log.warning(
+                    "%s %s failed (attempt %d of %d): %r", method, path, attempt + 1, attempts, error
+                )
+                continue
+            if not _retryable(response.status_code):
+                return _decode(method, path, response)
+            failure = response
+            _log.warning(
+                "%s %s answered %d (attempt %d of %d)",
+                method,
+                path,
+                response.status_code,
+                attempt + 1,
+                attempts,
+            )
+        if isinstance(failure, httpx.Response):
+            raise _error_from(method, path, failure)
+        raise RegistryError(
+            f"could not reach the schema registry at {', '.join(self._urls)} for {method} {path}"
+            f" after {attempts} attempts: {type(failure).__name__}: {failure}"
+        ) from failure
+
+    def _send(self, method: str, path: str, params: Any, content: bytes | None) -> httpx.Response:
+        """One attempt: the preferred base URL first, failing over on connection errors."""
+        client = self._client()
+        headers = self._headers(content is not None)
+        order = [(self._preferred + i) % len(self._urls) for i in range(len(self._urls))]
+
+        def send_to(index: int) -> httpx.Response:
+            _log.debug("%s %s%s", method, self._urls[index], path)
+            response = client.request(
+                method, self._urls[index] + path, params=params, content=content, headers=headers
+            )
+            self._preferred = index
+            return response
+
+        for index in order[:-1]:
+            try:
+                return send_to(index)
+            except _FAILOVER_ERRORS as error:
+                _log.warning("%s unreachable (%r); trying the next URL", self._urls[index], error)
+        return send_to(order[-1])
+
+    def _headers(self, has_body: bool) -> dict[str, str]:
+        headers = {"Content-Type": _CONTENT_TYPE} if has_body else {}
+        if self._bearer_token is not None:
+            token = self._bearer_token() if callable(self._bearer_token) else self._bearer_token
+            headers["Authorization"] = f"Bearer {token}"
+        return headers
+
+    def _backoff(self, retry: int) -> float:
+        """Full jitter: uniform in [0, min(max, base * 2**retry)] (spreads retrying clients apart)."""
+        return random.uniform(0.0, min(self._backoff_max, self._backoff_base * 2**retry))
+
+    def _client(self) -> httpx.Client:
+        with self._http_lock:
+            if self._http is None:
+                self._http = httpx.Client(
+                    auth=httpx.BasicAuth(*self._basic_auth) if self._basic_auth else None,
+                    verify=self._tls(),
+                    timeout=self._timeout,
+                    headers={"Accept": _ACCEPT},
+                )
+            return self._http
+
+    def _tls(self) -> ssl.SSLContext | bool:
+        """TLS settings as one SSLContext (httpx 0.28 deprecates CA paths and `cert=`)."""
+        if self._verify is False and self._cert is None:
+            return False
+        context = ssl.create_default_context(cafile=self._verify if isinstance(self._verify, str) else None)
+        if self._verify is False:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if self._cert is not None:
+            cert, key = (self._cert, None) if isinstance(self._cert, str) else self._cert
+            context.load_cert_chain(cert, key)
+        return context
+
+
+def _split_urls(url: str | Sequence[str]) -> tuple[tuple[str, ...], tuple[str, str] | None]:
+    """Base URLs without trailing slashes, and the basic-auth userinfo they carried (stripped out)."""
+    raw = url.split(",") if isinstance(url, str) else list(url)
+    urls: list[str] = []
+    credentials: set[tuple[str, str]] = set()
+    for item in (item.strip().rstrip("/") for item in raw):
+        if not item:
+            continue
+        parts = urlsplit(item)
+        host = parts.netloc.rpartition("@")[2]
+        if parts.scheme not in ("http", "https") or not host:
+            raise ValueError(f"not an http(s) URL: {urlunsplit(parts._replace(netloc=host))!r}")
+        if "@" in parts.netloc:
+            credentials.add((unquote(parts.username or ""), unquote(parts.password or "")))
+        urls.append(urlunsplit(parts._replace(netloc=host)))
+    if not urls:
+        raise ValueError("no schema registry URL given")
+    if len(credentials) > 1:
+        raise ValueError("the schema registry URLs carry different credentials")
+    return tuple(urls), next(iter(credentials), None)
+
+
+def _path(*segments: object) -> str:
+    """An API path with each segment percent-encoded (subjects may contain '/', ':' or spaces)."""
+    return "/" + "/".join(quote(str(segment), safe="") for segment in segments)
+
+
+def _version_number(version: int | str) -> int | None:
+    """A version as a number, or None for the latest (the API also accepts -1 for it)."""
+    if version == "latest" or version == -1:
+        return None
+    try:
+        return int(version)
+    except (TypeError, ValueError):
+        raise ValueError(f"a version is a number or 'latest', not {version!r}") from None
+
+
+def _canonical(schema: Schema) -> str:
+    """A hashable identity for a schema payload, for the register and lookup caches."""
+    return json.dumps(schema.to_dict(), sort_keys=True, separators=(",", ":"))
+
+
+def _key_subject(key: Hashable) -> object:
+    return key[1] if isinstance(key, tuple) else None
+
+
+def _jsonable(value: Any) -> Any:
+    """Model objects (Metadata, RuleSet) as their registry JSON; anything else unchanged."""
+    return value.to_dict() if hasattr(value, "to_dict") else value
+
+
+def _retryable(status: int) -> bool:
+    """5xx and 429 are transient; any other 4xx would fail the same way again."""
+    return status == 429 or status >= 500
+
+
+def _decode(method: str, path: str, response: httpx.Response) -> Any:
+    if not response.is_success:
+        raise _error_from(method, path, response)
+    if response.status_code == 204 or not response.content:
+        return None
+    return _json(method, path, response)
+
+
+def _json(method: str, path: str, response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        raise _not_json(method, path, response) from None
+
+
+def _not_json(method: str, path: str, response: httpx.Response) -> RegistryError:
+    return RegistryError(
+        f"the schema registry answered {method} {path} with a body that is not JSON: {response.text[:80]!r}",
+        status=response.status_code,
+    )
+
+
+def _error_from(method: str, path: str, response: httpx.Response) -> RegistryError:
+    """Confluent's `{"error_code": …, "message": …}` as a RegistryError, or the bare status."""
+    try:
+        body = response.json()
+    except ValueError:
+        return _not_json(method, path, response)
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        code = body.get("error_code")
+        return RegistryError(
+            body["message"], status=response.status_code, error_code=code if isinstance(code, int) else None
+        )
+    return RegistryError(
+        f"the schema registry answered {method} {path} with an error", status=response.status_code
+    )
+
+
+def _unexpected(call: str, expected: str, answer: Any) -> RegistryError:
+    return RegistryError(
+        f"the schema registry answered {call} with {repr(answer)[:200]}; expected {expected}"
+    )
