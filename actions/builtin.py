@@ -1,0 +1,55 @@
+"""The built-in actions NONE, ERROR and DLQ (SEMANTICS.md §2.4, §7)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from actions._protocol import ActionContext, ActionPlan, Effect
+from contracts.errors import ContractError
+
+DLQ_TOPIC = "dlq.topic"
+
+
+@dataclass(frozen=True)
+class NoneAction:
+    """Do nothing: processing continues with the next rule."""
+
+    name: str = "NONE"
+
+    def plan(self, ctx: ActionContext) -> ActionPlan:
+        return ActionPlan(self.name, Effect.CONTINUE)
+
+
+@dataclass(frozen=True)
+class ErrorAction:
+    """Fail the Spark job when the row is computed, naming subject, version, rule and mode."""
+
+    name: str = "ERROR"
+
+    def plan(self, ctx: ActionContext) -> ActionPlan:
+        return ActionPlan(self.name, Effect.FAIL)
+
+
+@dataclass(frozen=True)
+class DlqAction:
+    """Send the row to its dead-letter topic and drop it from the main output.
+
+    The topic is this action's own `topic`, else the rule's `dlq.topic` param, else the target
+    version's metadata property `dlq.topic`; with none, the contract cannot run.
+    """
+
+    topic: str | None = None
+    name: str = "DLQ"
+
+    def plan(self, ctx: ActionContext) -> ActionPlan:
+        topic = self.topic or ctx.rule.params.get(DLQ_TOPIC) or ctx.properties.get(DLQ_TOPIC)
+        if not topic:
+            raise ContractError(
+                "DLQ action has no topic: set the rule param 'dlq.topic', the metadata property"
+                " 'dlq.topic', or DlqAction(topic=...)",
+                subject=ctx.subject,
+                version=ctx.version,
+                rule=ctx.rule.name,
+                position="params.dlq.topic",
+            )
+        return ActionPlan(self.name, Effect.REJECT, topic=topic)

@@ -1,0 +1,176 @@
+"""The Python pass: consecutive batch-step rules (and custom actions) in one `mapInArrow`.
+
+Each Arrow batch is converted to Avro-shaped records once, every rule of the pass runs over the
+records still valid, and the record, status and outcome columns are written back. Evaluators
+are built once per Python worker and cached, never per row or batch.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from fastavro.validation import ValidationError, validate
+
+from actions._protocol import ActionContext, ActionPlan, Effect
+from contracts import avro
+from contracts.errors import RuleError
+from contracts.model import RuleKind
+from executors._protocol import BatchEvaluator, BatchStep, Outcome
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from contracts.planner import PlannedRule
+
+_EVALUATORS: dict[tuple[str, int], BatchEvaluator] = {}
+
+
+def apply_batch_rules(staged: DataFrame, rules: Sequence[PlannedRule], plan_id: str) -> DataFrame:
+    """Add a mapInArrow pass running `rules` over `staged`, with an outcome column per evaluated rule."""
+    from pyspark.sql.types import BooleanType, StructField, StructType
+
+    from contracts.planner import OUTCOME_PREFIX
+
+    present = set(staged.columns)
+    new_outcomes = [
+        StructField(OUTCOME_PREFIX + str(rule.index), BooleanType())
+        for rule in rules
+        if OUTCOME_PREFIX + str(rule.index) not in present
+    ]
+    output = StructType([*staged.schema.fields, *new_outcomes])
+    return staged.mapInArrow(_BatchPass(tuple(rules), plan_id, output.json()), output)
+
+
+@dataclass(frozen=True)
+class _BatchPass:
+    """The picklable function Spark runs per partition."""
+
+    rules: tuple[PlannedRule, ...]
+    plan_id: str
+    output_json: str
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark.sql.types import StructType
+
+        output = StructType.fromJson(json.loads(self.output_json))
+        arrow_schema = avro.arrow_schema(output)
+        for batch in batches:
+            yield _RowsInFlight(self, batch).run(arrow_schema)
+
+
+class _RowsInFlight:
+    """One Arrow batch being processed: its records, statuses and rule outcomes as Python lists."""
+
+    def __init__(self, owner: _BatchPass, batch: pa.RecordBatch) -> None:
+        from contracts.planner import RECORD, STATUS
+
+        self.owner = owner
+        self.batch = batch
+        self.schema = owner.rules[0].ctx.schema
+        self.records = avro.arrow_to_records(_unpacked(batch.column(RECORD)), self.schema)
+        self.statuses: list[dict[str, Any] | None] = batch.column(STATUS).to_pylist()
+        self.outcomes: dict[str, list[bool | None]] = {}
+        self.records_changed = False
+
+    def run(self, arrow_schema: pa.Schema) -> pa.RecordBatch:
+        for rule in self.owner.rules:
+            if isinstance(rule.step, BatchStep):
+                self._evaluate(rule)
+            else:
+                self._callbacks_after_native(rule)
+        return self._to_batch(arrow_schema)
+
+    def _evaluate(self, rule: PlannedRule) -> None:
+        from contracts.planner import OUTCOME_PREFIX
+
+        active = [i for i, status in enumerate(self.statuses) if status is None]
+        evaluator = _evaluator(self.owner.plan_id, rule)
+        results = evaluator([self.records[i] for i in active]) if active else []
+        outcome: list[bool | None] = [None] * len(self.statuses)
+        for i, result in zip(active, results, strict=True):
+            result = self._conforming(rule, result)
+            outcome[i] = result.passed
+            if result.passed and rule.rule.kind is RuleKind.TRANSFORM:
+                self.records[i] = result.record
+                self.records_changed = True
+            self._act(rule, i, result.passed, result.reason)
+        self.outcomes[OUTCOME_PREFIX + str(rule.index)] = outcome
+
+    def _conforming(self, rule: PlannedRule, result: Outcome) -> Outcome:
+        """A transform result that does not fit the schema fails (the reference's serializer throws)."""
+        if not result.passed or rule.rule.kind is not RuleKind.TRANSFORM:
+            return result
+        try:
+            validate(result.record, self.schema, raise_errors=True)
+        except (ValidationError, TypeError, ValueError) as e:
+            return Outcome(False, None, f"transform result does not match the schema: {e}")
+        return result
+
+    def _callbacks_after_native(self, rule: PlannedRule) -> None:
+        from contracts.planner import OUTCOME_PREFIX
+
+        outcome = self.batch.column(OUTCOME_PREFIX + str(rule.index)).to_pylist()
+        reason = rule.failure_reason()
+        for i, passed in enumerate(outcome):
+            if passed is not None:
+                action = rule.on_success if passed else rule.on_failure
+                _run_callback(rule, action, self.records[i], None if passed else reason)
+
+    def _act(self, rule: PlannedRule, i: int, passed: bool, reason: str | None) -> None:
+        action = rule.on_success if passed else rule.on_failure
+        why = None if passed else (reason or rule.failure_reason())
+        _run_callback(rule, action, self.records[i], why)
+        if action.effect is Effect.FAIL:
+            raise RuleError(
+                why or "rule passed",
+                subject=rule.ctx.subject,
+                version=rule.ctx.version,
+                rule=rule.rule.name,
+                mode=rule.ctx.mode.value,
+            )
+        if action.effect is Effect.REJECT:
+            self.statuses[i] = rule.status(action, why or f"Rule failed: {rule.rule.name}")
+
+    def _to_batch(self, arrow_schema: pa.Schema) -> pa.RecordBatch:
+        from contracts.planner import RECORD, STATUS
+
+        columns = []
+        for arrow_field in arrow_schema:
+            name = arrow_field.name
+            if name == RECORD and self.records_changed:
+                packed = avro.records_to_arrow(self.records, self.schema).to_struct_array()
+                columns.append(packed.cast(arrow_field.type))
+            elif name == STATUS:
+                columns.append(pa.array(self.statuses, type=arrow_field.type))
+            elif name in self.outcomes:
+                columns.append(pa.array(self.outcomes[name], type=pa.bool_()))
+            else:
+                columns.append(self.batch.column(name))
+        return pa.RecordBatch.from_arrays(columns, schema=arrow_schema)
+
+
+def _unpacked(column: pa.Array) -> pa.RecordBatch:
+    """The record struct column as a batch of its fields, the shape the Avro codecs read."""
+    return pa.RecordBatch.from_struct_array(column)
+
+
+def _run_callback(rule: PlannedRule, action: ActionPlan, record: Any, reason: str | None) -> None:
+    if action.callback is not None:
+        ctx = rule.ctx
+        action.callback(
+            ActionContext(ctx.rule, ctx.subject, ctx.version, ctx.mode, ctx.properties), record, reason
+        )
+
+
+def _evaluator(plan_id: str, rule: PlannedRule) -> BatchEvaluator:
+    """The rule's evaluator, built once per Python worker."""
+    key = (plan_id, rule.index)
+    evaluator = _EVALUATORS.get(key)
+    if evaluator is None:
+        assert isinstance(rule.step, BatchStep)
+        evaluator = _EVALUATORS[key] = rule.step.factory()
+    return evaluator

@@ -1,0 +1,170 @@
+"""Routing rejected rows to their dead-letter topics in the same pass that yields the valid rows.
+
+Each Spark task opens one sink writer named by the run id (chosen on the driver) and its
+partition id, writes the DLQ records of its rejected rows, yields only valid rows, and commits
+when its input is exhausted — so a retried or re-executed task rewrites the same DLQ output
+instead of duplicating it, and an undelivered record fails the task (DESIGN.md principle 4).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from actions.sink import DlqRecord, DlqSink
+from contracts import avro
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+RULE_NAME = "__rule.name"
+RULE_MODE = "__rule.mode"
+RULE_SUBJECT = "__rule.subject"
+RULE_TOPIC = "__rule.topic"
+RULE_EXCEPTION = "__rule.exception"
+
+
+@dataclass(frozen=True)
+class DlqLayout:
+    """Where a DLQ record's parts come from in the staged rows (SEMANTICS.md §7).
+
+    `value_column` names a column of original bytes (READ side); when None the value is the
+    record as JSON, read from `record_column` with the Avro schema (WRITE side).
+    """
+
+    record_column: str
+    schema: Any
+    value_column: str | None = None
+    key_column: str | None = None
+    headers_column: str | None = None
+    topic_column: str | None = None
+
+
+def route_rejected(staged: DataFrame, sink: DlqSink, run_id: str, layout: DlqLayout) -> DataFrame:
+    """Send every row with a `_contract` status to its DLQ topic and keep only the valid rows."""
+    return staged.mapInArrow(_Router(sink, run_id, layout, staged.schema.json()), staged.schema)
+
+
+@dataclass(frozen=True)
+class _Router:
+    """The picklable per-partition function of route_rejected."""
+
+    sink: DlqSink
+    run_id: str
+    layout: DlqLayout
+    schema_json: str
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        from contracts.planner import STATUS
+
+        task = TaskContext.get()
+        partition = task.partitionId() if task is not None else 0
+        writer = self.sink.open(f"{self.run_id}-{partition:05d}")
+        try:
+            for batch in batches:
+                status = batch.column(STATUS)
+                rejected = pc.is_valid(status)
+                if pc.any(rejected).as_py():
+                    for record in self._dlq_records(batch.filter(rejected)):
+                        writer.write(record)
+                yield batch.filter(pc.invert(rejected))
+        except GeneratorExit:
+            # The consumer stopped early (a `limit`): what was processed is still delivered.
+            writer.commit()
+            raise
+        except BaseException:
+            writer.abort()
+            raise
+        writer.commit()
+
+    def _dlq_records(self, rejected: pa.RecordBatch) -> Iterator[DlqRecord]:
+        from contracts.planner import STATUS
+
+        layout = self.layout
+        statuses = rejected.column(STATUS).to_pylist()
+        values = self._values(rejected)
+        keys = _column(rejected, layout.key_column)
+        incoming = _column(rejected, layout.headers_column)
+        topics = _column(rejected, layout.topic_column)
+        now_ms = int(time.time() * 1000)
+        for i, status in enumerate(statuses):
+            headers = [*_incoming_headers(incoming[i])]
+            headers += [
+                (RULE_NAME, _utf8(status["rule"])),
+                (RULE_MODE, _utf8(status["mode"])),
+                (RULE_SUBJECT, _utf8(status["subject"])),
+                (RULE_TOPIC, _utf8(topics[i])),
+            ]
+            if status["reason"] is not None:
+                headers.append((RULE_EXCEPTION, _utf8(status["reason"])))
+            yield DlqRecord(
+                topic=status["topic"],
+                key=_bytes(keys[i]),
+                value=values[i],
+                headers=tuple(headers),
+                timestamp_ms=now_ms,
+            )
+
+    def _values(self, rejected: pa.RecordBatch) -> list[bytes | None]:
+        layout = self.layout
+        if layout.value_column is not None:
+            return [_bytes(value) for value in rejected.column(layout.value_column).to_pylist()]
+        records = avro.arrow_to_records(
+            pa.RecordBatch.from_struct_array(rejected.column(layout.record_column)), layout.schema
+        )
+        return [record_value_bytes(record) for record in records]
+
+
+def record_value_bytes(record: Any) -> bytes | None:
+    """A WRITE-side DLQ value as the reference writes it: bytes and strings as they are, numbers
+    packed big-endian, anything else as JSON with bytes rendered as latin-1 text (SEMANTICS.md §7)."""
+    import struct
+
+    if record is None:
+        return None
+    if isinstance(record, bytes | bytearray):
+        return bytes(record)
+    if isinstance(record, str):
+        return record.encode("utf-8")
+    if isinstance(record, int) and not isinstance(record, bool) and -(2**63) <= record < 2**63:
+        return struct.pack(">q", record)
+    if isinstance(record, float):
+        return struct.pack(">d", record)
+    return json.dumps(record, default=_json_default).encode("utf-8")
+
+
+def _json_default(value: Any) -> str:
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("latin-1")
+    return str(value)
+
+
+def _column(batch: pa.RecordBatch, name: str | None) -> list[Any]:
+    if name is None or name not in batch.schema.names:
+        return [None] * batch.num_rows
+    return batch.column(name).to_pylist()
+
+
+def _incoming_headers(headers: Any) -> list[tuple[str, bytes | None]]:
+    """Kafka-source headers (a list of {key, value} structs) kept ahead of the rule headers."""
+    if not headers:
+        return []
+    return [(header["key"], _bytes(header["value"])) for header in headers]
+
+
+def _utf8(value: Any) -> bytes | None:
+    return None if value is None else str(value).encode("utf-8")
+
+
+def _bytes(value: Any) -> bytes | None:
+    if value is None:
+        return None
+    return value if isinstance(value, bytes) else str(value).encode("utf-8")

@@ -1,0 +1,154 @@
+"""The loader: resolve a contract version in the registry and compile its rules once.
+
+A contract that cannot run fails here, before Spark does anything, with a ContractError naming
+subject, version, rule and position (DESIGN.md principle 9). A rule whose type no executor
+handles is the exception: the Confluent clients treat it as a failure of that rule for every
+record (SEMANTICS.md §2.1), and so does the plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from contracts import avro
+from contracts.errors import ContractError, RegistryError
+from contracts.model import RegisteredSchema, Rule, RuleMode, Schema
+from contracts.registry import Registry
+from executors._protocol import Executor, RuleContext, Step
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+    from contracts.plugins import PluginRegistry
+
+
+@dataclass(frozen=True)
+class ContractVersion:
+    """One registered version of a subject, parsed: its Avro schema, Spark type and rules."""
+
+    subject: str
+    version: int
+    schema_id: int
+    schema: Schema
+    avro_schema: Any
+    named_schemas: tuple[str, ...]
+    spark_type: StructType
+
+    @property
+    def properties(self) -> dict[str, str]:
+        return self.schema.properties
+
+    @property
+    def metadata_tags(self) -> dict[str, tuple[str, ...]]:
+        return dict(self.schema.metadata.tags) if self.schema.metadata is not None else {}
+
+
+def resolve(
+    registry: Registry,
+    subject: str,
+    version: int | None = None,
+    use_latest_with_metadata: Mapping[str, str] | None = None,
+) -> RegisteredSchema:
+    """The target version: an explicit one, else the latest matching the metadata, else the latest."""
+    if version is not None and use_latest_with_metadata:
+        raise ContractError("give either version or use_latest_with_metadata, not both", subject=subject)
+    if version is not None:
+        return registry.get_version(subject, version)
+    if use_latest_with_metadata:
+        return registry.get_latest_with_metadata(subject, dict(use_latest_with_metadata))
+    return registry.get_latest_version(subject)
+
+
+def load_version(registry: Registry, registered: RegisteredSchema) -> ContractVersion:
+    """Parse a registered version (with its references) into Avro and Spark types."""
+    schema = registered.schema
+    where = {"subject": registered.subject, "version": registered.version}
+    if schema.schema_type.upper() != "AVRO":
+        raise ContractError(f"schema type {schema.schema_type} is not supported (only AVRO)", **where)
+    named = tuple(_referenced_schemas(registry, schema))
+    try:
+        parsed = avro.parse_schema(schema.schema_str, named)
+        spark_type = avro.struct_type(parsed)
+    except ContractError as e:
+        raise e.at(**where) from e.__cause__
+    except Exception as e:
+        raise ContractError(f"invalid Avro schema: {e}", position="schema", **where) from e
+    return ContractVersion(
+        subject=registered.subject,
+        version=registered.version,
+        schema_id=registered.schema_id,
+        schema=schema,
+        avro_schema=parsed,
+        named_schemas=named,
+        spark_type=spark_type,
+    )
+
+
+def _referenced_schemas(registry: Registry, schema: Schema, seen: frozenset[str] = frozenset()) -> list[str]:
+    """The schema texts this schema references, dependencies first."""
+    texts: list[str] = []
+    for reference in schema.references:
+        key = f"{reference.subject}:{reference.version}"
+        if key in seen:
+            continue
+        try:
+            referenced = registry.get_version(reference.subject, reference.version).schema
+        except RegistryError as e:
+            raise ContractError(
+                f"reference {reference.name!r} to {reference.subject} version {reference.version}"
+                f" cannot be resolved: {e}",
+                position="references",
+            ) from e
+        texts.extend(_referenced_schemas(registry, referenced, seen | {key}))
+        texts.append(referenced.schema_str)
+    return texts
+
+
+def rules_for(version: ContractVersion, mode: RuleMode) -> list[Rule]:
+    """The domain rules that run in WRITE or READ, in running order (SEMANTICS.md §2)."""
+    if mode not in (RuleMode.WRITE, RuleMode.READ):
+        raise ContractError(f"mode must be WRITE or READ, not {mode.value}", subject=version.subject)
+    rules = [
+        rule for rule in version.schema.rules.domain_rules if not rule.disabled and rule.mode.matches(mode)
+    ]
+    return rules[::-1] if mode is RuleMode.READ else rules
+
+
+def compile_rules(
+    version: ContractVersion,
+    mode: RuleMode,
+    rules: list[Rule],
+    executors: PluginRegistry[Executor],
+) -> list[tuple[RuleContext, Step | None]]:
+    """Compile each rule once with the executor for its name or type; None where there is none."""
+    compiled: list[tuple[RuleContext, Step | None]] = []
+    for rule in rules:
+        ctx = RuleContext(
+            rule=rule,
+            subject=version.subject,
+            version=version.version,
+            mode=mode,
+            schema=version.avro_schema,
+            spark_type=version.spark_type,
+            metadata_tags=version.metadata_tags,
+            properties=version.properties,
+            named_schemas=version.named_schemas,
+        )
+        executor = executors.find(rule.type, rule_name=rule.name)
+        if executor is None:
+            compiled.append((ctx, None))
+            continue
+        try:
+            step = executor.compile(ctx)
+        except ContractError as e:
+            raise ContractError(
+                e.reason,
+                subject=version.subject,
+                version=version.version,
+                rule=rule.name,
+                position=e.position,
+            ) from e
+        compiled.append((ctx, step))
+    return compiled

@@ -1,0 +1,301 @@
+"""The planner: which rules run, in which order, with which actions — and applying them to a DataFrame.
+
+A plan is an ordered list of compiled rules (SEMANTICS.md §2). Applying it packs the record
+columns into one struct column, runs native steps as Column expressions and consecutive Python
+steps in one `mapInArrow` pass, and leaves one status column `_contract` that is null for rows
+still valid and names the rule, mode, action and reason for rows a DLQ action rejected. ERROR
+actions fail the job natively (`raise_error`) when the failing row is computed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from actions._protocol import ActionContext, ActionPlan, Effect
+from contracts import _batch
+from contracts.errors import ContractError, RuleError
+from contracts.model import Rule, RuleKind, RuleMode
+from executors._protocol import BatchStep, NativeStep, RuleContext, Step, condition_failure_message
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, Observation
+    from pyspark.sql.types import StructType
+
+RECORD = "__contract_record"
+ORIGINAL = "__contract_original"
+STATUS = "_contract"
+OUTCOME_PREFIX = "__contract_outcome_"
+
+
+def status_type() -> StructType:
+    """The `_contract` struct: which rule rejected the row, in which mode, with which action and why."""
+    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+    return StructType(
+        [
+            StructField("rule", StringType()),
+            StructField("mode", StringType()),
+            StructField("action", StringType()),
+            StructField("reason", StringType()),
+            StructField("topic", StringType()),
+            StructField("subject", StringType()),
+            StructField("version", IntegerType()),
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class PlannedRule:
+    """One rule of a plan: its context, compiled step and the actions resolved for this direction.
+
+    `step` is None when no executor handles the rule's type: the rule then fails for every record
+    and the rules after it are skipped (SEMANTICS.md §2.1).
+    """
+
+    index: int
+    ctx: RuleContext
+    step: Step | None
+    on_success: ActionPlan
+    on_failure: ActionPlan
+
+    @property
+    def rule(self) -> Rule:
+        return self.ctx.rule
+
+    @property
+    def native(self) -> bool:
+        """True when the rule is evaluated by Spark expressions (a missing executor is a constant failure)."""
+        return not isinstance(self.step, BatchStep)
+
+    @property
+    def has_callbacks(self) -> bool:
+        """Whether a custom action needs a Python pass after this rule."""
+        return self.on_success.callback is not None or self.on_failure.callback is not None
+
+    @property
+    def missing_executor_reason(self) -> str:
+        return f"Could not find rule executor of type {self.rule.type}"
+
+    def failure_reason(self) -> str:
+        """The reason a native failure reports (Python steps carry their own evaluation error)."""
+        if self.step is None:
+            return self.missing_executor_reason
+        if self.rule.kind is RuleKind.CONDITION:
+            return condition_failure_message(self.rule)
+        return f"Rule failed: {self.rule.name}"
+
+    def error_message(self, reason: str) -> str:
+        """The text an ERROR action fails the job with: subject, version, rule, mode and reason."""
+        ctx = self.ctx
+        return str(
+            RuleError(reason, subject=ctx.subject, version=ctx.version, rule=self.rule.name, mode=ctx.mode)
+        )
+
+    def status(self, action: ActionPlan, reason: str) -> dict[str, Any]:
+        """The `_contract` value for a row this rule rejected."""
+        ctx = self.ctx
+        return {
+            "rule": self.rule.name,
+            "mode": ctx.mode.value,
+            "action": action.name,
+            "reason": reason,
+            "topic": action.topic,
+            "subject": ctx.subject,
+            "version": ctx.version,
+        }
+
+    def describe(self) -> str:
+        how = "native" if self.native else "python"
+        if self.has_callbacks:
+            how += ", custom action in python"
+        if self.step is None:
+            how = "no executor: fails every record, later rules skipped"
+        failure = self.on_failure.name
+        if self.on_failure.topic:
+            failure += f" -> {self.on_failure.topic}"
+        return (
+            f"{self.index + 1}. {self.rule.name} [{self.rule.type} {self.rule.kind.value}, mode"
+            f" {self.ctx.mode.value}] on success {self.on_success.name}, on failure {failure} ({how})"
+        )
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The ordered rules one contract version runs in one mode, ready to apply to a DataFrame."""
+
+    subject: str
+    version: int
+    mode: RuleMode
+    record_type: StructType
+    rules: tuple[PlannedRule, ...]
+    plan_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def explain(self) -> str:
+        header = f"Plan {self.mode.value} for subject {self.subject!r} version {self.version}"
+        if not self.rules:
+            return f"{header}: no rules"
+        return "\n".join([f"{header}:", *(f"  {rule.describe()}" for rule in self.rules)])
+
+    def __repr__(self) -> str:
+        return self.explain()
+
+    @property
+    def has_transforms(self) -> bool:
+        return any(rule.rule.kind is RuleKind.TRANSFORM for rule in self.rules)
+
+    def stage(self, df: DataFrame, observation: Observation | None = None) -> DataFrame:
+        """Run every rule lazily: the record packed into one struct column, plus `_contract`."""
+        from pyspark.sql import functions as F
+
+        record_names = check_record_columns(df, self.record_type, self.subject, self.version)
+        passthrough = [F.col(_quote(name)) for name in df.columns if name not in record_names]
+        record = F.struct(*[F.col(_quote(name)) for name in record_names])
+        columns = [*passthrough, record.alias(RECORD)]
+        if self.has_transforms:
+            columns.append(record.alias(ORIGINAL))
+        columns.append(F.lit(None).cast(status_type()).alias(STATUS))
+        staged = df.select(*columns)
+        for native, group in itertools.groupby(self._operations(), key=lambda op: op[0]):
+            if native:
+                for _, rule in group:
+                    staged = _apply_native(staged, rule)
+            else:
+                staged = _batch.apply_batch_rules(staged, tuple(rule for _, rule in group), self.plan_id)
+        outcome_columns = [OUTCOME_PREFIX + str(rule.index) for rule in self.rules]
+        if observation is not None and self.rules:
+            staged = staged.observe(observation, *_metric_columns(self.rules))
+        return staged.drop(*outcome_columns) if outcome_columns else staged
+
+    def _operations(self) -> list[tuple[bool, PlannedRule]]:
+        """(native?, rule) in order: native rules with custom actions get a Python pass after them,
+        so consecutive Python work shares one mapInArrow pass."""
+        operations: list[tuple[bool, PlannedRule]] = []
+        for rule in self.rules:
+            if rule.native:
+                operations.append((True, rule))
+                if rule.has_callbacks:
+                    operations.append((False, rule))
+            else:
+                operations.append((False, rule))
+        return operations
+
+
+def build_plan(
+    subject: str,
+    version: int,
+    mode: RuleMode,
+    record_type: StructType,
+    rules: Sequence[tuple[RuleContext, Step | None]],
+    resolve_action: Any,
+) -> Plan:
+    """Resolve each rule's actions and truncate after a rule without executor (SEMANTICS.md §2.1)."""
+    planned: list[PlannedRule] = []
+    for index, (ctx, step) in enumerate(rules):
+        action_ctx = ActionContext(ctx.rule, subject, version, mode, ctx.properties)
+        planned.append(
+            PlannedRule(
+                index=index,
+                ctx=ctx,
+                step=step,
+                on_success=resolve_action(ctx.rule.action_for(mode, outcome_failed=False), action_ctx),
+                on_failure=resolve_action(ctx.rule.action_for(mode, outcome_failed=True), action_ctx),
+            )
+        )
+        if step is None:
+            break
+    return Plan(subject, version, mode, record_type, tuple(planned))
+
+
+def check_record_columns(df: DataFrame, record_type: StructType, subject: str, version: int) -> list[str]:
+    """The record's field names, after checking the DataFrame has each with the schema's type."""
+    present = {f.name: f.dataType for f in df.schema.fields}
+    for expected in record_type.fields:
+        if expected.name not in present:
+            raise ContractError(
+                f"the DataFrame has no column {expected.name!r}, a field of the contract's schema"
+                f" (columns: {', '.join(df.columns)})",
+                subject=subject,
+                version=version,
+                position=expected.name,
+            )
+        # simpleString ignores nullability and field metadata, which may differ harmlessly.
+        if present[expected.name].simpleString() != expected.dataType.simpleString():
+            raise ContractError(
+                f"column {expected.name!r} is {present[expected.name].simpleString()} but the schema"
+                f" says {expected.dataType.simpleString()}",
+                subject=subject,
+                version=version,
+                position=expected.name,
+            )
+    return [f.name for f in record_type.fields]
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _apply_native(staged: DataFrame, rule: PlannedRule) -> DataFrame:
+    """Evaluate one native rule: an outcome column, then the record and status it implies."""
+    from pyspark.sql import functions as F
+
+    outcome_name = OUTCOME_PREFIX + str(rule.index)
+    active = F.col(STATUS).isNull()
+    new_record = "__contract_new_record"
+    if rule.step is None:
+        passed: Column = F.lit(False)
+        transformed = None
+    else:
+        assert isinstance(rule.step, NativeStep)
+        result = rule.step.build(F.col(RECORD))
+        passed = F.coalesce(result.passed, F.lit(False))
+        transformed = result.record
+    extra = [F.when(active, passed).alias(outcome_name)]
+    if transformed is not None:
+        extra.append(transformed.alias(new_record))
+    staged = staged.select("*", *extra)
+    outcome = F.col(outcome_name)
+    updates: dict[str, Column] = {STATUS: _native_status(rule, outcome)}
+    if transformed is not None:
+        updates[RECORD] = F.when(outcome, F.col(new_record)).otherwise(F.col(RECORD))
+    staged = staged.withColumns(updates)
+    return staged.drop(new_record) if transformed is not None else staged
+
+
+def _native_status(rule: PlannedRule, outcome: Column) -> Column:
+    """The `_contract` column after this rule: unchanged, rejected (DLQ) or the job failed (ERROR)."""
+    from pyspark.sql import functions as F
+
+    status = F.col(STATUS)
+    reason = rule.failure_reason()
+    for fired, action, why in ((outcome, rule.on_success, None), (~outcome, rule.on_failure, reason)):
+        if action.effect is Effect.FAIL:
+            status = F.when(fired, F.raise_error(F.lit(rule.error_message(why or "rule passed")))).otherwise(
+                status
+            )
+        elif action.effect is Effect.REJECT:
+            value = rule.status(action, why or f"Rule failed: {rule.rule.name}")
+            status = F.when(fired, _status_literal(value)).otherwise(status)
+    # `fired` is null for rows already rejected, so `when` leaves their status as it was.
+    return status
+
+
+def _status_literal(value: dict[str, Any]) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.struct(*[F.lit(value[f.name]).cast(f.dataType).alias(f.name) for f in status_type().fields])
+
+
+def _metric_columns(rules: Sequence[PlannedRule]) -> list[Column]:
+    """Per rule: rows passed and failed (rows already rejected are not evaluated, so not counted)."""
+    from pyspark.sql import functions as F
+
+    columns = []
+    for rule in rules:
+        outcome = F.col(OUTCOME_PREFIX + str(rule.index))
+        columns.append(F.count_if(outcome).alias(f"{rule.index}.passed"))
+        columns.append(F.count_if(~outcome).alias(f"{rule.index}.failed"))
+    return columns

@@ -1,0 +1,162 @@
+"""The executor protocol: an executor compiles a rule, once, into a native or a batch step.
+
+A *native step* is a function of Spark Columns (the record as one struct Column) and runs inside
+Catalyst at native speed. A *batch step* evaluates a batch of records in Python; the engine runs
+consecutive batch steps in one `mapInArrow` pass and converts Arrow to records once per pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from contracts.model import Rule, RuleKind, RuleMode
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+    from pyspark.sql.types import StructType
+
+
+@dataclass(frozen=True)
+class RuleContext:
+    """What a rule runs against: the rule, where it is registered, the phase, and the record's schema."""
+
+    rule: Rule
+    subject: str
+    version: int
+    mode: RuleMode
+    schema: Mapping[str, Any] | str
+    spark_type: StructType
+    metadata_tags: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    properties: Mapping[str, str] = field(default_factory=dict)
+    named_schemas: tuple[str, ...] = ()
+
+    @property
+    def params(self) -> Mapping[str, str]:
+        return self.rule.params
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One record's result of one rule: passed or not, the (possibly new) record, and why it failed."""
+
+    passed: bool
+    record: Any = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class NativeOutcome:
+    """A native step's result as Columns: `passed` is a boolean Column (null counts as failed);
+    `record` the new record struct for a TRANSFORM, None for a CONDITION."""
+
+    passed: Column
+    record: Column | None = None
+
+
+@dataclass(frozen=True)
+class NativeStep:
+    """A rule compiled to Spark expressions: `build(record)` maps the record struct Column to an outcome."""
+
+    build: Callable[[Column], NativeOutcome]
+    native: bool = field(default=True, init=False)
+
+
+class BatchEvaluator(Protocol):
+    """Evaluates one rule over a batch of records (Avro-shaped plain Python values), on a Spark worker."""
+
+    def __call__(self, records: Sequence[Any]) -> Sequence[Outcome]: ...
+
+
+@dataclass(frozen=True)
+class BatchStep:
+    """A rule evaluated in Python. `factory` is picklable and builds the evaluator once per worker."""
+
+    factory: Callable[[], BatchEvaluator]
+    native: bool = field(default=False, init=False)
+
+
+Step = NativeStep | BatchStep
+
+
+@runtime_checkable
+class Executor(Protocol):
+    """Compiles rules of one `type` (CEL, CEL_FIELD, JSONATA or a custom name) into steps."""
+
+    type: str
+
+    def compile(self, ctx: RuleContext) -> Step:
+        """Compile `ctx.rule` once; raise contracts.errors.ContractError for a rule that cannot run."""
+        ...
+
+
+class RecordExecutor(Protocol):
+    """The simple, Confluent-style interface: one record at a time.
+
+    `transform` returns the new record for a TRANSFORM rule, or a truthy/falsy value for a
+    CONDITION; raising is a rule failure. The engine runs it batched in Python.
+    """
+
+    type: str
+
+    def transform(self, ctx: RuleContext, message: Any) -> Any: ...
+
+
+@dataclass(frozen=True)
+class _RecordEvaluator:
+    """Adapts a RecordExecutor to a batch evaluator, turning its answers into Outcomes."""
+
+    executor: RecordExecutor
+    ctx: RuleContext
+
+    def __call__(self, records: Sequence[Any]) -> Sequence[Outcome]:
+        return [self._one(record) for record in records]
+
+    def _one(self, record: Any) -> Outcome:
+        rule = self.ctx.rule
+        try:
+            result = self.executor.transform(self.ctx, record)
+        except Exception as e:  # a failing executor is a rule failure, never a crash (DESIGN.md §3)
+            return Outcome(False, record, f"{type(e).__name__}: {e}")
+        if rule.kind is RuleKind.CONDITION:
+            if result:
+                return Outcome(True, record)
+            return Outcome(False, record, condition_failure_message(rule))
+        if result is None:
+            return Outcome(False, record, f"Rule failed: {rule.name}")
+        return Outcome(True, result)
+
+
+@dataclass(frozen=True)
+class RecordExecutorAdapter:
+    """An Executor made from a RecordExecutor: every rule compiles to a batch step calling it per record."""
+
+    executor: RecordExecutor
+
+    @property
+    def type(self) -> str:
+        return self.executor.type
+
+    def compile(self, ctx: RuleContext) -> Step:
+        return BatchStep(_PartialEvaluator(self.executor, ctx))
+
+
+@dataclass(frozen=True)
+class _PartialEvaluator:
+    """A picklable factory for _RecordEvaluator (a lambda would not pickle)."""
+
+    executor: RecordExecutor
+    ctx: RuleContext
+
+    def __call__(self) -> BatchEvaluator:
+        return _RecordEvaluator(self.executor, self.ctx)
+
+
+def condition_failure_message(rule: Rule) -> str:
+    """The reference's text for a failed condition: the rule's doc, else its expression, else its name."""
+    if rule.doc:
+        return rule.doc
+    if rule.expr:
+        return f"Rule expr failed: {rule.expr}"
+    return f"Rule failed: {rule.name}"

@@ -1,0 +1,49 @@
+"""The CEL executor: a rule's expression over the `message` variable, as the Confluent clients run it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from contracts.model import RuleKind
+from executors._protocol import BatchEvaluator, BatchStep, Outcome, RuleContext, Step
+
+
+class CelExecutor:
+    """Compiles CEL rules; this version evaluates every rule with cel-python in a batch step."""
+
+    type = "CEL"
+
+    def compile(self, ctx: RuleContext) -> Step:
+        from executors.cel import _runtime
+
+        # Compiling on the driver reports syntax errors at load, with their position.
+        _runtime.compile_program(ctx.rule.expr or "")
+        return BatchStep(_CelBatch(ctx.rule.expr or "", ctx.rule.kind))
+
+
+@dataclass(frozen=True)
+class _CelBatch:
+    """Picklable factory: on a worker, the compiled program (cached per process) over each record."""
+
+    expr: str
+    kind: RuleKind
+
+    def __call__(self) -> BatchEvaluator:
+        from executors.cel import _runtime
+
+        program = _runtime.compile_program(self.expr)
+        is_condition = self.kind is RuleKind.CONDITION
+
+        def evaluate(records: Sequence[Any]) -> Sequence[Outcome]:
+            outcomes = []
+            for record in records:
+                activation = {"message": _runtime.to_cel(record)}
+                result = (
+                    program.condition(activation) if is_condition else program.transform(activation, record)
+                )
+                outcomes.append(Outcome(result.passed, result.value, result.reason))
+            return outcomes
+
+        return evaluate
