@@ -11,8 +11,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import fastavro
+import fastavro.validation
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import Row
 from pyspark.sql import types as T
 
 from contracts.avro import (
@@ -27,7 +31,7 @@ from contracts.avro import (
     struct_type,
     type_name,
 )
-from contracts.errors import ContractError
+from contracts.errors import ContractError, SerializationError
 
 
 def record(*fields: dict[str, Any], name: str = "R", namespace: str | None = None) -> str:
@@ -516,3 +520,309 @@ def test_the_arrow_schema_is_the_one_spark_gives_map_in_arrow(spark: Any) -> Non
     seen = df.mapInArrow(types_of, "t string").collect()
     assert {row.t for row in seen} <= {str(expected.types), str(pa.schema([]).types)}
     assert arrow_schema(struct) == expected
+
+
+PRIMITIVE_KINDS = ["boolean", "int", "long", "float", "double", "string", "bytes"]
+LOGICAL_TYPES = {
+    "int": [{"type": "int", "logicalType": "date"}, {"type": "int", "logicalType": "time-millis"}],
+    "long": [
+        {"type": "long", "logicalType": logical}
+        for logical in (
+            "time-micros",
+            "timestamp-millis",
+            "timestamp-micros",
+            "local-timestamp-millis",
+            "local-timestamp-micros",
+        )
+    ],
+    "string": [{"type": "string", "logicalType": "uuid"}],
+}
+
+
+class SchemaBuilder:
+    """Draws random Avro schemas: fresh names, reuse of named types already defined, bounded depth."""
+
+    def __init__(self, draw: st.DrawFn) -> None:
+        self.draw = draw
+        self.count = 0
+        self.defined: list[str] = []
+
+    def name(self, prefix: str) -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def record(self, depth: int) -> dict[str, Any]:
+        name = self.name("Rec")
+        fields = [
+            {"name": f"f{i}", "type": self.any(depth + 1), **self.tags()}
+            for i in range(self.draw(st.integers(0 if depth else 1, 4)))
+        ]
+        self.defined.append(name)
+        return {"type": "record", "name": name, "fields": fields}
+
+    def tags(self) -> dict[str, Any]:
+        return {"confluent:tags": ["PII"]} if self.draw(st.booleans()) else {}
+
+    def any(self, depth: int) -> Any:
+        choices = ["primitive", "logical", "decimal", "enum", "fixed", "nullable", "union", "named"]
+        if depth < 3:
+            choices += ["array", "map", "record"]
+        return getattr(self, "_" + self.draw(st.sampled_from(choices)))(depth)
+
+    def branch(self, kind: str, depth: int) -> Any:
+        if kind in ("record", "array", "map", "enum", "fixed"):
+            return getattr(self, "_" + kind)(depth)
+        options = [kind, *LOGICAL_TYPES.get(kind, [])]
+        if kind == "bytes":
+            options.append(self._decimal(depth))
+        return self.draw(st.sampled_from(options))
+
+    def _primitive(self, depth: int) -> Any:
+        return self.draw(st.sampled_from(["null", *PRIMITIVE_KINDS]))
+
+    def _logical(self, depth: int) -> Any:
+        return self.draw(st.sampled_from([t for ts in LOGICAL_TYPES.values() for t in ts]))
+
+    def _decimal(self, depth: int) -> Any:
+        precision = self.draw(st.integers(1, 38))
+        decimal_type = {
+            "logicalType": "decimal",
+            "precision": precision,
+            "scale": self.draw(st.integers(0, precision)),
+        }
+        if self.draw(st.booleans()):
+            return {"type": "bytes", **decimal_type}
+        return {"type": "fixed", "name": self.name("Dec"), "size": 17, **decimal_type}
+
+    def _enum(self, depth: int) -> Any:
+        name = self.name("Enum")
+        self.defined.append(name)
+        return {"type": "enum", "name": name, "symbols": ["A", "B", "C"][: self.draw(st.integers(1, 3))]}
+
+    def _fixed(self, depth: int) -> Any:
+        name = self.name("Fix")
+        self.defined.append(name)
+        return {"type": "fixed", "name": name, "size": self.draw(st.integers(0, 4))}
+
+    def _named(self, depth: int) -> Any:
+        return self.draw(st.sampled_from(self.defined)) if self.defined else self._enum(depth)
+
+    def _array(self, depth: int) -> Any:
+        return {"type": "array", "items": self.any(depth + 1)}
+
+    def _map(self, depth: int) -> Any:
+        return {"type": "map", "values": self.any(depth + 1)}
+
+    def _record(self, depth: int) -> Any:
+        return self.record(depth)
+
+    def _nullable(self, depth: int) -> Any:
+        inner = self.any(depth)
+        if isinstance(inner, list) or inner == "null":
+            return inner
+        return ["null", inner] if self.draw(st.booleans()) else [inner, "null"]
+
+    def _union(self, depth: int) -> Any:
+        kinds = [*PRIMITIVE_KINDS, "enum", "fixed"] + (["record", "array", "map"] if depth < 3 else [])
+        chosen = self.draw(st.lists(st.sampled_from(kinds), min_size=2, max_size=4, unique=True))
+        branches = [self.branch(kind, depth + 1) for kind in chosen]
+        return ["null", *branches] if self.draw(st.booleans()) else branches
+
+
+def values_for(schema: Any, named: dict[str, Any]) -> st.SearchStrategy[Any]:
+    """Valid Python values (as fastavro writes them) for a parsed schema."""
+    if isinstance(schema, list):
+        return st.one_of([values_for(branch, named) for branch in schema])
+    if isinstance(schema, str):
+        schema = named.get(schema, {"type": schema})
+    kind, logical = schema["type"], schema.get("logicalType")
+    if logical == "decimal":
+        digits = st.integers(-(10 ** schema["precision"]) + 1, 10 ** schema["precision"] - 1)
+        return digits.map(lambda n: decimal.Decimal(n).scaleb(-schema.get("scale", 0)))
+    if logical is not None and f"{kind}-{logical}" in LOGICAL_VALUES:
+        return LOGICAL_VALUES[f"{kind}-{logical}"]
+    if kind == "record":
+        return st.fixed_dictionaries({f["name"]: values_for(f["type"], named) for f in schema["fields"]})
+    if kind == "array":
+        return st.lists(values_for(schema["items"], named), max_size=3)
+    if kind == "map":
+        return st.dictionaries(st.text(max_size=3), values_for(schema["values"], named), max_size=3)
+    if kind == "enum":
+        return st.sampled_from(schema["symbols"])
+    if kind == "fixed":
+        return st.binary(min_size=schema["size"], max_size=schema["size"])
+    return PRIMITIVE_VALUES[kind]
+
+
+MILLIS = st.integers(0, 999).map(lambda ms: ms * 1000)
+INSTANTS = st.datetimes(datetime.datetime(1700, 1, 1), datetime.datetime(2500, 1, 1))
+PRIMITIVE_VALUES: dict[str, st.SearchStrategy[Any]] = {
+    "null": st.none(),
+    "boolean": st.booleans(),
+    "int": st.integers(-(2**31), 2**31 - 1),
+    "long": st.integers(-(2**63), 2**63 - 1),
+    "float": st.floats(width=32, allow_nan=False),
+    "double": st.floats(allow_nan=False),
+    "string": st.text(max_size=5),
+    "bytes": st.binary(max_size=5),
+}
+LOGICAL_VALUES: dict[str, st.SearchStrategy[Any]] = {
+    "int-date": st.dates(),
+    "int-time-millis": st.builds(lambda t, ms: t.replace(microsecond=ms), st.times(), MILLIS),
+    "long-time-micros": st.times(),
+    "long-timestamp-millis": st.builds(lambda d, ms: d.replace(microsecond=ms, tzinfo=UTC), INSTANTS, MILLIS),
+    "long-timestamp-micros": INSTANTS.map(lambda d: d.replace(tzinfo=UTC)),
+    "long-local-timestamp-millis": st.builds(lambda d, ms: d.replace(microsecond=ms), INSTANTS, MILLIS),
+    "long-local-timestamp-micros": INSTANTS,
+    "string-uuid": st.uuids(),
+}
+
+
+@st.composite
+def schemas_and_records(draw: st.DrawFn) -> tuple[Any, list[dict[str, Any]]]:
+    """A random record schema (parsed) and up to 12 valid records for it."""
+    schema = parse_schema(json.dumps(SchemaBuilder(draw).record(0)))
+    records = draw(st.lists(values_for(schema, schema["__named_schemas"]), min_size=1, max_size=12))
+    return schema, records
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+@given(schemas_and_records())
+def test_random_records_survive_rows_dataframes_and_arrow(
+    spark: Any, case: tuple[Any, list[dict[str, Any]]]
+) -> None:
+    schema, generated = case
+    assert fastavro.validation.validate_many(generated, schema)
+    # What a reader sees: fastavro's choice of union branch and float32 rounding applied once.
+    records = fastavro_round_trip(generated, schema)
+    assert fastavro_round_trip(records, schema) == records
+    struct = struct_type(schema)
+    rows = spark.createDataFrame([avro_to_spark_value(r, schema) for r in records], struct)
+    assert [spark_to_avro_value(row, schema) for row in rows.collect()] == records
+    assert [
+        spark_to_avro_value(row, schema) for row in through_arrow(spark, records, schema).collect()
+    ] == records
+
+
+def union_schema(*branches: Any) -> Any:
+    return parse_schema(record({"name": "u", "type": list(branches)}))
+
+
+def test_a_union_value_goes_to_the_branch_fastavro_writes() -> None:
+    small = {"type": "record", "name": "Small", "fields": [{"name": "a", "type": "int"}]}
+    big = {
+        "type": "record",
+        "name": "Big",
+        "fields": [{"name": "a", "type": "int"}, {"name": "b", "type": ["null", "int"], "default": None}],
+    }
+    schema = union_schema("null", "float", "string", "double", small, big)
+    members = [avro_to_spark_value({"u": value}, schema)["u"] for value in (2.5, "x", {"a": 1, "b": 2}, None)]
+    assert members == [
+        {"member0": None, "member1": None, "member2": 2.5, "member3": None, "member4": None},
+        {"member0": None, "member1": "x", "member2": None, "member3": None, "member4": None},
+        {"member0": None, "member1": None, "member2": None, "member3": None, "member4": {"a": 1, "b": 2}},
+        None,
+    ]
+    assert [spark_to_avro_value({"u": m}, schema)["u"] for m in members] == [2.5, "x", {"a": 1, "b": 2}, None]
+
+
+def test_a_value_no_union_branch_accepts_is_a_serialization_error() -> None:
+    with pytest.raises(SerializationError, match="no branch"):
+        avro_to_spark_value({"u": 1.5}, union_schema("string", "boolean"))
+
+
+def test_time_of_day_types_are_spark_avro_ints_both_ways() -> None:
+    schema = parse_schema(
+        record(
+            {"name": "ms", "type": {"type": "int", "logicalType": "time-millis"}},
+            {"name": "us", "type": {"type": "long", "logicalType": "time-micros"}},
+        )
+    )
+    value = {"ms": datetime.time(1, 2, 3, 4000), "us": datetime.time(1, 2, 3, 5)}
+    assert avro_to_spark_value(value, schema) == {"ms": 3_723_004, "us": 3_723_000_005}
+    assert spark_to_avro_value({"ms": 3_723_004, "us": 3_723_000_005}, schema) == value
+
+
+def test_rows_are_read_by_field_name_and_naive_timestamps_as_local_time() -> None:
+    schema = parse_schema(
+        record(
+            {"name": "a", "type": "int"},
+            {"name": "t", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+        )
+    )
+    local = datetime.datetime(2024, 5, 6, 7, 8, 9)
+    converted = spark_to_avro_value(Row(t=local, a=1), schema)
+    assert converted == {"a": 1, "t": local.astimezone(UTC)}
+    assert converted["t"].tzinfo == UTC
+
+
+def test_non_record_values_convert_and_have_no_arrow_batch() -> None:
+    schema = parse_schema(json.dumps({"type": "array", "items": ["null", "string", "long"]}))
+    assert avro_to_spark_value(["a", None, 3], schema) == [
+        {"member0": "a", "member1": None},
+        None,
+        {"member0": None, "member1": 3},
+    ]
+    assert spark_to_avro_value([Row(member0="a", member1=None), None], schema) == ["a", None]
+    with pytest.raises(SerializationError, match="record"):
+        records_to_arrow([], schema)
+
+
+def test_a_record_missing_a_field_is_a_serialization_error() -> None:
+    with pytest.raises(SerializationError, match="'s'"):
+        records_to_arrow(
+            [{"i": 1}], parse_schema(record({"name": "i", "type": "int"}, {"name": "s", "type": "string"}))
+        )
+
+
+def test_arrow_batches_in_other_time_zones_and_large_types_are_normalized() -> None:
+    schema = parse_schema(
+        record(
+            {"name": "t", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+            {"name": "opt", "type": ["null", ITEM]},
+            {"name": "extra_is_ignored", "type": "int"},
+        )
+    )
+    instant = datetime.datetime(2024, 1, 1, 12, tzinfo=UTC)
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "opt": pa.array(
+                [{"sku": "a", "qty": 1}, None],
+                pa.struct([pa.field("sku", pa.large_string(), False), pa.field("qty", pa.int32())]),
+            ),
+            "t": pa.array([instant, instant], pa.timestamp("us", tz="Asia/Kolkata")),
+            "extra_is_ignored": pa.array([1, 2], pa.int32()),
+            "other": pa.array(["x", "y"]),
+        }
+    )
+    assert arrow_to_records(batch, schema) == [
+        {"t": instant, "opt": {"sku": "a", "qty": 1}, "extra_is_ignored": 1},
+        {"t": instant, "opt": None, "extra_is_ignored": 2},
+    ]
+
+
+def test_map_in_arrow_in_a_non_utc_session_keeps_instants(spark: Any) -> None:
+    schema = parse_schema(
+        record(
+            {"name": "t", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+            {"name": "local", "type": {"type": "long", "logicalType": "local-timestamp-micros"}},
+        )
+    )
+    records = [
+        {
+            "t": datetime.datetime(2024, 7, 1, 23, 30, tzinfo=UTC),
+            "local": datetime.datetime(2024, 7, 1, 23, 30),
+        }
+    ]
+    previous = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    try:
+        df = through_arrow(spark, records, schema)
+        assert [tuple(r) for r in df.selectExpr("CAST(t AS STRING)", "CAST(local AS STRING)").collect()] == [
+            ("2024-07-01 16:30:00", "2024-07-01 23:30:00")
+        ]
+        assert [spark_to_avro_value(row, schema) for row in df.collect()] == records
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", previous)
