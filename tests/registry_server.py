@@ -52,10 +52,15 @@ class Hangup:
 Fault = Reply | Stall | Hangup
 
 
+def json_reply(status: int, payload: Any) -> Reply:
+    """Any JSON answer, e.g. a version whose contract the client must reject."""
+    return Reply(status, json.dumps(payload).encode(), (("Content-Type", CONTENT_TYPE),))
+
+
 def error_reply(status: int, error_code: int, message: str, *headers: tuple[str, str]) -> Reply:
     """A Confluent error body, e.g. error_reply(503, 50003, "Error while forwarding the request")."""
-    body = json.dumps({"error_code": error_code, "message": message}).encode()
-    return Reply(status, body, headers)
+    reply = json_reply(status, {"error_code": error_code, "message": message})
+    return Reply(status, reply.body, reply.headers + headers)
 
 
 def malformed_reply(status: int = 200) -> Reply:
@@ -124,7 +129,10 @@ class RegistryServer:
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._http.daemon_threads = True
         self._http.app = self  # type: ignore[attr-defined]
-        threading.Thread(target=self._http.serve_forever, name="registry-server", daemon=True).start()
+        # A short poll interval makes shutdown (once per test) take milliseconds instead of 0.5 s.
+        serve = threading.Thread(target=self._http.serve_forever, args=(0.01,), name="registry-server")
+        serve.daemon = True
+        serve.start()
 
     def stop(self) -> None:
         if self._http is not None:
@@ -172,6 +180,8 @@ def unused_url() -> str:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "registry-server"
+    # Buffered, so headers and body leave in one segment (no 40 ms Nagle/delayed-ACK stall).
+    wbufsize = 64 * 1024
 
     def do_GET(self) -> None:
         self._handle()

@@ -72,7 +72,8 @@ class SchemaRegistryClient:
         self._bearer_token = bearer_token
         self._verify = verify
         self._cert = cert
-        self._timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
+        self._connect_timeout = connect_timeout
+        self._read_timeout = read_timeout
         self._max_retries = max_retries
         self._backoff_base = backoff_base
         self._backoff_max = backoff_max
@@ -316,7 +317,7 @@ class SchemaRegistryClient:
                 self._http = httpx.Client(
                     auth=httpx.BasicAuth(*self._basic_auth) if self._basic_auth else None,
                     verify=self._tls(),
-                    timeout=self._timeout,
+                    timeout=httpx.Timeout(self._read_timeout, connect=self._connect_timeout),
                     headers={"Accept": _ACCEPT},
                 )
             return self._http

@@ -1,0 +1,537 @@
+"""SchemaRegistryClient against the loopback Confluent server: REST shapes, faults, caches, auth."""
+
+from __future__ import annotations
+
+import json
+import logging
+import pickle
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from registry_server import (
+    Hangup,
+    RegistryServer,
+    Stall,
+    error_reply,
+    json_reply,
+    malformed_reply,
+    running_registry,
+    unused_url,
+)
+
+from contracts.errors import ContractError, RegistryError
+from contracts.model import Metadata, RuleSet, Schema
+from contracts.registry import Registry
+from contracts.registry._http import SchemaRegistryClient
+
+SECRET = "s3cr3t-p@ss"
+
+USER_V1 = json.dumps(
+    {"type": "record", "name": "User", "fields": [{"name": "ssn", "type": "string"}]},
+    separators=(",", ":"),
+)
+USER_V2 = json.dumps(
+    {
+        "type": "record",
+        "name": "User",
+        "fields": [
+            {"name": "ssn", "type": "string"},
+            {"name": "email", "type": ["null", "string"], "default": None},
+        ],
+    },
+    separators=(",", ":"),
+)
+RULES = {
+    "domainRules": [
+        {
+            "name": "checkSsnLen",
+            "kind": "CONDITION",
+            "type": "CEL",
+            "mode": "WRITE",
+            "expr": "size(message.ssn) == 9",
+            "params": {"dlq.topic": "bad-users"},
+            "onFailure": "DLQ",
+        }
+    ],
+    "migrationRules": [],
+}
+
+
+def user_schema(text: str = USER_V1, major: str = "1") -> Schema:
+    return Schema.from_dict(
+        {
+            "schema": text,
+            "metadata": {"properties": {"application.major.version": major, "owner": "team-a"}},
+            "ruleSet": RULES,
+        }
+    )
+
+
+def client_for(server: RegistryServer | str | list[str], **options: Any) -> SchemaRegistryClient:
+    """A client with tiny backoff and short timeouts, so fault tests stay fast."""
+    url = server.url if isinstance(server, RegistryServer) else server
+    settings: dict[str, Any] = {
+        "max_retries": 2,
+        "backoff_base": 0.001,
+        "backoff_max": 0.005,
+        "connect_timeout": 1.0,
+        "read_timeout": 2.0,
+    }
+    return SchemaRegistryClient(url, **{**settings, **options})
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+# -- protocol round trips ----------------------------------------------------------------------
+
+
+def test_register_sends_metadata_and_rule_set_and_get_schema_returns_them(
+    registry_server: RegistryServer,
+) -> None:
+    client = client_for(registry_server)
+    schema = user_schema()
+    schema_id = client.register_schema("users-value", schema)
+
+    posted = registry_server.requests[-1]
+    assert (posted.method, posted.path) == ("POST", "/subjects/users-value/versions")
+    assert posted.headers["content-type"] == "application/vnd.schemaregistry.v1+json"
+    assert json.loads(posted.body) == schema.to_dict()
+    fetched = client_for(registry_server).get_schema(schema_id)
+    assert fetched == schema
+    assert fetched.rules.domain_rules[0].name == "checkSsnLen"
+    assert fetched.properties["application.major.version"] == "1"
+
+
+def test_register_with_normalize_asks_the_registry_to_normalize(registry_server: RegistryServer) -> None:
+    client_for(registry_server).register_schema("users-value", user_schema(), normalize=True)
+    assert registry_server.requests[-1].query == {"normalize": ["true"]}
+
+
+def test_versions_latest_and_numbered_versions(registry_server: RegistryServer) -> None:
+    client = client_for(registry_server)
+    first = client.register_schema("users-value", user_schema(USER_V1, "1"))
+    second = client.register_schema("users-value", user_schema(USER_V2, "2"))
+
+    assert client.get_versions("users-value") == [1, 2]
+    assert client.get_subjects() == ["users-value"]
+    v1 = client.get_version("users-value", 1)
+    assert (v1.subject, v1.version, v1.schema_id, v1.schema.schema_str) == ("users-value", 1, first, USER_V1)
+    latest = client.get_latest_version("users-value")
+    assert (latest.version, latest.schema_id) == (2, second)
+    assert client.get_version("users-value", "latest") == latest
+    assert registry_server.requests[-1].path == "/subjects/users-value/versions/latest"
+
+
+def test_latest_with_metadata_sends_key_value_pairs(registry_server: RegistryServer) -> None:
+    client = client_for(registry_server)
+    client.register_schema("users-value", user_schema(USER_V1, "1"))
+    client.register_schema("users-value", user_schema(USER_V2, "2"))
+
+    found = client.get_latest_with_metadata(
+        "users-value", {"application.major.version": "1", "owner": "team-a"}
+    )
+
+    assert found.version == 1
+    request = registry_server.requests[-1]
+    assert request.path == "/subjects/users-value/metadata"
+    assert request.query == {"key": ["application.major.version", "owner"], "value": ["1", "team-a"]}
+
+
+def test_lookup_finds_the_version_holding_a_schema(registry_server: RegistryServer) -> None:
+    client = client_for(registry_server)
+    client.register_schema("users-value", user_schema(USER_V1, "1"))
+    schema_id = client.register_schema("users-value", user_schema(USER_V2, "2"))
+
+    found = client.lookup_schema("users-value", user_schema(USER_V2, "2"))
+
+    assert (found.version, found.schema_id) == (2, schema_id)
+    assert registry_server.requests[-1].path == "/subjects/users-value"
+    with pytest.raises(RegistryError) as missing:
+        client.lookup_schema("users-value", Schema('"string"'))
+    assert (missing.value.status, missing.value.error_code) == (404, 40403)
+
+
+def test_unknown_subject_is_confluent_40401(registry_server: RegistryServer) -> None:
+    with pytest.raises(RegistryError, match="Subject 'nope' not found") as error:
+        client_for(registry_server).get_latest_version("nope")
+    assert (error.value.status, error.value.error_code) == (404, 40401)
+    assert registry_server.count() == 1
+
+
+def test_subject_names_are_percent_encoded(registry_server: RegistryServer) -> None:
+    client = client_for(registry_server)
+    schema_id = client.register_schema("ctx/with space:users", user_schema())
+    assert client.get_version("ctx/with space:users", 1).schema_id == schema_id
+    assert client.get_subjects() == ["ctx/with space:users"]
+
+
+def test_config_round_trip_with_group_and_rule_sets(registry_server: RegistryServer) -> None:
+    client = client_for(registry_server)
+    default_rules = {"domainRules": [{"name": "notEmpty", "type": "CEL", "expr": "size(message.ssn) > 0"}]}
+    override = RuleSet.from_dict({"domainRules": [{"name": "always", "type": "CEL", "expr": "true"}]})
+
+    answer = client.set_config(
+        "users-value",
+        compatibility="FULL",
+        compatibilityGroup="application.major.version",
+        defaultRuleSet=default_rules,
+        overrideRuleSet=override,
+        defaultMetadata=Metadata(properties={"owner": "team-a"}),
+    )
+
+    put = registry_server.requests[-1]
+    assert (put.method, put.path) == ("PUT", "/config/users-value")
+    assert json.loads(put.body)["overrideRuleSet"] == override.to_dict()
+    assert answer["compatibility"] == "FULL"
+    config = client.get_config("users-value")
+    assert registry_server.requests[-1].query == {"defaultToGlobal": ["true"]}
+    assert config["compatibilityLevel"] == "FULL"
+    assert config["compatibilityGroup"] == "application.major.version"
+    assert config["defaultRuleSet"] == default_rules
+    assert config["overrideRuleSet"] == override.to_dict()
+    assert config["defaultMetadata"] == {"properties": {"owner": "team-a"}}
+
+
+def test_global_config_names_the_level_compatibility_level(registry_server: RegistryServer) -> None:
+    client = client_for(registry_server)
+    assert client.set_config(compatibility="NONE") == {"compatibility": "NONE"}
+    assert client.get_config()["compatibilityLevel"] == "NONE"
+    assert [r.path for r in registry_server.requests] == ["/config", "/config"]
+
+
+def test_delete_subject_returns_versions_and_forgets_cached_answers(registry_server: RegistryServer) -> None:
+    client = client_for(registry_server)
+    client.register_schema("users-value", user_schema())
+    client.get_version("users-value", 1)
+    client.get_latest_version("users-value")
+
+    assert client.delete_subject("users-value") == [1]
+
+    with pytest.raises(RegistryError) as gone:
+        client.get_version("users-value", 1)
+    assert gone.value.error_code == 40401
+    with pytest.raises(RegistryError):
+        client.get_latest_version("users-value")
+
+
+def test_permanent_delete_is_a_query_flag(registry_server: RegistryServer) -> None:
+    client = client_for(registry_server)
+    client.register_schema("users-value", user_schema())
+    client.delete_subject("users-value", permanent=True)
+    request = registry_server.requests[-1]
+    assert (request.method, request.path, request.query) == (
+        "DELETE",
+        "/subjects/users-value",
+        {"permanent": ["true"]},
+    )
+
+
+def test_compatibility_check_returns_a_bool(registry_server: RegistryServer) -> None:
+    client = client_for(registry_server)
+    client.register_schema("users-value", user_schema(USER_V1))
+    assert client.test_compatibility("users-value", user_schema(USER_V2)) is True
+    assert registry_server.requests[-1].path == "/compatibility/subjects/users-value/versions/latest"
+    assert client.test_compatibility("users-value", user_schema(USER_V2), version=1) is True
+    assert registry_server.requests[-1].path == "/compatibility/subjects/users-value/versions/1"
+
+
+def test_a_bad_contract_from_the_registry_is_a_contract_error(registry_server: RegistryServer) -> None:
+    body = {
+        "subject": "users-value",
+        "version": 3,
+        "id": 7,
+        "schema": USER_V1,
+        "ruleSet": {"domainRules": [{"name": "broken", "type": "CEL", "mode": "SIDEWAYS"}]},
+    }
+    registry_server.inject(json_reply(200, body))
+    with pytest.raises(ContractError) as error:
+        client_for(registry_server).get_version("users-value", 3)
+    assert (error.value.subject, error.value.version, error.value.rule) == ("users-value", 3, "broken")
+
+
+# -- retries, failover and faults -----------------------------------------------------------------
+
+
+def test_5xx_is_retried_until_the_registry_answers(registry_server: RegistryServer) -> None:
+    client = client_for(registry_server)
+    registry_server.inject(*[error_reply(503, 50003, "Error while forwarding the request to the leader")] * 2)
+    assert client.get_subjects() == []
+    assert registry_server.count("GET", "/subjects") == 3
+
+
+def test_429_is_retried(registry_server: RegistryServer) -> None:
+    registry_server.inject(error_reply(429, 429, "Too Many Requests", ("Retry-After", "0")))
+    assert client_for(registry_server).get_subjects() == []
+    assert registry_server.count() == 2
+
+
+def test_retries_are_bounded_and_the_last_error_is_kept(registry_server: RegistryServer) -> None:
+    registry_server.inject(*[error_reply(500, 50001, "Error in the backend datastore")] * 5)
+    with pytest.raises(RegistryError, match="backend datastore") as error:
+        client_for(registry_server, max_retries=3).get_subjects()
+    assert (error.value.status, error.value.error_code) == (500, 50001)
+    assert registry_server.count() == 4
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        error_reply(422, 42201, "Invalid schema"),
+        error_reply(409, 409, "Schema being registered is incompatible with an earlier schema"),
+        error_reply(403, 40301, "User is denied operation Write on Subject: users-value"),
+    ],
+)
+def test_other_4xx_fail_at_once(registry_server: RegistryServer, reply: Any) -> None:
+    registry_server.inject(reply)
+    with pytest.raises(RegistryError) as error:
+        client_for(registry_server).register_schema("users-value", user_schema())
+    assert error.value.status == reply.status
+    assert error.value.error_code == json.loads(reply.body)["error_code"]
+    assert registry_server.count() == 1
+
+
+def test_a_read_timeout_is_retried(registry_server: RegistryServer) -> None:
+    registry_server.inject(Stall(1.0))
+    assert client_for(registry_server, read_timeout=0.2).get_subjects() == []
+    assert registry_server.count() == 2
+
+
+def test_read_timeouts_beyond_the_retries_are_a_registry_error(registry_server: RegistryServer) -> None:
+    registry_server.inject(Stall(1.0), Stall(1.0))
+    with pytest.raises(RegistryError, match="ReadTimeout") as error:
+        client_for(registry_server, read_timeout=0.2, max_retries=1).get_subjects()
+    assert error.value.status is None
+    assert registry_server.url in str(error.value)
+    assert registry_server.count() == 2
+
+
+def test_a_dropped_connection_is_retried(registry_server: RegistryServer) -> None:
+    registry_server.inject(Hangup())
+    assert client_for(registry_server).get_subjects() == []
+    assert registry_server.count() == 2
+
+
+def test_connection_refused_fails_over_to_the_next_url(registry_server: RegistryServer) -> None:
+    dead = unused_url()
+    client = client_for(f"{dead}, {registry_server.url}")
+    assert client.get_subjects() == []
+    assert client.get_subjects() == []
+    assert registry_server.count() == 2
+
+
+def test_no_reachable_url_is_a_registry_error_naming_them() -> None:
+    first, second = unused_url(), unused_url()
+    with pytest.raises(RegistryError, match="could not reach") as error:
+        client_for([first, second], max_retries=1).get_subjects()
+    assert error.value.status is None
+    assert first in str(error.value) and second in str(error.value)
+    assert isinstance(error.value.__cause__, Exception)
+
+
+def test_a_body_that_is_not_json_is_a_registry_error(registry_server: RegistryServer) -> None:
+    registry_server.inject(malformed_reply(200))
+    with pytest.raises(RegistryError, match="not JSON") as error:
+        client_for(registry_server).get_subjects()
+    assert error.value.status == 200
+
+
+def test_a_gateway_page_instead_of_json_is_retried_then_reported(registry_server: RegistryServer) -> None:
+    registry_server.inject(*[malformed_reply(502)] * 3)
+    with pytest.raises(RegistryError, match="not JSON") as error:
+        client_for(registry_server).get_subjects()
+    assert error.value.status == 502
+    assert registry_server.count() == 3
+
+
+# -- caches -----------------------------------------------------------------------------------------
+
+
+def test_schemas_by_id_and_numbered_versions_are_cached_forever(registry_server: RegistryServer) -> None:
+    clock = FakeClock()
+    client = client_for(registry_server, clock=clock)
+    schema_id = client.register_schema("users-value", user_schema())
+    registry_server.reset_log()
+
+    client.get_schema(schema_id)
+    client.get_version("users-value", 1)
+    clock.now += 10_000
+    assert client.get_schema(schema_id) == user_schema()
+    assert client.get_version("users-value", 1).schema_id == schema_id
+    assert registry_server.count() == 2
+
+
+def test_register_and_lookup_answers_are_cached(registry_server: RegistryServer) -> None:
+    client = client_for(registry_server)
+    schema_id = client.register_schema("users-value", user_schema())
+    assert client.register_schema("users-value", user_schema()) == schema_id
+    client.lookup_schema("users-value", user_schema())
+    client.lookup_schema("users-value", user_schema())
+    assert registry_server.count("POST") == 2
+
+
+def test_latest_is_refetched_after_the_ttl(registry_server: RegistryServer) -> None:
+    clock = FakeClock()
+    client = client_for(registry_server, clock=clock, cache_ttl=60)
+    client.register_schema("users-value", user_schema(USER_V1, "1"))
+    assert client.get_latest_version("users-value").version == 1
+    client.register_schema("users-value", user_schema(USER_V2, "2"))
+
+    clock.now += 59
+    assert client.get_latest_version("users-value").version == 1
+    assert client.get_latest_with_metadata("users-value", {"owner": "team-a"}).version == 2
+    clock.now += 1
+    assert client.get_latest_version("users-value").version == 2
+    assert registry_server.count("GET", "/subjects/users-value/versions/latest") == 2
+    assert registry_server.count("GET", "/subjects/users-value/metadata") == 1
+
+
+def test_latest_answers_fill_the_immutable_caches(registry_server: RegistryServer) -> None:
+    client = client_for(registry_server)
+    schema_id = client.register_schema("users-value", user_schema())
+    client.get_latest_version("users-value")
+    registry_server.reset_log()
+    client.get_schema(schema_id)
+    client.get_version("users-value", 1)
+    assert registry_server.count() == 0
+
+
+def test_the_cache_is_bounded_least_recently_used_first(registry_server: RegistryServer) -> None:
+    client = client_for(registry_server, cache_max_entries=2)
+    ids = [
+        client.register_schema(f"s{i}", Schema(json.dumps(kind)))
+        for i, kind in enumerate(["int", "long", "string"])
+    ]
+    registry_server.reset_log()
+    client.get_schema(ids[0])
+    client.get_schema(ids[1])
+    client.get_schema(ids[0])
+    client.get_schema(ids[2])  # evicts ids[1], the least recently used
+    client.get_schema(ids[0])
+    assert registry_server.count() == 3
+    client.get_schema(ids[1])
+    assert registry_server.count() == 4
+
+
+def test_concurrent_misses_for_one_key_make_one_request(registry_server: RegistryServer) -> None:
+    client = client_for(registry_server)
+    schema_id = client_for(registry_server).register_schema("users-value", user_schema())
+    client.get_subjects()  # open the connection pool before the race
+    registry_server.reset_log()
+    registry_server.inject(Stall(0.3))
+    start = threading.Barrier(8)
+    results: list[Schema] = []
+
+    def fetch() -> None:
+        start.wait()
+        results.append(client.get_schema(schema_id))
+
+    threads = [threading.Thread(target=fetch) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert results == [user_schema()] * 8
+    assert registry_server.count("GET", f"/schemas/ids/{schema_id}") == 1
+
+
+def test_a_failed_load_is_shared_and_not_cached(registry_server: RegistryServer) -> None:
+    client = client_for(registry_server)
+    with pytest.raises(RegistryError):
+        client.get_schema(99)
+    with pytest.raises(RegistryError):
+        client.get_schema(99)
+    assert registry_server.count() == 2
+
+
+# -- auth and secrets -------------------------------------------------------------------------------
+
+
+def test_basic_auth_is_sent(make_registry: Callable[[], Registry]) -> None:
+    with running_registry(make_registry(), basic_auth=("key", SECRET)) as server:
+        assert client_for(server, basic_auth=("key", SECRET)).get_subjects() == []
+        assert server.requests[-1].headers["authorization"].startswith("Basic ")
+
+
+def test_credentials_in_the_url_become_basic_auth(make_registry: Callable[[], Registry]) -> None:
+    with running_registry(make_registry(), basic_auth=("key", SECRET)) as server:
+        url = server.url.replace("http://", "http://key:s3cr3t-p%40ss@")
+        client = client_for(url)
+        assert client.get_subjects() == []
+        assert SECRET not in repr(client) and "s3cr3t" not in repr(client)
+
+
+def test_wrong_credentials_are_401_and_not_retried(make_registry: Callable[[], Registry]) -> None:
+    with running_registry(make_registry(), basic_auth=("key", SECRET)) as server:
+        with pytest.raises(RegistryError, match="Unauthorized") as error:
+            client_for(server, basic_auth=("key", "wrong")).get_subjects()
+        assert (error.value.status, error.value.error_code) == (401, 401)
+        assert server.count() == 1
+
+
+def test_bearer_token_is_sent_and_a_callable_is_asked_per_request(
+    make_registry: Callable[[], Registry],
+) -> None:
+    issued: list[str] = []
+
+    def token() -> str:
+        issued.append(SECRET)
+        return SECRET
+
+    with running_registry(make_registry(), bearer_token=SECRET) as server:
+        assert client_for(server, bearer_token=SECRET).get_subjects() == []
+        client = client_for(server, bearer_token=token)
+        client.get_subjects()
+        client.get_subjects()
+        assert server.requests[-1].headers["authorization"] == f"Bearer {SECRET}"
+        assert len(issued) == 2
+
+
+def test_secrets_never_show_in_repr_errors_or_logs(
+    caplog: pytest.LogCaptureFixture, make_registry: Callable[[], Registry]
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    with running_registry(make_registry(), basic_auth=("key", SECRET)) as server:
+        url = server.url.replace("http://", "http://key:s3cr3t-p%40ss@")
+        client = client_for([unused_url(), url])
+        server.inject(error_reply(503, 50003, "busy"))
+        client.get_subjects()
+        with pytest.raises(RegistryError) as not_found:
+            client.get_schema(1)
+    with pytest.raises(RegistryError) as unreachable:
+        client_for(f"http://key:{SECRET}@{unused_url()[7:]}", max_retries=0).get_subjects()
+    with pytest.raises(ValueError) as bad_url:
+        SchemaRegistryClient(f"ftp://key:{SECRET}@host")
+
+    shown = [repr(client), str(client), str(not_found.value), str(unreachable.value), str(bad_url.value)]
+    shown += [record.getMessage() for record in caplog.records]
+    assert any("unreachable" in line for line in shown), "the failover was logged"
+    for text in shown:
+        assert SECRET not in text and "s3cr3t" not in text
+
+
+# -- pickling -----------------------------------------------------------------------------------------
+
+
+def test_a_pickled_client_drops_its_pool_and_caches_and_still_works(registry_server: RegistryServer) -> None:
+    client = client_for(registry_server, basic_auth=("key", SECRET))
+    schema_id = client.register_schema("users-value", user_schema())
+    client.get_schema(schema_id)
+
+    payload = pickle.dumps(client)
+    copy = pickle.loads(payload)
+    registry_server.reset_log()
+
+    assert b"httpx" not in payload
+    assert copy.get_schema(schema_id) == user_schema()
+    assert registry_server.count() == 1
+    assert registry_server.requests[-1].headers["authorization"].startswith("Basic ")
+    assert repr(copy) == repr(client)
