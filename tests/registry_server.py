@@ -1,16 +1,20 @@
 """A loopback Confluent-compatible Schema Registry REST server over any `Registry`, for tests.
 
 It speaks the REST shapes and JSON error bodies of Confluent Schema Registry, records every
-request (method, path, query, headers, body), can require basic or bearer auth, and plays a
-queue of injected faults (canned replies, stalls, hang-ups) before behaving normally again.
+request (method, path, query, headers, body), can require basic or bearer auth, serves HTTPS
+(optionally mutual TLS) with throwaway certificates, and plays a queue of injected faults (canned
+replies, stalls, hang-ups) before behaving normally again.
 """
 
 from __future__ import annotations
 
 import base64
+import datetime
+import ipaddress
 import json
 import re
 import socket
+import ssl
 import threading
 import time
 from collections import deque
@@ -18,8 +22,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from contracts.errors import ContractError, RegistryError
 from contracts.model import Schema
@@ -96,6 +106,7 @@ class RegistryServer:
     registry: Registry
     basic_auth: tuple[str, str] | None = None
     bearer_token: str | None = None
+    tls: ssl.SSLContext | None = None
     requests: list[RecordedRequest] = field(default_factory=list)
     _faults: deque[Fault] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -105,7 +116,7 @@ class RegistryServer:
     def url(self) -> str:
         assert self._http is not None, "the server is not running"
         host, port = self._http.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{'https' if self.tls else 'http'}://{host}:{port}"
 
     def inject(self, *faults: Fault) -> None:
         """Play these faults, one per request, on the next requests; then behave normally."""
@@ -128,6 +139,8 @@ class RegistryServer:
     def start(self) -> None:
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._http.daemon_threads = True
+        if self.tls is not None:
+            self._http.socket = self.tls.wrap_socket(self._http.socket, server_side=True)
         self._http.app = self  # type: ignore[attr-defined]
         # A short poll interval makes shutdown (once per test) take milliseconds instead of 0.5 s.
         serve = threading.Thread(target=self._http.serve_forever, args=(0.01,), name="registry-server")
@@ -158,10 +171,14 @@ class RegistryServer:
 
 @contextmanager
 def running_registry(
-    registry: Registry, *, basic_auth: tuple[str, str] | None = None, bearer_token: str | None = None
+    registry: Registry,
+    *,
+    basic_auth: tuple[str, str] | None = None,
+    bearer_token: str | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> Iterator[RegistryServer]:
-    """Serve `registry` on 127.0.0.1 (a free port) for the duration of the block; yields the server."""
-    server = RegistryServer(registry, basic_auth=basic_auth, bearer_token=bearer_token)
+    """Serve `registry` on 127.0.0.1 (a free port; HTTPS given `tls`) for the block; yields the server."""
+    server = RegistryServer(registry, basic_auth=basic_auth, bearer_token=bearer_token, tls=tls)
     server.start()
     try:
         yield server
@@ -175,6 +192,89 @@ def unused_url() -> str:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     return f"http://127.0.0.1:{port}"
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """PEM files of a throwaway CA, a server certificate for 127.0.0.1 and a client certificate."""
+
+    ca: str
+    server: tuple[str, str]
+    client: tuple[str, str]
+
+    def server_context(self, *, require_client_cert: bool = False) -> ssl.SSLContext:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*self.server)
+        if require_client_cert:
+            context.verify_mode = ssl.CERT_REQUIRED
+            context.load_verify_locations(self.ca)
+        return context
+
+
+def make_tls_files(directory: Path) -> TlsFiles:
+    """A throwaway CA and the certificates it signed, written under `directory`."""
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test CA")])
+    ca = _certificate(ca_name, ca_key.public_key(), ca_name, ca_key, ca=True)
+
+    def issue(name: str, extension: x509.ExtensionType) -> tuple[str, str]:
+        key = ec.generate_private_key(ec.SECP256R1())
+        subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+        cert = _certificate(subject, key.public_key(), ca_name, ca_key, extension=extension)
+        return _write(directory / f"{name}.crt", cert), _write_key(directory / f"{name}.key", key)
+
+    return TlsFiles(
+        ca=_write(directory / "ca.crt", ca),
+        server=issue(
+            "server", x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+        ),
+        client=issue("client", x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH])),
+    )
+
+
+def _certificate(
+    subject: x509.Name,
+    public_key: ec.EllipticCurvePublicKey,
+    issuer: x509.Name,
+    issuer_key: ec.EllipticCurvePrivateKey,
+    *,
+    ca: bool = False,
+    extension: x509.ExtensionType | None = None,
+) -> x509.Certificate:
+    now = datetime.datetime.now(datetime.timezone.utc)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
+    if ca:
+        builder = builder.add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
+    else:
+        builder = builder.add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()), critical=False
+        )
+    if extension is not None:
+        builder = builder.add_extension(extension, critical=False)
+    return builder.sign(issuer_key, hashes.SHA256())
+
+
+def _write(path: Path, cert: x509.Certificate) -> str:
+    path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return str(path)
+
+
+def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> str:
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return str(path)
 
 
 class _Handler(BaseHTTPRequestHandler):

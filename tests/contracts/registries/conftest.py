@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from registry_server import RegistryServer, running_registry
+from registry_server import RegistryServer, TlsFiles, make_tls_files, running_registry
 
 from contracts.errors import RegistryError
 from contracts.model import RegisteredSchema, Schema
@@ -102,3 +102,9 @@ def registry_server(make_registry: Callable[[], Registry]) -> Iterator[RegistryS
     """A running loopback registry server (fresh and empty per test); use `.url`, `.inject`, `.count`."""
     with running_registry(make_registry()) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def tls_files(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
+    """A CA and the certificates it signed, for HTTPS and mutual-TLS tests."""
+    return make_tls_files(tmp_path_factory.mktemp("tls"))

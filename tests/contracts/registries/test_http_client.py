@@ -14,6 +14,7 @@ from registry_server import (
     Hangup,
     RegistryServer,
     Stall,
+    TlsFiles,
     error_reply,
     json_reply,
     malformed_reply,
@@ -535,3 +536,24 @@ def test_a_pickled_client_drops_its_pool_and_caches_and_still_works(registry_ser
     assert registry_server.count() == 1
     assert registry_server.requests[-1].headers["authorization"].startswith("Basic ")
     assert repr(copy) == repr(client)
+
+
+# -- TLS ----------------------------------------------------------------------------------------------
+
+
+def test_https_with_a_private_ca_bundle(make_registry: Callable[[], Registry], tls_files: TlsFiles) -> None:
+    with running_registry(make_registry(), tls=tls_files.server_context()) as server:
+        assert server.url.startswith("https://")
+        assert client_for(server, verify=tls_files.ca).get_subjects() == []
+        assert client_for(server, verify=False).get_subjects() == []
+        with pytest.raises(RegistryError, match="CERTIFICATE_VERIFY_FAILED"):
+            client_for(server, max_retries=0).get_subjects()
+
+
+def test_mutual_tls_sends_the_client_certificate(
+    make_registry: Callable[[], Registry], tls_files: TlsFiles
+) -> None:
+    with running_registry(make_registry(), tls=tls_files.server_context(require_client_cert=True)) as server:
+        assert client_for(server, verify=tls_files.ca, cert=tls_files.client).get_subjects() == []
+        with pytest.raises(RegistryError, match="could not reach"):
+            client_for(server, verify=tls_files.ca, max_retries=0).get_subjects()
