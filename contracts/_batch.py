@@ -17,9 +17,9 @@ from fastavro.validation import ValidationError, validate
 
 from actions._protocol import ActionContext, ActionPlan, Effect
 from contracts import avro
-from contracts.errors import RuleError
+from contracts.errors import ContractError, RuleError
 from contracts.model import RuleKind
-from executors._protocol import BatchEvaluator, BatchStep, Outcome
+from executors._protocol import BatchEvaluator, BatchStep, NativeStep, Outcome
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -87,28 +87,12 @@ class _RowsInFlight:
     def _evaluate(self, rule: PlannedRule) -> None:
         from contracts.planner import OUTCOME_PREFIX
 
-        active = [i for i, status in enumerate(self.statuses) if status is None]
-        evaluator = _evaluator(self.owner.plan_id, rule)
-        results = evaluator([self.records[i] for i in active]) if active else []
-        outcome: list[bool | None] = [None] * len(self.statuses)
-        for i, result in zip(active, results, strict=True):
-            result = self._conforming(rule, result)
-            outcome[i] = result.passed
-            if result.passed and rule.rule.kind is RuleKind.TRANSFORM:
-                self.records[i] = result.record
-                self.records_changed = True
-            self._act(rule, i, result.passed, result.reason)
+        evaluator = evaluator_for(self.owner.plan_id, rule)
+        outcome, changed = run_rule(
+            rule, evaluator, self.records, self.statuses, validate_against=self.schema
+        )
+        self.records_changed = self.records_changed or changed
         self.outcomes[OUTCOME_PREFIX + str(rule.index)] = outcome
-
-    def _conforming(self, rule: PlannedRule, result: Outcome) -> Outcome:
-        """A transform result that does not fit the schema fails (the reference's serializer throws)."""
-        if not result.passed or rule.rule.kind is not RuleKind.TRANSFORM:
-            return result
-        try:
-            validate(result.record, self.schema, raise_errors=True)
-        except (ValidationError, TypeError, ValueError) as e:
-            return Outcome(False, None, f"transform result does not match the schema: {e}")
-        return result
 
     def _callbacks_after_native(self, rule: PlannedRule) -> None:
         from contracts.planner import OUTCOME_PREFIX
@@ -119,21 +103,6 @@ class _RowsInFlight:
             if passed is not None:
                 action = rule.on_success if passed else rule.on_failure
                 _run_callback(rule, action, self.records[i], None if passed else reason)
-
-    def _act(self, rule: PlannedRule, i: int, passed: bool, reason: str | None) -> None:
-        action = rule.on_success if passed else rule.on_failure
-        why = None if passed else (reason or rule.failure_reason())
-        _run_callback(rule, action, self.records[i], why)
-        if action.effect is Effect.FAIL:
-            raise RuleError(
-                why or "rule passed",
-                subject=rule.ctx.subject,
-                version=rule.ctx.version,
-                rule=rule.rule.name,
-                mode=rule.ctx.mode.value,
-            )
-        if action.effect is Effect.REJECT:
-            self.statuses[i] = rule.status(action, why or f"Rule failed: {rule.rule.name}")
 
     def _to_batch(self, arrow_schema: pa.Schema) -> pa.RecordBatch:
         from contracts.planner import RECORD, STATUS
@@ -153,6 +122,61 @@ class _RowsInFlight:
         return pa.RecordBatch.from_arrays(columns, schema=arrow_schema)
 
 
+def run_rule(
+    rule: PlannedRule,
+    evaluator: BatchEvaluator,
+    records: list[Any],
+    statuses: list[dict[str, Any] | None],
+    *,
+    validate_against: Any = None,
+) -> tuple[list[bool | None], bool]:
+    """Run one rule over the records whose status is still null, in place: transforms replace
+    records, actions run, DLQ rejections set the status, ERROR raises. Returns the per-row
+    outcome (None where not evaluated) and whether any record changed."""
+    active = [i for i, status in enumerate(statuses) if status is None]
+    results = evaluator([records[i] for i in active]) if active else []
+    outcome: list[bool | None] = [None] * len(statuses)
+    changed = False
+    for i, result in zip(active, results, strict=True):
+        if validate_against is not None:
+            result = _conforming(rule, result, validate_against)
+        outcome[i] = result.passed
+        if result.passed and rule.rule.kind is RuleKind.TRANSFORM:
+            records[i] = result.record
+            changed = True
+        statuses[i] = act(rule, records[i], result.passed, result.reason)
+    return outcome, changed
+
+
+def act(rule: PlannedRule, record: Any, passed: bool, reason: str | None) -> dict[str, Any] | None:
+    """Run the action for this outcome: the row's new status (a rejection) or None; ERROR raises."""
+    action = rule.on_success if passed else rule.on_failure
+    why = None if passed else (reason or rule.failure_reason())
+    _run_callback(rule, action, record, why)
+    if action.effect is Effect.FAIL:
+        raise RuleError(
+            why or "rule passed",
+            subject=rule.ctx.subject,
+            version=rule.ctx.version,
+            rule=rule.rule.name,
+            mode=rule.ctx.mode.value,
+        )
+    if action.effect is Effect.REJECT:
+        return rule.status(action, why or f"Rule failed: {rule.rule.name}")
+    return None
+
+
+def _conforming(rule: PlannedRule, result: Outcome, schema: Any) -> Outcome:
+    """A transform result that does not fit the schema fails (the reference's serializer throws)."""
+    if not result.passed or rule.rule.kind is not RuleKind.TRANSFORM:
+        return result
+    try:
+        validate(result.record, schema, raise_errors=True)
+    except (ValidationError, TypeError, ValueError) as e:
+        return Outcome(False, None, f"transform result does not match the schema: {e}")
+    return result
+
+
 def _unpacked(column: pa.Array) -> pa.RecordBatch:
     """The record struct column as a batch of its fields, the shape the Avro codecs read."""
     return pa.RecordBatch.from_struct_array(column)
@@ -166,11 +190,26 @@ def _run_callback(rule: PlannedRule, action: ActionPlan, record: Any, reason: st
         )
 
 
-def _evaluator(plan_id: str, rule: PlannedRule) -> BatchEvaluator:
-    """The rule's evaluator, built once per Python worker."""
+def evaluator_for(plan_id: str, rule: PlannedRule) -> BatchEvaluator:
+    """The rule's evaluator, built once per Python worker (a native step's Python twin if needed)."""
     key = (plan_id, rule.index)
     evaluator = _EVALUATORS.get(key)
     if evaluator is None:
-        assert isinstance(rule.step, BatchStep)
-        evaluator = _EVALUATORS[key] = rule.step.factory()
+        evaluator = _EVALUATORS[key] = python_step(rule).factory()
     return evaluator
+
+
+def python_step(rule: PlannedRule) -> BatchStep:
+    """The rule as a batch step: its own, or the Python twin of its native step."""
+    step = rule.step
+    if isinstance(step, BatchStep):
+        return step
+    if isinstance(step, NativeStep) and step.batch is not None:
+        return step.batch
+    raise ContractError(
+        "rule compiles only to a native Spark step, but runs where Python must evaluate it"
+        " (a migration inside deserialize)",
+        subject=rule.ctx.subject,
+        version=rule.ctx.version,
+        rule=rule.rule.name,
+    )

@@ -6,15 +6,18 @@ import os
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from actions._protocol import Action, ActionContext, ActionPlan
-from contracts import loader
+from contracts import loader, migration, serde
+from contracts._routing import DlqLayout, route_rejected
 from contracts.errors import ContractError
-from contracts.model import RuleMode
+from contracts.model import RegisteredSchema, RuleMode
 from contracts.planner import ORIGINAL, RECORD, STATUS, Plan, build_plan
 from contracts.plugins import ACTION_GROUP, EXECUTOR_GROUP, PluginRegistry, load_group, with_overrides
 from contracts.registry import Registry
+from contracts.serde import WriterVersion
 from executors import as_executor
 
 if TYPE_CHECKING:
@@ -72,6 +75,60 @@ class RuleResult:
     metrics: RuleMetrics
 
 
+@dataclass(frozen=True)
+class _Compiler:
+    """The contract's registry and plugins: compiles plans on the driver and, for schema ids first
+    seen while decoding, on the workers (so it must pickle)."""
+
+    registry: Registry
+    subject: str
+    target: loader.ContractVersion
+    executors: PluginRegistry[Any]
+    actions: PluginRegistry[Any]
+
+    def resolve_action(self, name: str, ctx: ActionContext) -> ActionPlan:
+        action = self.actions.find(name)
+        if action is None:
+            raise ContractError(
+                f"unknown action {name!r} (known: {', '.join(self.actions.names())})",
+                subject=ctx.subject,
+                version=ctx.version,
+                rule=ctx.rule.name,
+                position="onFailure/onSuccess",
+            )
+        return action.plan(ctx)
+
+    def plan(self, mode: RuleMode) -> Plan:
+        version = self.target
+        compiled = loader.compile_rules(version, mode, loader.rules_for(version, mode), self.executors)
+        return build_plan(
+            version.subject, version.version, mode, version.spark_type, compiled, self.resolve_action
+        )
+
+    def load(self, version: int) -> loader.ContractVersion:
+        if version == self.target.version:
+            return self.target
+        return loader.load_version(self.registry, self.registry.get_version(self.subject, version))
+
+    def writer(self, registered: RegisteredSchema) -> WriterVersion:
+        """A writer version with its migration plans to the target (SEMANTICS.md §6)."""
+        writer = registered.version
+        target = self.target.version
+        low, high = sorted((writer, target))
+        versions = {number: self.load(number) for number in range(low, high + 1)}
+        plans = migration.migration_plans(versions, writer, target, self.executors, self.resolve_action)
+        return WriterVersion(writer, versions[writer].avro_schema, plans)
+
+    def writers(self) -> dict[int, WriterVersion]:
+        """Every version of the subject by schema id, prefetched on the driver."""
+        return {
+            registered.schema_id: self.writer(registered)
+            for registered in (
+                self.registry.get_version(self.subject, v) for v in self.registry.get_versions(self.subject)
+            )
+        }
+
+
 class DataContract:
     """A subject's data contract, resolved and compiled once, applied to DataFrames.
 
@@ -95,11 +152,16 @@ class DataContract:
         self.subject = subject
         registered = loader.resolve(registry, subject, version, use_latest_with_metadata)
         self.target = loader.load_version(registry, registered)
-        self._executors = _executor_registry(executors)
-        self._actions = with_overrides(load_group(ACTION_GROUP, lambda action: action.name), actions)
+        self._compiler = _Compiler(
+            registry,
+            subject,
+            self.target,
+            _executor_registry(executors),
+            with_overrides(load_group(ACTION_GROUP, attrgetter("name")), actions),
+        )
         self._dlq_sink = dlq_sink
         self._last_metrics: RuleMetrics | None = None
-        self._plans = {mode: self._plan(mode) for mode in (RuleMode.WRITE, RuleMode.READ)}
+        self._plans = {mode: self._compiler.plan(mode) for mode in (RuleMode.WRITE, RuleMode.READ)}
 
     @property
     def spark_schema(self) -> StructType:
@@ -124,7 +186,8 @@ class DataContract:
 
     @property
     def metrics(self) -> RuleMetrics | None:
-        """The metrics of the latest `write`/`read` DataFrame (filled by its first Spark action)."""
+        """The metrics of the latest `write`/`read`/`serialize`/`deserialize` DataFrame (filled by
+        its first Spark action)."""
         return self._last_metrics
 
     def plan(self, mode: str | RuleMode = RuleMode.WRITE) -> Plan:
@@ -147,55 +210,98 @@ class DataContract:
 
     def write(self, df: DataFrame) -> DataFrame:
         """WRITE rules; rejected rows go to their DLQ topics as the valid rows are computed."""
-        return self._enforce(df, RuleMode.WRITE)
-
-    def read(self, df: DataFrame) -> DataFrame:
-        """READ rules (in reverse order) on an already-decoded DataFrame of the target version."""
-        return self._enforce(df, RuleMode.READ)
-
-    def _enforce(self, df: DataFrame, mode: RuleMode) -> DataFrame:
-        from contracts._routing import DlqLayout, route_rejected
-
-        plan = self.plan(mode)
-        observation = _observation(plan)
-        self._last_metrics = RuleMetrics(plan, observation)
-        staged = plan.stage(df, observation)
-        layout = DlqLayout(
-            record_column=ORIGINAL if plan.has_transforms else RECORD,
-            schema=self.target.avro_schema,
-            key_column=None,
-            headers_column="headers" if "headers" in df.columns else None,
-            topic_column="topic" if "topic" in df.columns else None,
-        )
-        routed = route_rejected(staged, self.dlq_sink, uuid.uuid4().hex, layout)
+        plan = self.plan(RuleMode.WRITE)
+        routed = self._route(plan.stage(df, self._observe(plan)), self._json_layout(df, plan))
         return routed.select(*_valid_columns(df, plan))
 
-    def _plan(self, mode: RuleMode) -> Plan:
-        version = self.target
-        rules = loader.rules_for(version, mode)
-        compiled = loader.compile_rules(version, mode, rules, self._executors)
-        return build_plan(
-            version.subject, version.version, mode, version.spark_type, compiled, self._resolve_action
+    def read(self, df: DataFrame, writer_version: int | None = None) -> DataFrame:
+        """Migrate an already-decoded DataFrame written with `writer_version` (default: the target)
+        to the target version, then READ rules (in reverse order); rejected rows go to their DLQ."""
+        plan = self.plan(RuleMode.READ)
+        if writer_version is None or writer_version == self.version:
+            routed = self._route(plan.stage(df, self._observe(plan)), self._json_layout(df, plan))
+            return routed.select(*_valid_columns(df, plan))
+        writer = self._compiler.writer(self.registry.get_version(self.subject, writer_version))
+        writer_plan = self._compiler.load(writer_version)
+        packed = Plan(self.subject, writer_version, RuleMode.READ, writer_plan.spark_type, ()).pack(df)
+        migrated = serde.migrate_decoded(packed, writer, self.target)
+        staged = plan.run(migrated, self._observe(plan))
+        routed = self._route(staged, DlqLayout(record_column=ORIGINAL, schema=writer.schema))
+        return routed.select(*_record_then_passthrough(df, writer_plan.spark_type, self.spark_schema))
+
+    def deserialize(
+        self,
+        df: DataFrame,
+        value_col: str = "value",
+        key_col: str | None = None,
+        on_decode_error: str = "ERROR",
+        decode_dlq_topic: str | None = None,
+    ) -> DataFrame:
+        """Kafka-shaped rows (Confluent wire format in `value_col`) → the target version's record as
+        typed columns plus the other columns (all but `value_col`), migrated, READ rules applied.
+
+        Undecodable records follow `on_decode_error`: "ERROR" fails the job, "DLQ" sends their raw
+        bytes to `decode_dlq_topic`.
+        """
+        decoder = serde.Decoder(
+            subject=self.subject,
+            target_version=self.version,
+            target_schema=self.target.avro_schema,
+            target_type_json=self.spark_schema.json(),
+            writers=self._compiler.writers(),
+            late=serde.LateWriters(self.registry, self.subject, self._compiler.writer),
+            policy=serde.DecodePolicy(on_decode_error, decode_dlq_topic),
+            value_column=value_col,
+        )
+        plan = self.plan(RuleMode.READ)
+        staged = plan.run(serde.decode(df, decoder), self._observe(plan))
+        layout = DlqLayout(
+            record_column=RECORD,
+            schema=self.target.avro_schema,
+            value_column=value_col,
+            key_column=key_col,
+            headers_column=_present(df, "headers"),
+            topic_column=_present(df, "topic"),
+        )
+        routed = self._route(staged, layout)
+        passthrough = [name for name in df.columns if name != value_col]
+        return routed.select(*_record_then_passthrough_names(passthrough, self.spark_schema))
+
+    def serialize(self, df: DataFrame) -> DataFrame:
+        """WRITE rules, then the record as a `value` column in Confluent framing with this version's
+        schema id; the other columns (a `key`, `topic`, `headers`, …) pass through for a Kafka sink."""
+        from pyspark.sql.types import BinaryType, StructField, StructType
+
+        plan = self.plan(RuleMode.WRITE)
+        routed = self._route(plan.stage(df, self._observe(plan)), self._json_layout(df, plan))
+        record_fields = set(self.spark_schema.fieldNames())
+        passthrough = [f for f in df.schema.fields if f.name not in record_fields and f.name != "value"]
+        output = StructType([*passthrough, StructField("value", BinaryType(), True)])
+        return serde.encode(routed, self.target.avro_schema, self.schema_id, output)
+
+    def _observe(self, plan: Plan) -> Observation | None:
+        observation = _observation(plan)
+        self._last_metrics = RuleMetrics(plan, observation)
+        return observation
+
+    def _json_layout(self, df: DataFrame, plan: Plan) -> DlqLayout:
+        """DLQ records whose value is the record as it arrived, as JSON (SEMANTICS.md §7)."""
+        return DlqLayout(
+            record_column=ORIGINAL if plan.has_transforms else RECORD,
+            schema=self.target.avro_schema,
+            headers_column=_present(df, "headers"),
+            topic_column=_present(df, "topic"),
         )
 
-    def _resolve_action(self, name: str, ctx: ActionContext) -> ActionPlan:
-        action = self._actions.find(name)
-        if action is None:
-            raise ContractError(
-                f"unknown action {name!r} (known: {', '.join(self._actions.names())})",
-                subject=ctx.subject,
-                version=ctx.version,
-                rule=ctx.rule.name,
-                position="onFailure/onSuccess",
-            )
-        return action.plan(ctx)
+    def _route(self, staged: DataFrame, layout: DlqLayout) -> DataFrame:
+        return route_rejected(staged, self.dlq_sink, uuid.uuid4().hex, layout)
 
     def __repr__(self) -> str:
         return f"DataContract(subject={self.subject!r}, version={self.version}, id={self.schema_id})"
 
 
 def _executor_registry(executors: Iterable[Any] | Mapping[str, Any] | None) -> PluginRegistry[Any]:
-    base = load_group(EXECUTOR_GROUP, lambda executor: executor.type)
+    base = load_group(EXECUTOR_GROUP, attrgetter("type"))
     if isinstance(executors, Mapping):
         return with_overrides(base, {name: as_executor(e) for name, e in executors.items()})
     return with_overrides(base, [as_executor(e) for e in executors] if executors else None)
@@ -215,6 +321,10 @@ def _observation(plan: Plan) -> Observation | None:
     from pyspark.sql import Observation
 
     return Observation(f"contract_{plan.plan_id}_{uuid.uuid4().hex[:8]}") if plan.rules else None
+
+
+def _present(df: DataFrame, name: str) -> str | None:
+    return name if name in df.columns else None
 
 
 def _status() -> Column:
@@ -241,3 +351,19 @@ def _columns_from(df: DataFrame, plan: Plan, struct_column: str) -> list[Column]
         F.col(struct_column).getField(name).alias(name) if name in record_fields else F.col(f"`{name}`")
         for name in df.columns
     ]
+
+
+def _record_then_passthrough_names(passthrough: list[str], record_type: StructType) -> list[Column]:
+    """The record's fields, then the other columns — a column named like a record field is dropped."""
+    from pyspark.sql import functions as F
+
+    fields = record_type.fieldNames()
+    kept = [name for name in passthrough if name not in fields]
+    return [*(F.col(RECORD).getField(name).alias(name) for name in fields), *(F.col(f"`{n}`") for n in kept)]
+
+
+def _record_then_passthrough(df: DataFrame, writer_type: StructType, record_type: StructType) -> list[Column]:
+    """For a migrated DataFrame: the target record's fields, then the input's non-record columns."""
+    writer_fields = set(writer_type.fieldNames())
+    passthrough = [name for name in df.columns if name not in writer_fields]
+    return _record_then_passthrough_names(passthrough, record_type)

@@ -149,6 +149,10 @@ class Plan:
 
     def stage(self, df: DataFrame, observation: Observation | None = None) -> DataFrame:
         """Run every rule lazily: the record packed into one struct column, plus `_contract`."""
+        return self.run(self.pack(df), observation)
+
+    def pack(self, df: DataFrame) -> DataFrame:
+        """The record columns as one struct (and its untouched original), with a null `_contract`."""
         from pyspark.sql import functions as F
 
         record_names = check_record_columns(df, self.record_type, self.subject, self.version)
@@ -158,7 +162,10 @@ class Plan:
         if self.has_transforms:
             columns.append(record.alias(ORIGINAL))
         columns.append(F.lit(None).cast(status_type()).alias(STATUS))
-        staged = df.select(*columns)
+        return df.select(*columns)
+
+    def run(self, staged: DataFrame, observation: Observation | None = None) -> DataFrame:
+        """Apply the rules to a packed DataFrame; rows whose `_contract` is already set are skipped."""
         for native, group in itertools.groupby(self._operations(), key=lambda op: op[0]):
             if native:
                 for _, rule in group:

@@ -57,9 +57,14 @@ class NativeOutcome:
 
 @dataclass(frozen=True)
 class NativeStep:
-    """A rule compiled to Spark expressions: `build(record)` maps the record struct Column to an outcome."""
+    """A rule compiled to Spark expressions: `build(record)` maps the record struct Column to an outcome.
+
+    `batch` is the same rule as a batch step, for the passes that must run rules in Python
+    (migrations inside a decode, where one batch mixes records of several writer versions).
+    """
 
     build: Callable[[Column], NativeOutcome]
+    batch: BatchStep | None = None
     native: bool = field(default=True, init=False)
 
 

@@ -1,0 +1,102 @@
+"""Migrations between versions of a subject: which rules run, and the record they leave (SEMANTICS.md §6).
+
+W < T: for each consecutive pair (P, N) from the writer version W up to the target T, N's
+UPGRADE/UPDOWN migration rules, in order. W > T: for each pair from the newest down, N's
+DOWNGRADE/UPDOWN migration rules in reverse order. Every version in between must exist. The
+migrated record is then projected onto the target schema as Java's client re-decodes it: extra
+fields dropped, a missing field takes its default, a missing field without one is an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from contracts import _batch
+from contracts.errors import ContractError, SerializationError
+from contracts.loader import ContractVersion, compile_rules
+from contracts.model import Rule, RuleMode
+from contracts.planner import Plan, build_plan
+
+Resolver = Callable[[str, Any], Any]
+
+
+def migration_steps(
+    versions: Mapping[int, ContractVersion], writer: int, target: int
+) -> list[tuple[ContractVersion, RuleMode, list[Rule]]]:
+    """The (version whose rules run, direction, rules in running order) from `writer` to `target`."""
+    low, high = sorted((writer, target))
+    missing = [v for v in range(low, high + 1) if v not in versions]
+    if missing:
+        subject = next(iter(versions.values())).subject if versions else None
+        raise ContractError(
+            f"cannot migrate from version {writer} to {target}: versions {missing} do not exist",
+            subject=subject,
+            version=target,
+        )
+    mode = RuleMode.UPGRADE if writer < target else RuleMode.DOWNGRADE
+    newer_versions = range(low + 1, high + 1)
+    steps = []
+    for newer in newer_versions if mode is RuleMode.UPGRADE else reversed(newer_versions):
+        version = versions[newer]
+        rules = [r for r in version.schema.rules.migration_rules if not r.disabled and r.mode.matches(mode)]
+        if rules:
+            steps.append((version, mode, rules if mode is RuleMode.UPGRADE else rules[::-1]))
+    return steps
+
+
+def migration_plans(
+    versions: Mapping[int, ContractVersion],
+    writer: int,
+    target: int,
+    executors: Any,
+    resolve_action: Resolver,
+) -> tuple[Plan, ...]:
+    """One compiled plan per migration step, in running order."""
+    plans = []
+    for version, mode, rules in migration_steps(versions, writer, target):
+        compiled = compile_rules(version, mode, rules, executors)
+        plan = build_plan(
+            version.subject, version.version, mode, version.spark_type, compiled, resolve_action
+        )
+        plans.append(plan)
+    return tuple(plans)
+
+
+def migrate(plans: tuple[Plan, ...], records: list[Any], statuses: list[dict[str, Any] | None]) -> None:
+    """Run the migration plans over records in place (a rule without executor fails each record)."""
+    for plan in plans:
+        for rule in plan.rules:
+            if rule.step is None:
+                for i, status in enumerate(statuses):
+                    if status is None:
+                        statuses[i] = _batch.act(rule, records[i], False, rule.missing_executor_reason)
+                continue
+            _batch.run_rule(rule, _batch.evaluator_for(plan.plan_id, rule), records, statuses)
+
+
+def project(value: Any, schema: Any) -> Any:
+    """A migrated value read as the target schema: records keep the target's fields, taking
+    defaults for missing ones; a missing field without default is a SerializationError."""
+    if isinstance(schema, dict) and schema.get("type") == "record" and isinstance(value, Mapping):
+        out = {}
+        for field in schema["fields"]:
+            name = field["name"]
+            if name in value:
+                out[name] = project(value[name], field["type"])
+            elif "default" in field:
+                out[name] = field["default"]
+            else:
+                raise SerializationError(
+                    f"migrated record has no field {name!r} and the target schema gives it no default"
+                )
+        return out
+    if isinstance(schema, list):
+        records = [branch for branch in schema if isinstance(branch, dict) and branch.get("type") == "record"]
+        if len(records) == 1 and isinstance(value, Mapping):
+            return project(value, records[0])
+    if isinstance(schema, dict) and schema.get("type") == "array" and isinstance(value, list):
+        return [project(item, schema["items"]) for item in value]
+    if isinstance(schema, dict) and schema.get("type") == "map" and isinstance(value, Mapping):
+        return {key: project(item, schema["values"]) for key, item in value.items()}
+    return value

@@ -1,0 +1,298 @@
+"""Confluent wire format on DataFrames: the decode pass (frames → target records, migrating) and
+the encode pass (records → frames), both Arrow-batched through fastavro inside `mapInArrow`.
+
+A record that cannot be decoded (wrong magic byte, truncated body, unknown id, an id of another
+subject, a migration result the target cannot read) follows the decode policy: ERROR fails the
+job naming the partition/offset when the rows carry them; DLQ sends the raw key and value to a
+topic with the reason in a header. Nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from fastavro import schemaless_reader, schemaless_writer
+
+from contracts import avro, migration
+from contracts.errors import RegistryError, SerializationError
+from contracts.loader import ContractVersion
+from contracts.planner import ORIGINAL, RECORD, STATUS, Plan, status_type
+from contracts.registry import Registry
+from contracts.wire import decode_frame, encode_frame
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
+
+DECODE_RULE = "deserialize"
+
+
+@dataclass(frozen=True)
+class WriterVersion:
+    """A version records may have been written with: its parsed schema and the migrations to the target."""
+
+    version: int
+    schema: Any
+    migrations: tuple[Plan, ...] = ()
+
+
+@dataclass(frozen=True)
+class LateWriters:
+    """Resolves a schema id that was not prefetched (registered later) through the registry, and
+    builds its migrations with the contract's plugins; the decoder caches it per worker."""
+
+    registry: Registry
+    subject: str
+    build: Any  # (schema id, registered version) -> WriterVersion; a picklable callable
+
+    def resolve(self, schema_id: int) -> WriterVersion:
+        """Raise SerializationError when the id is unknown or belongs to another subject."""
+        try:
+            schema = self.registry.get_schema(schema_id)
+            registered = self.registry.lookup_schema(self.subject, schema)
+        except RegistryError as e:
+            if e.error_code in (40401, 40403):
+                raise SerializationError(
+                    f"schema id {schema_id} is unknown or not registered under subject {self.subject!r}"
+                ) from e
+            raise
+        return self.build(registered)
+
+
+@dataclass(frozen=True)
+class DecodePolicy:
+    """What an undecodable record does: "ERROR" fails the job, "DLQ" routes its bytes to `topic`."""
+
+    action: str = "ERROR"
+    topic: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.action not in ("ERROR", "DLQ"):
+            raise ValueError(f"decode policy must be ERROR or DLQ, not {self.action!r}")
+        if self.action == "DLQ" and not self.topic:
+            raise ValueError("a DLQ decode policy needs a topic")
+
+
+@dataclass(frozen=True)
+class Decoder:
+    """Everything the decode pass needs on a worker: picklable, built once on the driver."""
+
+    subject: str
+    target_version: int
+    target_schema: Any
+    target_type_json: str
+    writers: Mapping[int, WriterVersion]
+    late: LateWriters
+    policy: DecodePolicy
+    value_column: str
+    _cache: dict[int, WriterVersion] = field(default_factory=dict, compare=False, repr=False)
+
+    def writer(self, schema_id: int) -> WriterVersion:
+        known = self.writers.get(schema_id) or self._cache.get(schema_id)
+        if known is None:
+            known = self._cache[schema_id] = self.late.resolve(schema_id)
+        return known
+
+
+def decode(df: DataFrame, decoder: Decoder) -> DataFrame:
+    """Add the decoded record (target shape) and `_contract` to `df`, keeping every column."""
+    from pyspark.sql.types import StructField, StructType
+
+    target = StructType.fromJson(json.loads(decoder.target_type_json))
+    output = StructType(
+        [*df.schema.fields, StructField(RECORD, target, True), StructField(STATUS, status_type(), True)]
+    )
+    return df.mapInArrow(_DecodePass(decoder, output.json()), output)
+
+
+@dataclass(frozen=True)
+class _DecodePass:
+    decoder: Decoder
+    output_json: str
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark.sql.types import StructType
+
+        output = avro.arrow_schema(StructType.fromJson(json.loads(self.output_json)))
+        for batch in batches:
+            yield _decode_batch(self.decoder, batch, output)
+
+
+def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) -> pa.RecordBatch:
+    frames = batch.column(decoder.value_column).to_pylist()
+    records: list[Any] = [None] * len(frames)
+    statuses: list[dict[str, Any] | None] = [None] * len(frames)
+    to_migrate: dict[int, tuple[WriterVersion, list[int]]] = {}
+    for i, frame in enumerate(frames):
+        try:
+            writer, records[i] = _read(decoder, frame)
+        except SerializationError as e:
+            statuses[i] = _undecodable(decoder, batch, i, e)
+            continue
+        if writer.version != decoder.target_version:
+            to_migrate.setdefault(writer.version, (writer, []))[1].append(i)
+    for writer, rows in to_migrate.values():
+        _migrate_rows(decoder, writer, rows, records, statuses, batch)
+    kept = [record if status is None else None for record, status in zip(records, statuses, strict=True)]
+    record_column = _packed(kept, decoder.target_schema, output.field(RECORD).type)
+    columns = [*batch.columns, record_column, pa.array(statuses, type=output.field(STATUS).type)]
+    return pa.RecordBatch.from_arrays(columns, schema=output)
+
+
+def _read(decoder: Decoder, frame: Any) -> tuple[WriterVersion, Any]:
+    """Decode one frame: with the reader schema when written by the target, else as writer data."""
+    schema_id, body = decode_frame(frame)
+    writer = decoder.writer(schema_id)
+    reader = decoder.target_schema if writer.version == decoder.target_version else None
+    try:
+        return writer, schemaless_reader(io.BytesIO(body), writer.schema, reader)
+    except Exception as e:
+        raise SerializationError(f"Avro body of schema id {schema_id} cannot be decoded: {e}") from e
+
+
+def _migrate_rows(
+    decoder: Decoder,
+    writer: WriterVersion,
+    rows: list[int],
+    records: list[Any],
+    statuses: list[dict[str, Any] | None],
+    batch: pa.RecordBatch,
+) -> None:
+    """Migrate one writer version's rows to the target, then project them onto its schema."""
+    group = [records[i] for i in rows]
+    group_statuses = [statuses[i] for i in rows]
+    migration.migrate(writer.migrations, group, group_statuses)
+    for i, record, status in zip(rows, group, group_statuses, strict=True):
+        statuses[i] = status
+        if status is not None:
+            continue
+        try:
+            records[i] = migration.project(record, decoder.target_schema)
+        except SerializationError as e:
+            statuses[i] = _undecodable(decoder, batch, i, e)
+
+
+def _undecodable(decoder: Decoder, batch: pa.RecordBatch, i: int, error: Exception) -> dict[str, Any]:
+    """The status of a row the policy sends to the DLQ; under ERROR, the job fails here."""
+    where = _position(batch, i)
+    if decoder.policy.action == "ERROR":
+        message = f"cannot deserialize the record{where} of subject {decoder.subject!r}: {error}"
+        raise SerializationError(message) from error
+    return {
+        "rule": DECODE_RULE,
+        "mode": "READ",
+        "action": "DLQ",
+        "reason": str(error),
+        "topic": decoder.policy.topic,
+        "subject": decoder.subject,
+        "version": decoder.target_version,
+    }
+
+
+def _position(batch: pa.RecordBatch, i: int) -> str:
+    parts = [
+        f"{name} {batch.column(name)[i].as_py()}"
+        for name in ("topic", "partition", "offset")
+        if name in batch.schema.names
+    ]
+    return f" at {', '.join(parts)}" if parts else ""
+
+
+def migrate_decoded(packed: DataFrame, writer: WriterVersion, target: ContractVersion) -> DataFrame:
+    """For a DataFrame already decoded with the writer's schema (its record packed in RECORD):
+    migrate each record to the target. The writer-shaped record stays in ORIGINAL for the DLQ."""
+    from pyspark.sql.types import StructField, StructType
+
+    fields = [f for f in packed.schema.fields if f.name not in (RECORD, STATUS)]
+    writer_type = packed.schema[RECORD].dataType
+    output = StructType(
+        [
+            *fields,
+            StructField(ORIGINAL, writer_type, True),
+            StructField(RECORD, target.spark_type, True),
+            StructField(STATUS, status_type(), True),
+        ]
+    )
+    return packed.mapInArrow(_MigratePass(writer, target.avro_schema, output.json()), output)
+
+
+@dataclass(frozen=True)
+class _MigratePass:
+    writer: WriterVersion
+    target_schema: Any
+    output_json: str
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark.sql.types import StructType
+
+        output = avro.arrow_schema(StructType.fromJson(json.loads(self.output_json)))
+        for batch in batches:
+            records = avro.arrow_to_records(_fields(batch.column(RECORD)), self.writer.schema)
+            statuses: list[dict[str, Any] | None] = batch.column(STATUS).to_pylist()
+            migration.migrate(self.writer.migrations, records, statuses)
+            projected = [
+                migration.project(record, self.target_schema) if status is None else None
+                for record, status in zip(records, statuses, strict=True)
+            ]
+            record_column = _packed(projected, self.target_schema, output.field(RECORD).type)
+            columns = [
+                record_column
+                if f.name == RECORD
+                else batch.column(RECORD)
+                if f.name == ORIGINAL
+                else pa.array(statuses, type=f.type)
+                if f.name == STATUS
+                else batch.column(f.name)
+                for f in output
+            ]
+            yield pa.RecordBatch.from_arrays(columns, schema=output)
+
+
+def _fields(column: pa.Array) -> pa.RecordBatch:
+    """A record struct column as a batch of its fields, the shape the Avro codecs read."""
+    return pa.RecordBatch.from_struct_array(column)
+
+
+def _packed(records: list[Any], schema: Any, record_type: pa.DataType) -> pa.Array:
+    """Records (None for rows without one) as a struct column of `record_type`."""
+    present = [i for i, record in enumerate(records) if record is not None]
+    packed = avro.records_to_arrow([records[i] for i in present], schema).to_struct_array().cast(record_type)
+    index: list[int | None] = [None] * len(records)
+    for position, i in enumerate(present):
+        index[i] = position
+    return packed.take(pa.array(index, type=pa.int64()))
+
+
+def encode(staged: DataFrame, schema: Any, schema_id: int, output: StructType) -> DataFrame:
+    """Replace the record struct with a `value` column of Confluent frames (schema id + Avro body)."""
+    return staged.mapInArrow(_EncodePass(schema, schema_id, output.json()), output)
+
+
+@dataclass(frozen=True)
+class _EncodePass:
+    schema: Any
+    schema_id: int
+    output_json: str
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark.sql.types import StructType
+
+        output = avro.arrow_schema(StructType.fromJson(json.loads(self.output_json)))
+        for batch in batches:
+            records = avro.arrow_to_records(_fields(batch.column(RECORD)), self.schema)
+            values = pa.array([self._frame(record) for record in records], type=pa.binary())
+            columns = [values if f.name == "value" else batch.column(f.name) for f in output]
+            yield pa.RecordBatch.from_arrays(columns, schema=output)
+
+    def _frame(self, record: Any) -> bytes:
+        body = io.BytesIO()
+        try:
+            schemaless_writer(body, self.schema, record, strict=True)
+        except Exception as e:
+            raise SerializationError(f"record cannot be encoded with schema id {self.schema_id}: {e}") from e
+        return encode_frame(self.schema_id, body.getvalue())
