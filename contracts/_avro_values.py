@@ -1,8 +1,9 @@
 """Avro values (fastavro's dicts) ↔ Spark values and Arrow batches, through converters compiled per schema.
 
-Each schema node compiles to three converters (None where the value passes unchanged):
-`to_spark` (fastavro value → what createDataFrame and pa.array accept), `from_row` (a collected
-Spark value: Rows, bytearrays, naive local datetimes) and `from_arrow` (an Arrow to_pylist value).
+Each schema node compiles to four converters (None where the value passes unchanged): `to_spark`
+(fastavro value → what createDataFrame accepts), `to_arrow` (→ what pa.array accepts, timestamps
+as integers), `from_row` (a collected Spark value: Rows, bytearrays, naive local datetimes) and
+`from_arrow` (an Arrow to_pylist value, read with timestamps and dates as integers).
 """
 
 from __future__ import annotations
@@ -22,14 +23,25 @@ from contracts.errors import SerializationError
 
 Convert = Callable[[Any], Any]
 _UTC = datetime.timezone.utc
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=_UTC)
+_EPOCH_NAIVE = datetime.datetime(1970, 1, 1)
+_EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
+_MICROSECOND = datetime.timedelta(microseconds=1)
 _CACHE_SIZE = 64
 
 
 @dataclass(frozen=True)
 class _Node:
+    """One schema node's converters, None where a value passes unchanged."""
+
     to_spark: Convert | None = None
+    to_arrow: Convert | None = None
     from_row: Convert | None = None
     from_arrow: Convert | None = None
+
+    def each(self, wrap: Callable[[Convert | None], Convert | None]) -> _Node:
+        """The node whose converters are this node's, each wrapped (for elements, nulls, …)."""
+        return _Node(wrap(self.to_spark), wrap(self.to_arrow), wrap(self.from_row), wrap(self.from_arrow))
 
 
 _IDENTITY = _Node()
@@ -65,12 +77,43 @@ def _collected_timestamp(value: datetime.datetime) -> datetime.datetime:
     return value.astimezone(_UTC)
 
 
+# Arrow timestamps and dates travel as integers: pyarrow converts aware datetimes, and builds
+# datetimes and dates, several times slower than this arithmetic does.
+def _utc_micros(value: datetime.datetime) -> int:
+    return (_aware(value) - _EPOCH) // _MICROSECOND
+
+
+def _local_micros(value: datetime.datetime) -> int:
+    return (value - _EPOCH_NAIVE) // _MICROSECOND
+
+
+def _micros_to_utc(value: int) -> datetime.datetime:
+    return _EPOCH + datetime.timedelta(0, 0, value)
+
+
+def _micros_to_local(value: int) -> datetime.datetime:
+    return _EPOCH_NAIVE + datetime.timedelta(0, 0, value)
+
+
+def _days_to_date(value: int) -> datetime.date:
+    return datetime.date.fromordinal(value + _EPOCH_ORDINAL)
+
+
+_TIMESTAMP = _Node(_aware, _utc_micros, _collected_timestamp, _micros_to_utc)
+_LOCAL_TIMESTAMP = _Node(None, _local_micros, None, _micros_to_local)
 _LOGICAL = {
-    "int-time-millis": _Node(_time_to_int(1_000), _int_to_time(1_000), _int_to_time(1_000)),
-    "long-time-micros": _Node(_time_to_int(1_000_000), _int_to_time(1_000_000), _int_to_time(1_000_000)),
-    "long-timestamp-millis": _Node(_aware, _collected_timestamp, None),
-    "long-timestamp-micros": _Node(_aware, _collected_timestamp, None),
-    "string-uuid": _Node(str, uuid.UUID, uuid.UUID),
+    "int-date": _Node(None, None, None, _days_to_date),
+    "int-time-millis": _Node(
+        _time_to_int(1_000), _time_to_int(1_000), _int_to_time(1_000), _int_to_time(1_000)
+    ),
+    "long-time-micros": _Node(
+        _time_to_int(1_000_000), _time_to_int(1_000_000), _int_to_time(1_000_000), _int_to_time(1_000_000)
+    ),
+    "long-timestamp-millis": _TIMESTAMP,
+    "long-timestamp-micros": _TIMESTAMP,
+    "long-local-timestamp-millis": _LOCAL_TIMESTAMP,
+    "long-local-timestamp-micros": _LOCAL_TIMESTAMP,
+    "string-uuid": _Node(str, str, uuid.UUID, uuid.UUID),
 }
 
 
@@ -98,7 +141,7 @@ class _Compiler:
         if kind == "map":
             return self._map(self.node(resolved["values"]))
         if kind in ("bytes", "fixed") and resolved.get("logicalType") != "decimal":
-            return _Node(None, bytes, None)
+            return _Node(from_row=bytes)
         # Keyed as fastavro keys its logical readers: a logical type applies only on its base type.
         return _LOGICAL.get(f"{kind}-{resolved.get('logicalType')}", _IDENTITY)
 
@@ -109,27 +152,29 @@ class _Compiler:
         return _record_node(self.fields(record))
 
     def _array(self, items: _Node) -> _Node:
-        return _Node(*(_each(convert) for convert in (items.to_spark, items.from_row, items.from_arrow)))
+        return items.each(_each)
 
     def _map(self, values: _Node) -> _Node:
-        return _Node(
-            *(_each_value(convert) for convert in (values.to_spark, values.from_row, values.from_arrow))
-        )
+        node = values.each(_each_value)
+        # Arrow's to_pylist gives a map as (key, value) pairs: much faster than its maps_as_pydicts.
+        from_pairs = values.from_arrow
+        pairs_to_dict = dict if from_pairs is None else lambda pairs: {k: from_pairs(v) for k, v in pairs}
+        return _Node(node.to_spark, node.to_arrow, node.from_row, pairs_to_dict)
 
     def _union(self, union: list[Any]) -> _Node:
         branches = non_null_branches(union)
         if len(branches) == 1:
-            branch = self.node(branches[0])
-            return _Node(_nullable(branch.to_spark), _nullable(branch.from_row), _nullable(branch.from_arrow))
+            return self.node(branches[0]).each(_nullable)
         if len(branches) == 0 or is_widened_union(branches):
             return _IDENTITY
         members = [self.node(branch) for branch in branches]
         chooser = _BranchChooser([self._validation_schema(branch) for branch in branches])
         return _Node(
-            _nullable(_to_members(chooser, [m.to_spark for m in members])),
-            _nullable(_from_members([m.from_row for m in members])),
-            _nullable(_from_members([m.from_arrow for m in members])),
-        )
+            _to_members(chooser, [m.to_spark for m in members]),
+            _to_members(chooser, [m.to_arrow for m in members]),
+            _from_members([m.from_row for m in members]),
+            _from_members([m.from_arrow for m in members]),
+        ).each(_nullable)
 
     def _validation_schema(self, branch: AvroSchema) -> AvroSchema:
         """A branch fastavro's validate() can check on its own: names travel with it."""
@@ -150,6 +195,7 @@ def _record_node(fields: list[tuple[str, _Node]]) -> _Node:
 
     return _Node(
         _fields_converter([(name, node.to_spark) for name, node in fields]),
+        _fields_converter([(name, node.to_arrow) for name, node in fields]),
         row_to_dict,
         _fields_converter([(name, node.from_arrow) for name, node in fields]),
     )
@@ -186,7 +232,7 @@ class _BranchChooser:
 
     def __call__(self, value: Any) -> int:
         best, most_fields, could_be_float = -1, -1, False
-        for index, (branch, kind) in enumerate(zip(self.branches, self.kinds, strict=True)):
+        for index, (branch, kind) in enumerate(zip(self.branches, self.kinds, strict=False)):
             if could_be_float:
                 # fastavro prefers a later double over float: Python floats are doubles.
                 if kind == "double":
@@ -230,7 +276,7 @@ def _from_members(converts: list[Convert | None]) -> Convert:
 
     def convert(value: Any) -> Any:
         members = value.values() if isinstance(value, Mapping) else value
-        for member, branch_convert in zip(members, converts, strict=True):
+        for member, branch_convert in zip(members, converts, strict=False):
             if member is not None:
                 return member if branch_convert is None else branch_convert(member)
         return None
@@ -267,7 +313,7 @@ def _compile(schema: AvroSchema) -> _Codec:
     assert isinstance(resolved, dict)
     fields = compiler.fields(resolved)
     columns = tuple(
-        _Column(name, node, _arrow(f.dataType, relax=False), _arrow(f.dataType, relax=True))
+        _Column(name, node, _arrow(f.dataType, readable=False), _arrow(f.dataType, readable=True))
         for (name, node), f in zip(fields, dtype.fields, strict=True)
     )
     return _Codec(_record_node(fields), dtype, columns, arrow_schema(dtype))
@@ -319,7 +365,7 @@ def records_to_arrow(records: Iterable[Mapping[str, Any]], schema: AvroSchema) -
 
 
 def _column_values(rows: list[Mapping[str, Any]], column: _Column) -> list[Any]:
-    name, convert = column.name, column.node.to_spark
+    name, convert = column.name, column.node.to_arrow
     return [r[name] for r in rows] if convert is None else [convert(r[name]) for r in rows]
 
 
@@ -330,20 +376,24 @@ def arrow_to_records(batch: pa.RecordBatch | pa.Table, schema: AvroSchema) -> li
     missing = [name for name in names if name not in batch.schema.names]
     if missing:
         raise SerializationError(f"the Arrow batch lacks the record's columns {missing}")
-    columns = [_read_column(batch.column(column.name), column) for column in codec.columns]
+    try:
+        columns = [_read_column(batch.column(column.name), column) for column in codec.columns]
+    except (TypeError, ValueError, AttributeError, pa.ArrowException) as e:
+        raise SerializationError(f"the Arrow batch does not hold the Avro schema's records: {e!r}") from e
     return (
-        [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
+        [dict(zip(names, row, strict=False)) for row in zip(*columns, strict=False)]
         if columns
         else [{} for _ in range(batch.num_rows)]
     )
 
 
 def _read_column(array: pa.Array | pa.ChunkedArray, column: _Column) -> list[Any]:
-    if array.type not in (column.arrow, column.readable):
-        # Normalizes Spark's session time zone and large string/binary types. The target is all
-        # nullable: pyarrow refuses to cast a null struct whose non-nullable children hold nulls.
+    if array.type != column.readable:
+        # Timestamps and dates become integers (whatever Spark's session time zone), large types
+        # plain ones. The target is all nullable: pyarrow refuses to cast a null struct whose
+        # non-nullable children hold nulls.
         array = array.cast(column.readable)
-    values = array.to_pylist(maps_as_pydicts="strict")
+    values = array.to_pylist()
     convert = column.node.from_arrow
     return values if convert is None else [convert(v) for v in values]
 
@@ -360,9 +410,12 @@ def arrow_schema(struct: T.StructType) -> pa.Schema:
     return pa.schema([pa.field(f.name, arrow_type(f.dataType), f.nullable) for f in struct.fields])
 
 
+_ARROW_READABLE = {T.TimestampType(): pa.int64(), T.TimestampNTZType(): pa.int64(), T.DateType(): pa.int32()}
+
+
 def arrow_type(dtype: T.DataType) -> pa.DataType:
     """The Arrow type of a Spark type, as pyspark's to_arrow_type builds it for the types Avro maps to."""
-    return _arrow(dtype, relax=False)
+    return _arrow(dtype, readable=False)
 
 
 _ARROW_ATOMIC = {
@@ -380,18 +433,23 @@ _ARROW_ATOMIC = {
 }
 
 
-def _arrow(dtype: T.DataType, relax: bool) -> pa.DataType:
+def _arrow(dtype: T.DataType, readable: bool) -> pa.DataType:
+    """Spark's Arrow type; `readable`: all nullable, timestamps as int64 µs and dates as int32 days."""
     if isinstance(dtype, T.StructType):
         return pa.struct(
-            [pa.field(f.name, _arrow(f.dataType, relax), relax or f.nullable) for f in dtype.fields]
+            [pa.field(f.name, _arrow(f.dataType, readable), readable or f.nullable) for f in dtype.fields]
         )
     if isinstance(dtype, T.ArrayType):
-        return pa.list_(pa.field("element", _arrow(dtype.elementType, relax), relax or dtype.containsNull))
+        return pa.list_(
+            pa.field("element", _arrow(dtype.elementType, readable), readable or dtype.containsNull)
+        )
     if isinstance(dtype, T.MapType):
         return pa.map_(
-            pa.field("key", _arrow(dtype.keyType, relax), False),
-            pa.field("value", _arrow(dtype.valueType, relax), relax or dtype.valueContainsNull),
+            pa.field("key", _arrow(dtype.keyType, readable), False),
+            pa.field("value", _arrow(dtype.valueType, readable), readable or dtype.valueContainsNull),
         )
+    if readable and dtype in _ARROW_READABLE:
+        return _ARROW_READABLE[dtype]
     if isinstance(dtype, T.DecimalType):
         return pa.decimal128(dtype.precision, dtype.scale)
     if dtype in _ARROW_ATOMIC:
