@@ -183,10 +183,11 @@ class SchemaRegistryClient:
         return self._config_answer(self._request("GET", path, params={"defaultToGlobal": "true"}))
 
     def set_config(self, subject: str | None = None, **config: Any) -> dict[str, Any]:
-        """Update config keys (`compatibility`, `compatibilityGroup`, `defaultRuleSet`, …); returns them."""
+        """Update config keys (`compatibility`, `compatibilityGroup`, `defaultRuleSet`, …); returns the
+        config now in effect (the PUT only echoes its request, so a GET follows)."""
         body = {key: _jsonable(value) for key, value in config.items()}
-        path = "/config" if subject is None else _path("config", subject)
-        return self._config_answer(self._request("PUT", path, body=body))
+        self._request("PUT", "/config" if subject is None else _path("config", subject), body=body)
+        return self.get_config(subject)
 
     def test_compatibility(self, subject: str, schema: Schema, version: int | str = "latest") -> bool:
         """Whether `schema` could be registered under `subject` against `version`, per its compatibility."""
@@ -233,7 +234,11 @@ class SchemaRegistryClient:
 
     def _config_answer(self, answer: Any) -> dict[str, Any]:
         if not isinstance(answer, dict):
-            raise _unexpected("/config", "a config object", answer)
+            raise _unexpected("GET /config", "a config object", answer)
+        # GET names the level "compatibilityLevel" although PUT takes "compatibility"; the protocol
+        # (and LocalRegistry) use "compatibility" both ways.
+        if "compatibilityLevel" in answer:
+            answer["compatibility"] = answer.pop("compatibilityLevel")
         return answer
 
     def _forget(self, subject: str) -> None:

@@ -6,9 +6,9 @@ import json
 import logging
 import pickle
 import threading
-from collections.abc import Callable
 from typing import Any
 
+import httpx
 import pytest
 from registry_server import (
     Hangup,
@@ -24,8 +24,8 @@ from registry_server import (
 
 from contracts.errors import ContractError, RegistryError
 from contracts.model import Metadata, RuleSet, Schema
-from contracts.registry import Registry
 from contracts.registry._http import SchemaRegistryClient
+from contracts.registry._local import LocalRegistry
 
 SECRET = "s3cr3t-p@ss"
 
@@ -42,6 +42,10 @@ USER_V2 = json.dumps(
             {"name": "email", "type": ["null", "string"], "default": None},
         ],
     },
+    separators=(",", ":"),
+)
+USER_INT_SSN = json.dumps(
+    {"type": "record", "name": "User", "fields": [{"name": "ssn", "type": "int"}]},
     separators=(",", ":"),
 )
 RULES = {
@@ -188,24 +192,32 @@ def test_config_round_trip_with_group_and_rule_sets(registry_server: RegistrySer
         defaultMetadata=Metadata(properties={"owner": "team-a"}),
     )
 
-    put = registry_server.requests[-1]
+    put, get = registry_server.requests
     assert (put.method, put.path) == ("PUT", "/config/users-value")
     assert json.loads(put.body)["overrideRuleSet"] == override.to_dict()
+    assert (get.method, get.path, get.query) == ("GET", "/config/users-value", {"defaultToGlobal": ["true"]})
+    assert answer == client.get_config("users-value")
     assert answer["compatibility"] == "FULL"
-    config = client.get_config("users-value")
-    assert registry_server.requests[-1].query == {"defaultToGlobal": ["true"]}
-    assert config["compatibilityLevel"] == "FULL"
-    assert config["compatibilityGroup"] == "application.major.version"
-    assert config["defaultRuleSet"] == default_rules
-    assert config["overrideRuleSet"] == override.to_dict()
-    assert config["defaultMetadata"] == {"properties": {"owner": "team-a"}}
+    assert answer["compatibilityGroup"] == "application.major.version"
+    assert answer["defaultRuleSet"] == default_rules
+    assert answer["overrideRuleSet"] == override.to_dict()
+    assert answer["defaultMetadata"] == {"properties": {"owner": "team-a"}}
 
 
-def test_global_config_names_the_level_compatibility_level(registry_server: RegistryServer) -> None:
+def test_config_level_is_compatibility_level_on_the_wire_and_compatibility_in_the_protocol(
+    registry_server: RegistryServer,
+) -> None:
     client = client_for(registry_server)
-    assert client.set_config(compatibility="NONE") == {"compatibility": "NONE"}
-    assert client.get_config()["compatibilityLevel"] == "NONE"
-    assert [r.path for r in registry_server.requests] == ["/config", "/config"]
+    assert client.set_config(compatibility="NONE")["compatibility"] == "NONE"
+    assert client.get_config()["compatibility"] == "NONE"
+    assert httpx.get(f"{registry_server.url}/config").json()["compatibilityLevel"] == "NONE"
+    assert [r.path for r in registry_server.requests] == ["/config"] * 4
+
+
+def test_subject_config_falls_back_to_the_global_one(registry_server: RegistryServer) -> None:
+    client = client_for(registry_server)
+    client.set_config(compatibility="FORWARD")
+    assert client.get_config("never-configured")["compatibility"] == "FORWARD"
 
 
 def test_delete_subject_returns_versions_and_forgets_cached_answers(registry_server: RegistryServer) -> None:
@@ -223,10 +235,16 @@ def test_delete_subject_returns_versions_and_forgets_cached_answers(registry_ser
         client.get_latest_version("users-value")
 
 
-def test_permanent_delete_is_a_query_flag(registry_server: RegistryServer) -> None:
+def test_permanent_delete_follows_a_soft_delete(registry_server: RegistryServer) -> None:
     client = client_for(registry_server)
     client.register_schema("users-value", user_schema())
-    client.delete_subject("users-value", permanent=True)
+    with pytest.raises(RegistryError) as not_soft_deleted:
+        client.delete_subject("users-value", permanent=True)
+    assert not_soft_deleted.value.error_code == 40405
+
+    assert client.delete_subject("users-value") == [1]
+    assert client.delete_subject("users-value", permanent=True) == [1]
+
     request = registry_server.requests[-1]
     assert (request.method, request.path, request.query) == (
         "DELETE",
@@ -242,6 +260,22 @@ def test_compatibility_check_returns_a_bool(registry_server: RegistryServer) -> 
     assert registry_server.requests[-1].path == "/compatibility/subjects/users-value/versions/latest"
     assert client.test_compatibility("users-value", user_schema(USER_V2), version=1) is True
     assert registry_server.requests[-1].path == "/compatibility/subjects/users-value/versions/1"
+    assert client.test_compatibility("users-value", Schema(USER_INT_SSN)) is False
+
+
+def test_an_incompatible_schema_is_409_unless_in_another_compatibility_group(
+    registry_server: RegistryServer,
+) -> None:
+    client = client_for(registry_server)
+    client.register_schema("users-value", user_schema(USER_V1, "1"))
+    with pytest.raises(RegistryError, match="incompatible") as error:
+        client.register_schema("users-value", user_schema(USER_INT_SSN, "1"))
+    assert (error.value.status, error.value.error_code) == (409, 409)
+    assert registry_server.count("POST") == 2
+
+    client.set_config("users-value", compatibilityGroup="application.major.version")
+    client.register_schema("users-value", user_schema(USER_INT_SSN, "2"))
+    assert client.get_versions("users-value") == [1, 2]
 
 
 def test_a_bad_contract_from_the_registry_is_a_contract_error(registry_server: RegistryServer) -> None:
@@ -456,38 +490,36 @@ def test_a_failed_load_is_shared_and_not_cached(registry_server: RegistryServer)
 # -- auth and secrets -------------------------------------------------------------------------------
 
 
-def test_basic_auth_is_sent(make_registry: Callable[[], Registry]) -> None:
-    with running_registry(make_registry(), basic_auth=("key", SECRET)) as server:
+def test_basic_auth_is_sent() -> None:
+    with running_registry(LocalRegistry(), basic_auth=("key", SECRET)) as server:
         assert client_for(server, basic_auth=("key", SECRET)).get_subjects() == []
         assert server.requests[-1].headers["authorization"].startswith("Basic ")
 
 
-def test_credentials_in_the_url_become_basic_auth(make_registry: Callable[[], Registry]) -> None:
-    with running_registry(make_registry(), basic_auth=("key", SECRET)) as server:
+def test_credentials_in_the_url_become_basic_auth() -> None:
+    with running_registry(LocalRegistry(), basic_auth=("key", SECRET)) as server:
         url = server.url.replace("http://", "http://key:s3cr3t-p%40ss@")
         client = client_for(url)
         assert client.get_subjects() == []
         assert SECRET not in repr(client) and "s3cr3t" not in repr(client)
 
 
-def test_wrong_credentials_are_401_and_not_retried(make_registry: Callable[[], Registry]) -> None:
-    with running_registry(make_registry(), basic_auth=("key", SECRET)) as server:
+def test_wrong_credentials_are_401_and_not_retried() -> None:
+    with running_registry(LocalRegistry(), basic_auth=("key", SECRET)) as server:
         with pytest.raises(RegistryError, match="Unauthorized") as error:
             client_for(server, basic_auth=("key", "wrong")).get_subjects()
         assert (error.value.status, error.value.error_code) == (401, 401)
         assert server.count() == 1
 
 
-def test_bearer_token_is_sent_and_a_callable_is_asked_per_request(
-    make_registry: Callable[[], Registry],
-) -> None:
+def test_bearer_token_is_sent_and_a_callable_is_asked_per_request() -> None:
     issued: list[str] = []
 
     def token() -> str:
         issued.append(SECRET)
         return SECRET
 
-    with running_registry(make_registry(), bearer_token=SECRET) as server:
+    with running_registry(LocalRegistry(), bearer_token=SECRET) as server:
         assert client_for(server, bearer_token=SECRET).get_subjects() == []
         client = client_for(server, bearer_token=token)
         client.get_subjects()
@@ -496,11 +528,9 @@ def test_bearer_token_is_sent_and_a_callable_is_asked_per_request(
         assert len(issued) == 2
 
 
-def test_secrets_never_show_in_repr_errors_or_logs(
-    caplog: pytest.LogCaptureFixture, make_registry: Callable[[], Registry]
-) -> None:
+def test_secrets_never_show_in_repr_errors_or_logs(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
-    with running_registry(make_registry(), basic_auth=("key", SECRET)) as server:
+    with running_registry(LocalRegistry(), basic_auth=("key", SECRET)) as server:
         url = server.url.replace("http://", "http://key:s3cr3t-p%40ss@")
         client = client_for([unused_url(), url])
         server.inject(error_reply(503, 50003, "busy"))
@@ -541,8 +571,8 @@ def test_a_pickled_client_drops_its_pool_and_caches_and_still_works(registry_ser
 # -- TLS ----------------------------------------------------------------------------------------------
 
 
-def test_https_with_a_private_ca_bundle(make_registry: Callable[[], Registry], tls_files: TlsFiles) -> None:
-    with running_registry(make_registry(), tls=tls_files.server_context()) as server:
+def test_https_with_a_private_ca_bundle(tls_files: TlsFiles) -> None:
+    with running_registry(LocalRegistry(), tls=tls_files.server_context()) as server:
         assert server.url.startswith("https://")
         assert client_for(server, verify=tls_files.ca).get_subjects() == []
         assert client_for(server, verify=False).get_subjects() == []
@@ -550,10 +580,8 @@ def test_https_with_a_private_ca_bundle(make_registry: Callable[[], Registry], t
             client_for(server, max_retries=0).get_subjects()
 
 
-def test_mutual_tls_sends_the_client_certificate(
-    make_registry: Callable[[], Registry], tls_files: TlsFiles
-) -> None:
-    with running_registry(make_registry(), tls=tls_files.server_context(require_client_cert=True)) as server:
+def test_mutual_tls_sends_the_client_certificate(tls_files: TlsFiles) -> None:
+    with running_registry(LocalRegistry(), tls=tls_files.server_context(require_client_cert=True)) as server:
         assert client_for(server, verify=tls_files.ca, cert=tls_files.client).get_subjects() == []
         with pytest.raises(RegistryError, match="could not reach"):
             client_for(server, verify=tls_files.ca, max_retries=0).get_subjects()
