@@ -69,8 +69,23 @@ class ParsedAvro:
 def parse_avro(schema: AvroSchema, named: Mapping[str, Any] | None = None) -> ParsedAvro:
     """Parse a schema (JSON data) with `named` types from references already known; raises on invalid Avro."""
     names: dict[str, Any] = dict(named or {})
+    _require_fields(schema)
     parsed = parse_schema(schema, names, _write_hint=False)
     return ParsedAvro(parsed, names)
+
+
+def _require_fields(schema: AvroSchema) -> None:
+    """Reject a record without "fields", which fastavro accepts but Avro Java (the registry) does not."""
+    if isinstance(schema, list):
+        for branch in schema:
+            _require_fields(branch)
+    elif isinstance(schema, dict):
+        if schema.get("type") in ("record", "error") and not isinstance(schema.get("fields"), list):
+            raise ValueError(f"Record has no fields: {schema.get('name')}")
+        for child in (schema.get("type"), schema.get("items"), schema.get("values")):
+            _require_fields(child)
+        for item in schema.get("fields") or ():
+            _require_fields(item.get("type") if isinstance(item, dict) else None)
 
 
 @dataclass
