@@ -478,12 +478,19 @@ def test_concurrent_misses_for_one_key_make_one_request(registry_server: Registr
     assert registry_server.count("GET", f"/schemas/ids/{schema_id}") == 1
 
 
-def test_a_failed_load_is_shared_and_not_cached(registry_server: RegistryServer) -> None:
+def test_a_failed_load_is_not_cached(registry_server: RegistryServer) -> None:
     client = client_for(registry_server)
     with pytest.raises(RegistryError):
         client.get_schema(99)
     with pytest.raises(RegistryError):
         client.get_schema(99)
+    assert registry_server.count() == 2
+
+
+def test_a_closed_client_reopens_its_pool_when_used_again(registry_server: RegistryServer) -> None:
+    with client_for(registry_server) as client:
+        client.get_subjects()
+    assert client.get_subjects() == []
     assert registry_server.count() == 2
 
 
