@@ -593,6 +593,20 @@ def test_hand_written_files_without_ids_get_deterministic_ids(tmp_path: Path) ->
     assert registry.register_schema("f-value", contract(avro(("f", "int"), name="F"))) == 6
 
 
+def test_a_hand_written_file_shares_the_explicit_id_of_the_same_schema(tmp_path: Path) -> None:
+    write(tmp_path / "a-value" / "1.json", {"schema": V1})
+    write(tmp_path / "z-value" / "1.json", {"schema": V1, "id": 7})
+    registry = LocalRegistry(tmp_path)
+    assert registry.get_latest_version("a-value").schema_id == 7
+
+
+def test_one_explicit_id_on_two_different_schemas_fails_at_load(tmp_path: Path) -> None:
+    write(tmp_path / "a" / "1.json", {"schema": V1, "id": 1})
+    write(tmp_path / "b" / "1.json", {"schema": V2, "id": 1})
+    with pytest.raises(ContractError, match="id 1"):
+        LocalRegistry(tmp_path)
+
+
 def test_hand_written_config_and_rules_are_read(tmp_path: Path) -> None:
     write(tmp_path / "config.json", {"compatibility": "NONE"})
     write(tmp_path / "s" / "config.json", {"compatibility": "FULL"})
