@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import json
 import os
 import tempfile
@@ -55,6 +56,7 @@ _CONFIG_KEYS = frozenset(
     }
 )
 _CONFIG_FILE = "config.json"
+_PRIMITIVE_NAMES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
 _MAX_VERSION = 2**31 - 1
 
 
@@ -166,9 +168,6 @@ def _normalize_node(node: Any, namespace: str) -> Any:
     if isinstance(node.get("type"), list | dict):
         out["type"] = _normalize_node(node["type"], namespace)
     return out
-
-
-_PRIMITIVE_NAMES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
 
 
 def _full_name(name: str, namespace: str | None) -> str:
@@ -631,18 +630,11 @@ def _load(root: Path) -> _State:
         if schema_id is None:
             schema_id = explicit.get(key) or state.ids.get(key)
         if schema_id is None:
-            counter = next(n for n in _count_from(counter + 1) if n not in taken)
+            counter = next(n for n in itertools.count(counter + 1) if n not in taken)
             schema_id = counter
             taken.add(schema_id)
         state.add(subject, _Version(version, schema_id, schema, deleted))
     return state
-
-
-def _count_from(start: int) -> Iterator[int]:
-    n = start
-    while True:
-        yield n
-        n += 1
 
 
 def _loaded_version(subject: str, version: int, payload: Any) -> tuple[Schema, int | None, bool]:
