@@ -100,15 +100,18 @@ def non_null_branches(union: list[Any]) -> list[Any]:
     return [branch for branch in union if branch != "null" and branch != {"type": "null"}]
 
 
-def type_name(schema: AvroSchema, names: _Names | None = None, where: str = "") -> str:
+def type_name(schema: AvroSchema) -> str:
     """Confluent's FieldType name of a schema; a ["null", T] union is named after T (COMBINED otherwise)."""
-    names = names or _Names(schema)
-    resolved = names.resolve(schema, where)
+    return _type_name(schema, _Names(schema))
+
+
+def _type_name(schema: AvroSchema, names: _Names) -> str:
+    resolved = names.resolve(schema, "")
     if isinstance(resolved, list):
         branches = non_null_branches(resolved)
         if len(branches) > 1:
             return "COMBINED"
-        return type_name(branches[0], names, where) if branches else "NULL"
+        return _type_name(branches[0], names) if branches else "NULL"
     return str(resolved["type"]).upper()
 
 
@@ -175,7 +178,7 @@ class _Converter:
             dtype, nullable = self.convert(field["type"], inner, path)
             metadata = {
                 FULL_NAME_KEY: f"{name}.{field['name']}",
-                TYPE_KEY: type_name(field["type"], self.names),
+                TYPE_KEY: _type_name(field["type"], self.names),
             }
             if field.get(TAGS_PROP):
                 metadata[TAGS_PROP] = list(field[TAGS_PROP])
@@ -291,7 +294,7 @@ def _walk_record(
             path=field_path,
             name=field["name"],
             full_name=f"{record['name']}.{field['name']}",
-            type_name=type_name(field_type, names),
+            type_name=_type_name(field_type, names),
             tags=tuple(field.get(TAGS_PROP) or ()),
             nullable=_is_nullable(field_type, names),
             schema=field_type,

@@ -6,7 +6,13 @@ enums and uuid → string, fixed and bytes → binary, ["null", T] → nullable 
 struct<member0, …, memberN> (nulls dropped), date → DateType, time-millis/micros → int/long,
 timestamp-* → TimestampType, local-timestamp-* → TimestampNTZType, decimal → DecimalType.
 Every record field's StructField metadata holds `avro.fullName`, `avro.type` and, when the
-field has any, its inline `confluent:tags`.
+field has any, its inline `confluent:tags`; `avro_fields` walks the same facts for CEL_FIELD.
+
+Values: `avro_to_spark_value` / `spark_to_avro_value` convert one value (record dicts as fastavro
+reads them ↔ createDataFrame input / collected Rows); `records_to_arrow` / `arrow_to_records`
+convert whole batches for `mapInArrow`. Converters are compiled once per parsed schema object and
+cached, so pass the same parsed schema each time. A non-record top-level schema has no DataFrame
+of its own: wrap its value as `StructType([StructField("value", *spark_type(schema))])`.
 """
 
 from __future__ import annotations
