@@ -13,11 +13,12 @@ from contracts.model import (
     Schema,
     SchemaReference,
 )
-from contracts.registry import Registry
+from contracts.registry import LocalRegistry, Registry, SchemaRegistryClient
 
 __all__ = [
     "ContractError",
     "DataContractError",
+    "LocalRegistry",
     "Metadata",
     "RegisteredSchema",
     "Registry",
@@ -29,5 +30,6 @@ __all__ = [
     "RuleSet",
     "Schema",
     "SchemaReference",
+    "SchemaRegistryClient",
     "SerializationError",
 ]
