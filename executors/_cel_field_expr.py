@@ -1,0 +1,182 @@
+"""A CEL_FIELD rule's `guard ; body`: split as the reference splits it, each part compiled once.
+
+Knowing which variables each part reads is what lets the executor decide a guard at plan time:
+one that reads only `name`, `fullName`, `typeName` and `tags` has one value per field and type
+(DESIGN.md principle 2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from contracts.errors import ContractError
+from contracts.model import RuleKind
+
+# The variables whose value is fixed per visited field and type name (SEMANTICS.md §4).
+FIELD_CONSTANTS = frozenset({"name", "fullName", "typeName", "tags"})
+PER_ROW = frozenset({"value", "message"})
+
+FieldEvaluator = Callable[[Any, str, str, str, Iterable[str], Any], Any]
+
+
+@dataclass(frozen=True)
+class FieldExpression:
+    """The rule's expression, split at its first `;` (even one inside a string literal, as the reference does)."""
+
+    text: str
+    kind: RuleKind
+    guard: str | None
+    body: str
+    guard_reads: frozenset[str]
+    body_reads: frozenset[str]
+
+    @classmethod
+    def parse(cls, text: str, kind: RuleKind) -> FieldExpression:
+        """Split and syntax-check `text`; a bad expression fails at load with its position."""
+        guard: str | None = None
+        body = text
+        if ";" in text:
+            head, body = text.split(";", 1)
+            guard = head if head.strip() else None
+        return cls(
+            text,
+            kind,
+            guard,
+            body,
+            _variables(guard, "guard") if guard is not None else frozenset(),
+            _variables(body, "expression"),
+        )
+
+    @property
+    def static_guard(self) -> bool:
+        """Whether the guard (if any) has one value per field and type name, decidable at plan time."""
+        return not self.guard_reads & PER_ROW
+
+    @property
+    def static_body(self) -> bool:
+        return not self.body_reads & PER_ROW
+
+    def decide_guard(self, name: str, full_name: str, type_name: str, tags: Iterable[str]) -> bool:
+        """The guard's truthiness for one field and type name; raises as the guard would at run time."""
+        if self.guard is None:
+            return True
+        return bool(self._programs[0](_activation(None, name, full_name, type_name, tags, None)))
+
+    def evaluate_body(self, name: str, full_name: str, type_name: str, tags: Iterable[str]) -> Any:
+        """The body's value for an expression that reads no per-row variable (a plan-time constant)."""
+        return self._programs[1](_activation(None, name, full_name, type_name, tags, None))
+
+    def python(self) -> FieldEvaluator:
+        """The reference's per-field evaluation: a false guard passes a CONDITION and keeps a TRANSFORM's value."""
+        guard, body = self._programs
+        condition = self.kind is RuleKind.CONDITION
+
+        def evaluate(value: Any, name: str, full_name: str, type_name: str, tags: Iterable[str], message: Any) -> Any:
+            activation = _activation(value, name, full_name, type_name, tags, message)
+            if guard is not None and not guard(activation):
+                return True if condition else value
+            result = body(activation)
+            return result if condition else _plain(result)
+
+        return evaluate
+
+    @cached_property
+    def _programs(self) -> tuple[Callable[[dict[str, Any]], Any] | None, Callable[[dict[str, Any]], Any]]:
+        return (_program(self.guard) if self.guard is not None else None, _program(self.body))
+
+
+def _variables(text: str, where: str) -> frozenset[str]:
+    """The identifiers an expression reads (comprehension variables included, which only over-approximates)."""
+    import celpy
+
+    try:
+        tree = celpy.CELParser().parse(text)
+    except celpy.CELParseError as e:
+        raise ContractError(f"invalid CEL {where}: {e}", position=where) from e
+    return frozenset(str(node.children[0]) for node in tree.find_data("ident"))
+
+
+def _activation(
+    value: Any, name: str, full_name: str, type_name: str, tags: Iterable[str], message: Any
+) -> dict[str, Any]:
+    from celpy import celtypes
+
+    return {
+        "value": _to_cel(value),
+        "name": celtypes.StringType(name),
+        "fullName": celtypes.StringType(full_name),
+        "typeName": celtypes.StringType(type_name),
+        "tags": celtypes.ListType([celtypes.StringType(tag) for tag in sorted(tags)]),
+        "message": _to_cel(message),
+    }
+
+
+def _program(text: str) -> Callable[[dict[str, Any]], Any]:
+    import celpy
+    from celpy import celtypes
+
+    environment = celpy.Environment()
+    program = environment.program(environment.compile(text))
+
+    def run(activation: dict[str, Any]) -> Any:
+        result = program.evaluate(activation)
+        if isinstance(result, celpy.CELEvalError):
+            raise result
+        return bool(result) if isinstance(result, celtypes.BoolType) else result
+
+    return run
+
+
+def _to_cel(value: Any) -> Any:
+    import datetime
+    import uuid
+
+    from celpy import celtypes
+
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return celtypes.MapType({celtypes.StringType(k): _to_cel(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return celtypes.ListType([_to_cel(v) for v in value])
+    if isinstance(value, str):
+        return celtypes.StringType(value)
+    if isinstance(value, bytes | bytearray):
+        return celtypes.BytesType(bytes(value))
+    if isinstance(value, bool):
+        return celtypes.BoolType(value)
+    if isinstance(value, int):
+        return celtypes.IntType(value)
+    if isinstance(value, float):
+        return celtypes.DoubleType(value)
+    if isinstance(value, datetime.datetime):
+        return celtypes.TimestampType(value)
+    if isinstance(value, datetime.date):
+        return celtypes.IntType(value.toordinal() - datetime.date(1970, 1, 1).toordinal())
+    if isinstance(value, uuid.UUID):
+        return celtypes.StringType(str(value))
+    return value
+
+
+def _plain(value: Any) -> Any:
+    """A CEL result as the plain Python value a record holds."""
+    from celpy import celtypes
+
+    if isinstance(value, celtypes.BoolType):
+        return bool(value)
+    if isinstance(value, celtypes.StringType):
+        return str(value)
+    if isinstance(value, celtypes.BytesType):
+        return bytes(value)
+    if isinstance(value, celtypes.IntType | celtypes.UintType):
+        return int(value)
+    if isinstance(value, celtypes.DoubleType):
+        return float(value)
+    if isinstance(value, celtypes.ListType):
+        return [_plain(v) for v in value]
+    if isinstance(value, celtypes.MapType):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    return value

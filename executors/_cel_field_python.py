@@ -1,0 +1,100 @@
+"""CEL_FIELD in Python: the reference's field walk over Avro-shaped records, one rule at a time.
+
+This is the fallback when a rule's per-field expressions cannot compile to Spark, and the Python
+twin of every native step (migrations inside a decode run rules in Python). It mirrors
+confluent-kafka 2.16.1's `common/avro.py` walk (SEMANTICS.md §4): records field by field with the
+record being rebuilt as `message`, arrays element by element, maps value by value, unions by the
+first branch that validates the value, a null in a nullable union visited as typeName NULL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from contracts.model import RuleKind
+from executors._cel_field_schema import Array, Field, Leaf, Map, Node, Record, Union, schema_tree
+from executors._protocol import BatchEvaluator, Outcome, condition_failure_message
+from executors._cel_field_expr import FieldExpression
+
+
+class _ConditionFailed(Exception):
+    """A visited field's expression returned a plain false: the CONDITION fails (reference's RuleConditionError)."""
+
+
+@dataclass(frozen=True)
+class CelFieldBatch:
+    """Picklable factory of the Python evaluator of one CEL_FIELD rule."""
+
+    expression: FieldExpression
+    kind: RuleKind
+    rule_tags: frozenset[str]
+    schema: Any
+    metadata_tags: Mapping[str, tuple[str, ...]]
+    failure_message: str
+
+    def __call__(self) -> BatchEvaluator:
+        tree = schema_tree(self.schema, self.metadata_tags)
+        return _Walker(self, tree)
+
+
+class _Walker:
+    """Evaluates the rule over records, each walked from the top-level record."""
+
+    def __init__(self, spec: CelFieldBatch, tree: Node) -> None:
+        self.spec = spec
+        self.tree = tree
+        self.condition = spec.kind is RuleKind.CONDITION
+        self.evaluate_field = spec.expression.python()
+
+    def __call__(self, records: Sequence[Any]) -> Sequence[Outcome]:
+        return [self._one(record) for record in records]
+
+    def _one(self, record: Any) -> Outcome:
+        try:
+            result = self._visit(self.tree, record, None, None)
+        except _ConditionFailed:
+            return Outcome(False, record, self.spec.failure_message)
+        except Exception as e:  # an evaluation error is a rule failure (SEMANTICS.md §2.2)
+            return Outcome(False, record, f"{type(e).__name__}: {e}")
+        return Outcome(True, record if self.condition else result)
+
+    def _visit(self, node: Node, value: Any, field: Field | None, message: dict[str, Any] | None) -> Any:
+        if isinstance(node, Union):
+            branch = node.branch_for(value)
+            return value if branch is None else self._visit(node.branches[branch], value, field, message)
+        if isinstance(node, Array):
+            if not isinstance(value, list):
+                return value
+            return [self._visit(node.items, item, field, message) for item in value]
+        if isinstance(node, Map):
+            if not isinstance(value, dict):
+                return value
+            return {key: self._visit(node.values, item, field, message) for key, item in value.items()}
+        if isinstance(node, Record):
+            return self._record(node, value) if isinstance(value, dict) else value
+        return self._leaf(node, value, field, message)
+
+    def _record(self, node: Record, value: dict[str, Any]) -> dict[str, Any]:
+        # A copy, not the reference's in-place update, so a failed rule leaves the record as it was;
+        # later fields still see earlier fields' new values through `message`.
+        current = value if self.condition else dict(value)
+        for field in node.fields:
+            if field.name not in value:
+                continue
+            result = self._visit(field.node, current[field.name], field, current)
+            if self.condition:
+                # Only a plain false at field level fails: an array's list of results never does.
+                if result is False:
+                    raise _ConditionFailed
+            else:
+                current[field.name] = result
+        return current
+
+    def _leaf(self, leaf: Leaf, value: Any, field: Field | None, message: dict[str, Any] | None) -> Any:
+        if field is None or not leaf.primitive:
+            return value
+        if self.spec.rule_tags and self.spec.rule_tags.isdisjoint(field.tags):
+            return value
+        return self.evaluate_field(value, field.name, field.full_name, leaf.type_name, field.tags, message)
