@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import cached_property
-from typing import Any
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from contracts.errors import ContractError
 from contracts.model import RuleKind
+
+if TYPE_CHECKING:
+    from lark import Tree
 
 # The variables whose value is fixed per visited field and type name (SEMANTICS.md §4).
 FIELD_CONSTANTS = frozenset({"name", "fullName", "typeName", "tags"})
@@ -24,7 +27,7 @@ FieldEvaluator = Callable[[Any, str, str, str, Iterable[str], Any], Any]
 
 @dataclass(frozen=True)
 class FieldExpression:
-    """The rule's expression, split at its first `;` (even one inside a string literal, as the reference does)."""
+    """The rule's expression, split at its first `;` (even inside a string literal, as the reference)."""
 
     text: str
     kind: RuleKind
@@ -51,31 +54,25 @@ class FieldExpression:
         )
 
     @property
-    def static_guard(self) -> bool:
-        """Whether the guard (if any) has one value per field and type name, decidable at plan time."""
-        return not self.guard_reads & PER_ROW
+    def guard_tree(self) -> Tree | None:
+        """The guard's parse tree (None without a non-empty guard), parsed once per process."""
+        return None if self.guard is None else _tree(self.guard)
 
     @property
-    def static_body(self) -> bool:
-        return not self.body_reads & PER_ROW
-
-    def decide_guard(self, name: str, full_name: str, type_name: str, tags: Iterable[str]) -> bool:
-        """The guard's truthiness for one field and type name; raises as the guard would at run time."""
-        if self.guard is None:
-            return True
-        return bool(self._programs[0](_activation(None, name, full_name, type_name, tags, None)))
-
-    def evaluate_body(self, name: str, full_name: str, type_name: str, tags: Iterable[str]) -> Any:
-        """The body's value for an expression that reads no per-row variable (a plan-time constant)."""
-        return self._programs[1](_activation(None, name, full_name, type_name, tags, None))
+    def body_tree(self) -> Tree:
+        return _tree(self.body)
 
     def python(self) -> FieldEvaluator:
-        """The reference's per-field evaluation: a false guard passes a CONDITION and keeps a TRANSFORM's value."""
-        guard, body = self._programs
+        """The reference's per-field evaluation (a false guard passes a CONDITION, keeps the value)."""
+        guard = None if self.guard is None else _program(self.guard)
+        body = _program(self.body)
         condition = self.kind is RuleKind.CONDITION
+        reads = self.guard_reads | self.body_reads
 
-        def evaluate(value: Any, name: str, full_name: str, type_name: str, tags: Iterable[str], message: Any) -> Any:
-            activation = _activation(value, name, full_name, type_name, tags, message)
+        def evaluate(
+            value: Any, name: str, full_name: str, type_name: str, tags: Iterable[str], message: Any
+        ) -> Any:
+            activation = _activation(value, name, full_name, type_name, tags, message, reads)
             if guard is not None and not guard(activation):
                 return True if condition else value
             result = body(activation)
@@ -83,13 +80,9 @@ class FieldExpression:
 
         return evaluate
 
-    @cached_property
-    def _programs(self) -> tuple[Callable[[dict[str, Any]], Any] | None, Callable[[dict[str, Any]], Any]]:
-        return (_program(self.guard) if self.guard is not None else None, _program(self.body))
-
 
 def _variables(text: str, where: str) -> frozenset[str]:
-    """The identifiers an expression reads (comprehension variables included, which only over-approximates)."""
+    """The identifiers an expression reads (comprehension variables too: an over-approximation)."""
     import celpy
 
     try:
@@ -100,7 +93,13 @@ def _variables(text: str, where: str) -> frozenset[str]:
 
 
 def _activation(
-    value: Any, name: str, full_name: str, type_name: str, tags: Iterable[str], message: Any
+    value: Any,
+    name: str,
+    full_name: str,
+    type_name: str,
+    tags: Iterable[str],
+    message: Any,
+    reads: frozenset[str],
 ) -> dict[str, Any]:
     from celpy import celtypes
 
@@ -110,16 +109,24 @@ def _activation(
         "fullName": celtypes.StringType(full_name),
         "typeName": celtypes.StringType(type_name),
         "tags": celtypes.ListType([celtypes.StringType(tag) for tag in sorted(tags)]),
-        "message": _to_cel(message),
+        # Converting the containing record per field is the walk's main cost: only when read.
+        "message": _to_cel(message) if "message" in reads else None,
     }
 
 
+@lru_cache(maxsize=1024)
+def _tree(text: str) -> Tree:
+    import celpy
+
+    return celpy.Environment().compile(text)
+
+
+@lru_cache(maxsize=1024)
 def _program(text: str) -> Callable[[dict[str, Any]], Any]:
     import celpy
     from celpy import celtypes
 
-    environment = celpy.Environment()
-    program = environment.program(environment.compile(text))
+    program = celpy.Environment().program(_tree(text))
 
     def run(activation: dict[str, Any]) -> Any:
         result = program.evaluate(activation)

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from contracts.model import RuleKind
-from executors._cel_field_schema import Array, Field, Leaf, Map, Node, Record, Union, schema_tree
-from executors._protocol import BatchEvaluator, Outcome, condition_failure_message
 from executors._cel_field_expr import FieldExpression
+from executors._cel_field_schema import Array, Field, Leaf, Map, Node, Record, Union, schema_tree
+from executors._protocol import BatchEvaluator, Outcome
 
 
 class _ConditionFailed(Exception):
-    """A visited field's expression returned a plain false: the CONDITION fails (reference's RuleConditionError)."""
+    """A visited field's expression returned a plain false: the CONDITION fails (RuleConditionError)."""
 
 
 @dataclass(frozen=True)

@@ -116,7 +116,9 @@ class _Builder:
             )
         kind = schema if isinstance(schema, str) else schema["type"]
         if kind == "record":
-            return Record(schema["name"], tuple(self.field(schema["name"], field) for field in schema["fields"]))
+            return Record(
+                schema["name"], tuple(self.field(schema["name"], field) for field in schema["fields"])
+            )
         if kind == "array":
             return Array(self.node(schema["items"]))
         if kind == "map":

@@ -1,0 +1,81 @@
+"""The CEL_FIELD executor: a rule's `guard ; expr` applied to every primitive field, as Confluent runs it.
+
+Each rule compiles once into a native step — the schema walk unrolled into Column expressions,
+with every guard that reads only `name`, `fullName`, `typeName` or `tags` decided per field at
+plan time — carrying its Python twin (the reference's walk over Avro-shaped records). A rule
+whose expressions cannot all compile natively runs as that Python step instead (SEMANTICS.md §4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from contracts.model import Rule, RuleKind, RuleMode
+from executors._cel_field_columns import Unsupported
+from executors._cel_field_expr import FieldExpression
+from executors._cel_field_native import NativePlanner
+from executors._cel_field_python import CelFieldBatch
+from executors._cel_field_schema import schema_tree
+from executors._protocol import BatchStep, NativeStep, RuleContext, Step, condition_failure_message
+
+__all__ = ["CelFieldExecutor", "superseded_field_transforms"]
+
+
+class CelFieldExecutor:
+    """Compiles CEL_FIELD rules: natively when every visited field's expression compiles, else in Python."""
+
+    type = "CEL_FIELD"
+
+    def compile(self, ctx: RuleContext) -> Step:
+        rule = ctx.rule
+        expression = FieldExpression.parse(rule.expr or "", rule.kind)
+        batch = BatchStep(
+            CelFieldBatch(
+                expression,
+                rule.kind,
+                frozenset(rule.tags),
+                ctx.schema,
+                dict(ctx.metadata_tags),
+                condition_failure_message(rule),
+            )
+        )
+        tree = schema_tree(ctx.schema, ctx.metadata_tags)
+        try:
+            build = NativePlanner(expression, rule.kind, frozenset(rule.tags)).plan(tree)
+        except Unsupported:
+            return batch
+        return NativeStep(build, batch=batch)
+
+
+def superseded_field_transforms(rules: Sequence[Rule], mode: RuleMode) -> frozenset[int]:
+    """Indexes of CEL_FIELD rules that must not run because another TRANSFORM supersedes them.
+
+    `rules` is the rule list in running order for `mode`, as the reference builds it — every
+    rule of the ruleSet's list, disabled ones and other modes included, reversed for READ and
+    DOWNGRADE. Two TRANSFORM field rules of the same type, mode and identical non-empty tags:
+    in WRITE/UPGRADE a rule is dropped when an earlier one matches it, in READ/DOWNGRADE when a
+    later one does — even when that other rule is disabled (SEMANTICS.md §4, FieldRuleExecutor).
+    """
+    if mode in (RuleMode.WRITE, RuleMode.UPGRADE):
+        others = lambda index: range(index)  # noqa: E731
+    elif mode in (RuleMode.READ, RuleMode.DOWNGRADE):
+        others = lambda index: range(index + 1, len(rules))  # noqa: E731
+    else:
+        return frozenset()
+    return frozenset(
+        index
+        for index, rule in enumerate(rules)
+        if rule.type.upper() == CelFieldExecutor.type
+        and any(_same_field_transform(rule, rules[other]) for other in others(index))
+    )
+
+
+def _same_field_transform(rule: Rule, other: Rule) -> bool:
+    return (
+        bool(rule.tags)
+        and rule.kind is RuleKind.TRANSFORM
+        and other.kind is RuleKind.TRANSFORM
+        and rule.mode is other.mode
+        and rule.type == other.type
+        and tuple(rule.tags) == tuple(other.tags)
+    )
