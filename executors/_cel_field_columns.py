@@ -250,8 +250,8 @@ class _Compiler:
                 return (a & b if conjunction else a | b), None
             a_ok, b_ok = ~_known(a_err), ~_known(b_err)
             decisive = F.lit(not conjunction)
-            a_wins = a_ok & (a == decisive)
-            b_wins = b_ok & (b == decisive)
+            a_wins = a_ok & (~a if conjunction else a)
+            b_wins = b_ok & (~b if conjunction else b)
             value = a & b if conjunction else a | b
             error = ~(a_wins | b_wins) & ~(a_ok & b_ok)
             return F.when(a_wins | b_wins, decisive).otherwise(value), _nonnull(error)

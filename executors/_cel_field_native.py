@@ -23,7 +23,8 @@ from executors._protocol import NativeOutcome
 if TYPE_CHECKING:
     from pyspark.sql import Column
 
-_FLOAT_MAX = 3.4028234663852886e38
+# Beyond half an ulp above float's maximum, packing a double as a float overflows.
+_FLOAT_MAX = 3.4028235677973366e38
 _SPARK_TYPES = {"INT": "int", "LONG": "long", "FLOAT": "float", "DOUBLE": "double"}
 # Which FieldTypes a CEL result of each type validates against when written back (fastavro's rules).
 _ACCEPTING = {
@@ -93,20 +94,21 @@ class _Slot:
     def _kinds(self, result_type: str | None) -> list[str]:
         return [kind for kind in _ACCEPTING.get(result_type or "", ()) if kind in self.accepts]
 
-    def write(self, result: Term, value: Column) -> tuple[Column, Column | None]:
-        """The value cast for writing, and when it does not fit (None: always fits)."""
+    def write(self, result: Term, value: Column, old: Column) -> tuple[Column, Column | None]:
+        """The value cast for writing, and when it does not fit (None: always fits); a result of a
+        type the field cannot hold always fails, and the field keeps its old value."""
         from pyspark.sql import functions as F
 
         kinds = self._kinds(result.type)
         if not kinds:
-            return value, F.lit(True)
+            return old, F.lit(True)
         # try_cast: an out-of-range value is a failure here (unfit), never an ANSI cast error.
         cast = value.try_cast(self.spark_type) if self.spark_type else value
         if kinds == ["INT"]:
             return cast, ~value.between(INT_MIN, INT_MAX)
         if kinds == ["FLOAT"]:
             # fastavro cannot pack a double beyond float's range into a float (the write fails).
-            return cast, (F.abs(value) > _FLOAT_MAX) & ~F.isnan(value) & ~value.isin(
+            return cast, (F.abs(value) >= _FLOAT_MAX) & ~F.isnan(value) & ~value.isin(
                 float("inf"), float("-inf")
             )
         return cast, None
@@ -145,9 +147,25 @@ class _LeafPlan(_Plan):
                     false = ~result if err is None else ~err & ~result
                     out.false = _or(out.false, _and(on, false))
                 continue
-            written, unfit = self.slot.write(body, result) if body.type is not None else (result, None)
+            if body.type is None:
+                written, unfit = value, None
+            else:
+                written, unfit = self.slot.write(body, result, value)
             out.fail = _or(out.fail, _and(on, _or(err, unfit)))
             out.value = written if on is None else F.when(on, written).otherwise(out.value)
+        return out
+
+
+@dataclass
+class _UnvisitedFalsePlan(_Plan):
+    """A boolean field the rule's tags exclude, whose plain false still counts at field level."""
+
+    presences: list[Callable[[Column], Column] | None]
+
+    def emit(self, value: Column, message: Column | None) -> Emitted:
+        out = Emitted()
+        for presence in self.presences:
+            out.false = _or(out.false, _and(presence(value) if presence else None, ~value))
         return out
 
 
@@ -209,7 +227,7 @@ class _ArrayPlan(_Plan):
 class _NullablePlan(_Plan):
     """A ["null", container] union: its null visited as typeName NULL, its value walked when present."""
 
-    null: _LeafPlan | None
+    null: _Plan | None
     inner: _Plan | None
 
     def __post_init__(self) -> None:
@@ -241,7 +259,7 @@ class _NullablePlan(_Plan):
 class _MembersPlan(_Plan):
     """A multi-branch union (spark-avro's member struct): each present member walked as its branch."""
 
-    null: _LeafPlan | None
+    null: _Plan | None
     members: list[tuple[int, _Plan]]
 
     def __post_init__(self) -> None:
@@ -416,9 +434,13 @@ class NativePlanner:
         slot: _Slot,
         field: Field,
         record: Record,
-    ) -> _LeafPlan | None:
+    ) -> _Plan | None:
         if self.rule_tags and self.rule_tags.isdisjoint(field.tags):
-            return None
+            # The reference hands an unvisited field's own value back as its "result", so in a
+            # CONDITION a boolean field holding false fails the record even though no
+            # expression ran (confluent-kafka 2.16.1, common/avro.py; the Python twin agrees).
+            booleans = [presence for presence, leaf in options if leaf.type_name == "BOOLEAN"]
+            return _UnvisitedFalsePlan(booleans) if booleans and self.kind is RuleKind.CONDITION else None
         variants = []
         for presence, leaf in options:
             variant = self._variant(presence, leaf, field, record)
