@@ -18,9 +18,6 @@ from contracts.model import RuleKind
 if TYPE_CHECKING:
     from lark import Tree
 
-# The variables whose value is fixed per visited field and type name (SEMANTICS.md §4).
-FIELD_CONSTANTS = frozenset({"name", "fullName", "typeName", "tags"})
-PER_ROW = frozenset({"value", "message"})
 
 FieldEvaluator = Callable[[Any, str, str, str, Iterable[str], Any], Any]
 

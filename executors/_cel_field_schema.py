@@ -8,7 +8,7 @@ The tree is built from the fully expanded schema, the form the reference walks (
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -195,16 +195,3 @@ def _pattern(path: str) -> re.Pattern[str]:
 def tag_matches(full_name: str, path: str) -> bool:
     """Whether the metadata tag path pattern `path` names the field `full_name`."""
     return _pattern(path).fullmatch(full_name) is not None
-
-
-def leaves(node: Node) -> Iterator[Leaf]:
-    """Every leaf reachable from `node` without entering a nested record field's own value."""
-    if isinstance(node, Leaf):
-        yield node
-    elif isinstance(node, Array):
-        yield from leaves(node.items)
-    elif isinstance(node, Map):
-        yield from leaves(node.values)
-    elif isinstance(node, Union):
-        for branch in node.branches:
-            yield from leaves(branch)
