@@ -1,0 +1,284 @@
+"""LocalTopicSink: exact round trips, atomic commits, idempotent retries, and Spark tasks as writers."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark import cloudpickle
+
+from actions.local_topic import LocalTopicSink
+from actions.sink import DlqError, DlqRecord, DlqSink, validate_topic
+
+# The mapInArrow functions below run on Spark workers, which cannot import test modules.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def record(topic: str = "bad-users", value: bytes | None = b"v", **fields: Any) -> DlqRecord:
+    return DlqRecord(
+        topic=topic,
+        key=fields.get("key", b"k"),
+        value=value,
+        headers=fields.get("headers", (("__rule.name", b"positiveAge"),)),
+        timestamp_ms=fields.get("timestamp_ms", 1_700_000_000_000),
+    )
+
+
+@pytest.fixture
+def sink(tmp_path: Path) -> LocalTopicSink:
+    return LocalTopicSink(tmp_path / "dlq")
+
+
+def visible_and_hidden(sink: LocalTopicSink, topic: str) -> tuple[list[str], list[str]]:
+    names = sorted(os.listdir(os.path.join(sink.root, topic)))
+    return [n for n in names if not n.startswith(".")], [n for n in names if n.startswith(".")]
+
+
+def test_records_round_trip_exactly(sink: LocalTopicSink) -> None:
+    records = [
+        record(key=None, value=None, headers=()),
+        record(value=bytes(range(256)), key=b"\x00\xff"),
+        record(
+            headers=(("naïve-名前", b"\x00"), ("dup", b"1"), ("dup", b"2"), ("dup", None), ("empty", b""))
+        ),
+        record(value=b"", key=b"", timestamp_ms=0),
+    ]
+    with sink.open("run-00000") as writer:
+        for r in records:
+            writer.write(r)
+    assert sink.read("bad-users") == records
+    assert sink.count("bad-users") == 4
+    assert sink.topics() == ["bad-users"]
+
+
+def test_file_format_is_json_lines_with_base64_and_offsets(sink: LocalTopicSink) -> None:
+    with sink.open("run-00000") as writer:
+        writer.write(record(key=None, value=b"hi", headers=(("h", b"x"), ("n", None))))
+        writer.write(record(value=None))
+    lines = Path(sink.root, "bad-users", "run-00000.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in lines] == [
+        {
+            "offset": 0,
+            "timestamp_ms": 1_700_000_000_000,
+            "key": None,
+            "value": "aGk=",
+            "headers": [["h", "eA=="], ["n", None]],
+        },
+        {
+            "offset": 1,
+            "timestamp_ms": 1_700_000_000_000,
+            "key": "aw==",
+            "value": None,
+            "headers": [["__rule.name", "cG9zaXRpdmVBZ2U="]],
+        },
+    ]
+
+
+def test_commit_makes_records_visible_at_once(sink: LocalTopicSink) -> None:
+    writer = sink.open("run-00000")
+    writer.write(record(value=b"1"))
+    writer.write(record(value=b"2"))
+    assert sink.read("bad-users") == []
+    assert sink.topics() == []
+    writer.commit()
+    assert [r.value for r in sink.read("bad-users")] == [b"1", b"2"]
+    assert visible_and_hidden(sink, "bad-users") == (["run-00000.jsonl"], [])
+
+
+def test_abort_leaves_nothing(sink: LocalTopicSink) -> None:
+    writer = sink.open("run-00000")
+    writer.write(record())
+    writer.abort()
+    assert sink.topics() == []
+    assert visible_and_hidden(sink, "bad-users") == ([], [])
+    with pytest.raises(DlqError, match="aborted"):
+        writer.commit()
+
+
+def test_context_manager_aborts_on_error(sink: LocalTopicSink) -> None:
+    with pytest.raises(ValueError), sink.open("run-00000") as writer:
+        writer.write(record())
+        raise ValueError("task failed")
+    assert sink.topics() == []
+
+
+def test_context_manager_commits_when_a_generator_is_closed_early(sink: LocalTopicSink) -> None:
+    def task() -> Iterator[int]:
+        with sink.open("run-00000") as writer:
+            for i in range(10):
+                writer.write(record(value=str(i).encode()))
+                yield i
+
+    rows = task()
+    assert [next(rows), next(rows)] == [0, 1]
+    rows.close()
+    assert [r.value for r in sink.read("bad-users")] == [b"0", b"1"]
+
+
+def test_a_closed_writer_rejects_records(sink: LocalTopicSink) -> None:
+    writer = sink.open("run-00000")
+    writer.commit()
+    writer.commit()
+    writer.abort()
+    with pytest.raises(DlqError, match="committed") as caught:
+        writer.write(record())
+    assert caught.value.writer_id == "run-00000"
+
+
+def test_the_same_writer_id_committed_twice_keeps_only_the_second(sink: LocalTopicSink) -> None:
+    for attempt in (b"first", b"second"):
+        with sink.open("run-00003") as writer:
+            writer.write(record(value=attempt))
+            writer.write(record(value=attempt))
+    assert [r.value for r in sink.read("bad-users")] == [b"second", b"second"]
+    assert visible_and_hidden(sink, "bad-users") == (["run-00003.jsonl"], [])
+
+
+def test_a_retry_replaces_files_in_topics_it_no_longer_writes(sink: LocalTopicSink) -> None:
+    with sink.open("run-00000") as writer:
+        writer.write(record(topic="a"))
+        writer.write(record(topic="b"))
+    with sink.open("run-00001") as writer:
+        writer.write(record(topic="b"))
+    with sink.open("run-00000") as writer:
+        writer.write(record(topic="a"))
+    assert (sink.count("a"), sink.count("b")) == (1, 1)
+    with sink.open("run-00000"):
+        pass
+    assert sink.topics() == ["b"]
+
+
+def test_one_writer_writes_several_topics_one_file_each(sink: LocalTopicSink) -> None:
+    with sink.open("run-00000") as writer:
+        for topic in ("age", "name", "age"):
+            writer.write(record(topic=topic, value=topic.encode()))
+    assert sink.topics() == ["age", "name"]
+    assert [r.value for r in sink.read("age")] == [b"age", b"age"]
+    assert all(r.topic == "age" for r in sink.read("age"))
+    assert visible_and_hidden(sink, "name") == (["run-00000.jsonl"], [])
+
+
+def test_writers_in_parallel_threads(sink: LocalTopicSink) -> None:
+    def task(partition: int) -> None:
+        with sink.open(f"run-{partition:05d}") as writer:
+            for i in range(200):
+                writer.write(record(topic=("even", "odd")[i % 2], value=f"{partition}:{i}".encode()))
+
+    threads = [threading.Thread(target=task, args=(p,)) for p in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    values = [r.value for topic in sink.topics() for r in sink.read(topic)]
+    assert sorted(values) == sorted(f"{p}:{i}".encode() for p in range(8) for i in range(200))
+    # Ordered by file name (the zero-padded partition), then by line.
+    assert [r.value for r in sink.read("even")][:2] == [b"0:0", b"0:2"]
+
+
+def test_a_crashed_writer_leaves_only_a_hidden_file(sink: LocalTopicSink) -> None:
+    crashed = sink.open("run-00000")
+    crashed.write(record(value=b"lost with the task"))
+    crashed._files["bad-users"].handle.flush()  # as far as a process killed mid-task gets
+    assert sink.topics() == []
+    assert sink.read("bad-users") == []
+    assert sink.count("bad-users") == 0
+    visible, hidden = visible_and_hidden(sink, "bad-users")
+    assert visible == [] and len(hidden) == 1
+    with sink.open("run-00000") as retry:
+        retry.write(record(value=b"retried"))
+    assert [r.value for r in sink.read("bad-users")] == [b"retried"]
+
+
+@pytest.mark.parametrize("topic", ["", ".", "..", "a/b", "../escape", "has space", "ü", "x" * 250, "a\nb"])
+def test_invalid_topic_names_are_rejected(sink: LocalTopicSink, topic: str) -> None:
+    with pytest.raises(DlqError) as caught:
+        sink.open("run-00000").write(record(topic=topic))
+    assert caught.value.writer_id == "run-00000"
+    with pytest.raises(DlqError):
+        sink.read(topic)
+    assert not os.path.exists(sink.root) or os.listdir(sink.root) == []
+
+
+def test_kafka_legal_topic_names_are_accepted() -> None:
+    for topic in ("a", "x" * 249, "orders.dlq_v2-EU", "..."):
+        assert validate_topic(topic) == topic
+
+
+@pytest.mark.parametrize("writer_id", ["", ".hidden", "a/b", "x" * 201])
+def test_invalid_writer_ids_are_rejected(sink: LocalTopicSink, writer_id: str) -> None:
+    with pytest.raises(DlqError, match="writer id"):
+        sink.open(writer_id)
+
+
+def test_sink_is_a_picklable_path_only(sink: LocalTopicSink, tmp_path: Path) -> None:
+    assert isinstance(sink, DlqSink)
+    assert vars(sink) == {"root": str(tmp_path / "dlq")}
+    assert pickle.loads(pickle.dumps(sink)) == sink
+    assert not os.path.exists(sink.root)
+
+
+def test_relative_roots_are_made_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert LocalTopicSink("dlq").root == str(tmp_path / "dlq")
+
+
+def test_a_corrupt_file_is_a_clear_error(sink: LocalTopicSink) -> None:
+    os.makedirs(os.path.join(sink.root, "bad-users"))
+    Path(sink.root, "bad-users", "x.jsonl").write_text('{"offset": 0}\n')
+    with pytest.raises(DlqError, match=r"x\.jsonl:1: not a DLQ record"):
+        sink.read("bad-users")
+
+
+def dead_letter_every_row(sink: LocalTopicSink, run_id: str, fail_partition: int | None = None) -> Any:
+    """A mapInArrow task as the engine runs one: a writer per task, a DLQ record per row, then commit."""
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        partition = TaskContext.get().partitionId()
+        with sink.open(f"{run_id}-{partition:05d}") as writer:
+            for batch in batches:
+                for row_id in batch.column("id").to_pylist():
+                    writer.write(record(key=str(row_id).encode(), value=b"rejected"))
+                if partition == fail_partition:
+                    raise RuntimeError("task failed before commit")
+                yield pa.RecordBatch.from_pydict({"id": batch.column("id")}).slice(0, 0)
+
+    return task
+
+
+def test_spark_tasks_write_each_row_once_however_often_the_plan_runs(
+    spark: Any, sink: LocalTopicSink
+) -> None:
+    rows = 1000
+    df = spark.range(rows).repartition(4)
+    routed = df.mapInArrow(dead_letter_every_row(sink, "run-7f3a"), "id long")
+    for _ in range(2):
+        assert routed.count() == 0
+        keys = [r.key for r in sink.read("bad-users")]
+        assert sorted(keys) == sorted(str(i).encode() for i in range(rows))
+    assert sorted(os.listdir(os.path.join(sink.root, "bad-users"))) == [
+        f"run-7f3a-{p:05d}.jsonl" for p in range(4)
+    ]
+
+
+def test_a_failed_spark_task_leaves_nothing_and_its_rerun_no_duplicates(
+    spark: Any, sink: LocalTopicSink
+) -> None:
+    df = spark.range(100).repartition(2)
+    with pytest.raises(Exception, match="task failed before commit"):
+        df.mapInArrow(dead_letter_every_row(sink, "run-1", fail_partition=1), "id long").collect()
+    visible, hidden = visible_and_hidden(sink, "bad-users")
+    assert "run-1-00001.jsonl" not in visible
+    # Partition 0 may have been cancelled mid-task; the failed partition aborted and cleaned up.
+    assert not [name for name in hidden if name.startswith(".run-1-00001.")]
+    df.mapInArrow(dead_letter_every_row(sink, "run-1"), "id long").collect()
+    assert sorted(r.key for r in sink.read("bad-users")) == sorted(str(i).encode() for i in range(100))
