@@ -7,20 +7,28 @@ from dataclasses import dataclass
 from typing import Any
 
 from contracts.model import RuleKind
-from executors._protocol import BatchEvaluator, BatchStep, Outcome, RuleContext, Step
+from executors._protocol import BatchEvaluator, BatchStep, NativeStep, Outcome, RuleContext, Step
 
 
 class CelExecutor:
-    """Compiles CEL rules; this version evaluates every rule with cel-python in a batch step."""
+    """Compiles CEL rules to native Spark Columns, or — per rule, for what has no exact native
+    form — to a batch step evaluating them with cel-python (DESIGN.md principle 1)."""
 
     type = "CEL"
 
     def compile(self, ctx: RuleContext) -> Step:
         from executors.cel import _runtime
+        from executors.cel._compiler import Unsupported, compile_rule
 
+        expr = ctx.rule.expr or ""
         # Compiling on the driver reports syntax errors at load, with their position.
-        _runtime.compile_program(ctx.rule.expr or "")
-        return BatchStep(_CelBatch(ctx.rule.expr or "", ctx.rule.kind))
+        _runtime.compile_program(expr)
+        batch = BatchStep(_CelBatch(expr, ctx.rule.kind))
+        try:
+            build = compile_rule(expr, ctx.rule.kind, ctx.spark_type)
+        except Unsupported:
+            return batch
+        return NativeStep(build, batch=batch)
 
 
 @dataclass(frozen=True)

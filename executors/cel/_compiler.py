@@ -1,0 +1,378 @@
+"""CEL rules compiled to native Spark Columns over the record struct, equal to cel-python's answers.
+
+The expression is parsed by cel-python's own Lark parser and its tree walked into typed terms
+(`_native_types`): `message.x.y` becomes `record.getField("x").getField("y")`, operators and
+functions become Spark expressions that never throw (`_native_ops`, `_native_functions`).
+Sub-expressions made only of literals are evaluated once at plan time by cel-python itself, so
+constants carry its exact answers. Whatever has no exact native form raises `Unsupported`, and
+the executor runs that rule with cel-python instead; a field the schema lacks is a ContractError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from contracts.errors import ContractError
+from contracts.model import RuleKind
+from executors._protocol import NativeOutcome
+from executors.cel import _native_functions as functions
+from executors.cel import _native_ops as ops
+from executors.cel._native_types import (
+    CelType,
+    Env,
+    Term,
+    Unsupported,
+    Val,
+    constant_term,
+    error_term,
+)
+
+if TYPE_CHECKING:
+    from lark import Token, Tree
+    from pyspark.sql import Column
+    from pyspark.sql.types import StructType
+
+__all__ = ["Unsupported", "compile_expression", "compile_rule"]
+
+_PASS_THROUGH = frozenset(
+    {
+        "expr",
+        "conditionalor",
+        "conditionaland",
+        "relation",
+        "addition",
+        "multiplication",
+        "unary",
+        "member",
+        "primary",
+        "paren_expr",
+    }
+)
+# Functions plain cel-python knows: a literal-only call to one of them is folded at plan time.
+_STANDARD = frozenset(
+    {
+        "size",
+        "contains",
+        "startsWith",
+        "endsWith",
+        "matches",
+        "int",
+        "uint",
+        "double",
+        "string",
+        "bytes",
+        "bool",
+        "timestamp",
+        "duration",
+        "dyn",
+        "all",
+        "exists",
+        "exists_one",
+        "map",
+        "filter",
+        *functions.TIMESTAMP_ACCESSORS,
+    }
+)
+
+
+def compile_rule(expr: str, kind: RuleKind, record_type: StructType) -> Callable[[Column], NativeOutcome]:
+    """The rule `guard ; expr` as a function of the record Column (SEMANTICS.md §3); raises Unsupported."""
+    guard_text, body_text, body_offset = _split(expr)
+    compiler = _Compiler(record_type, expr)
+    guard = None if guard_text is None else compiler.root(guard_text, 0)
+    if guard is not None and guard.type.kind not in ("bool", "null"):
+        raise Unsupported("a guard that is not a boolean")
+    if kind is RuleKind.CONDITION:
+        body = compiler.root(body_text, body_offset)
+        if body.type.kind not in ("bool", "null"):
+            raise Unsupported("a condition that is not a boolean (cel-python tests its truthiness)")
+        return _condition(guard, body)
+    return _transform(guard, compiler.transform(body_text, body_offset))
+
+
+def compile_expression(expr: str, record_type: StructType) -> tuple[CelType, Callable[[Column], Val]]:
+    """One expression (no guard) as its CEL type and its (value, error) Columns over the record."""
+    term = _Compiler(record_type, expr).root(expr, 0)
+    return term.type, lambda record: term.emit({"message": record})
+
+
+def _split(expr: str) -> tuple[str | None, str, int]:
+    """The reference splits at the first `;`, even one inside a string literal (SEMANTICS.md §3)."""
+    if ";" not in expr:
+        return None, expr, 0
+    head, body = expr.split(";", 1)
+    return (head if head.strip() else None), body, len(head) + 1
+
+
+def _condition(guard: Term | None, body: Term) -> Callable[[Column], NativeOutcome]:
+    from pyspark.sql import functions as F
+
+    def build(record: Column) -> NativeOutcome:
+        env = {"message": record}
+        passed = _true(body.emit(env))
+        if guard is None:
+            return NativeOutcome(passed)
+        # A guard that is not true passes the condition; a guard that fails fails the rule.
+        g = guard.emit(env)
+        ok = F.lit(True) if g.error is None else ~g.error
+        return NativeOutcome(F.when(ok, F.when(F.coalesce(g.value, F.lit(False)), passed).otherwise(True)))
+
+    return build
+
+
+def _transform(guard: Term | None, body: Callable[[Env], Val]) -> Callable[[Column], NativeOutcome]:
+    from pyspark.sql import functions as F
+
+    def build(record: Column) -> NativeOutcome:
+        env = {"message": record}
+        new = body(env)
+        passed = F.lit(True) if new.error is None else ~new.error
+        if guard is None:
+            return NativeOutcome(passed, new.value)
+        g = guard.emit(env)
+        ok = F.lit(True) if g.error is None else ~g.error
+        apply = F.coalesce(g.value, F.lit(False))
+        return NativeOutcome(
+            F.when(ok, F.when(apply, passed).otherwise(True)),
+            F.when(ok & apply, new.value).otherwise(record),
+        )
+
+    return build
+
+
+def _true(val: Val) -> Column:
+    """A condition's outcome: true only for CEL true; false, null and errors fail."""
+    from pyspark.sql import functions as F
+
+    value = F.coalesce(val.value, F.lit(False))
+    return value if val.error is None else value & ~val.error
+
+
+@lru_cache(maxsize=1024)
+def parse(text: str) -> Tree:
+    """cel-python's parse tree of an expression (its Lark grammar), cached per process."""
+    import celpy
+
+    return celpy.Environment().compile(text)
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """Where a sub-expression sits: the comprehension variables bound around it, with their types."""
+
+    variables: tuple[tuple[str, CelType], ...] = ()
+
+    def bind(self, name: str, cel_type: CelType) -> _Scope:
+        return _Scope(((name, cel_type), *self.variables))
+
+    def lookup(self, name: str) -> CelType | None:
+        return next((t for n, t in self.variables if n == name), None)
+
+
+class _Compiler:
+    """Walks cel-python's parse tree into typed terms over the record's Spark type."""
+
+    def __init__(self, record_type: StructType, text: str) -> None:
+        self.record = CelType("map", key=CelType("string"), fields=record_type)
+        self.text = text
+        self.part = text
+        self.offset = 0
+
+    def root(self, text: str, offset: int) -> Term:
+        self.part, self.offset = text, offset
+        try:
+            tree = parse(text)
+        except Exception as e:
+            raise Unsupported(f"cel-python cannot parse it: {e}") from e
+        return self.term(tree, _Scope())
+
+    def transform(self, text: str, offset: int) -> Callable[[Env], Val]:
+        """A TRANSFORM's new record: `message` itself or a map literal with exactly its fields."""
+        self.part, self.offset = text, offset
+        tree = _unwrap(parse(text))
+        if tree.data == "ident" and str(tree.children[0]) == "message":
+            return lambda env: Val(env["message"])
+        if tree.data != "map_lit":
+            raise Unsupported("a transform that is not a map literal of the record's fields")
+        return functions.record_literal(self.record, self._map_entries(tree, _Scope()))
+
+    def _map_entries(self, tree: Tree, scope: _Scope) -> list[tuple[Any, Term]]:
+        inits = tree.children[0].children if tree.children and tree.children[0] is not None else []
+        keys = [self.term(inits[i], scope) for i in range(0, len(inits), 2)]
+        values = [self.term(inits[i + 1], scope) for i in range(0, len(inits), 2)]
+        if not all(key.is_constant for key in keys):
+            raise Unsupported("a map literal with computed keys")
+        return [(key.constant, value) for key, value in zip(keys, values, strict=True)]
+
+    def term(self, tree: Tree, scope: _Scope) -> Term:
+        rule = tree.data
+        children = tree.children
+        if rule in _PASS_THROUGH and len(children) == 1:
+            return self.term(children[0], scope)
+        if _foldable(tree):
+            return functions.fold(_as_expr(tree))
+        handler = getattr(self, f"_{rule}", None)
+        if handler is None:
+            raise Unsupported(f"no native form for CEL {rule}")
+        return handler(tree, scope)
+
+    def _expr(self, tree: Tree, scope: _Scope) -> Term:
+        condition, then, otherwise = (self.term(child, scope) for child in tree.children)
+        return ops.ternary(condition, then, otherwise)
+
+    def _conditionalor(self, tree: Tree, scope: _Scope) -> Term:
+        return ops.logical(False, self.term(tree.children[0], scope), self.term(tree.children[1], scope))
+
+    def _conditionaland(self, tree: Tree, scope: _Scope) -> Term:
+        return ops.logical(True, self.term(tree.children[0], scope), self.term(tree.children[1], scope))
+
+    def _relation(self, tree: Tree, scope: _Scope) -> Term:
+        operator = tree.children[0]
+        left = self.term(operator.children[0], scope)
+        right = self.term(tree.children[1], scope)
+        if operator.data == "relation_in":
+            return ops.membership(left, right)
+        return ops.binary(operator.data, left, right)
+
+    _addition = _relation
+    _multiplication = _relation
+
+    def _unary(self, tree: Tree, scope: _Scope) -> Term:
+        operand = self.term(tree.children[1], scope)
+        return ops.negate(operand) if tree.children[0].data == "unary_not" else ops.minus(operand)
+
+    def _ident(self, tree: Tree, scope: _Scope) -> Term:
+        name = str(tree.children[0])
+        bound = scope.lookup(name)
+        if bound is not None:
+            return Term(bound, lambda env: Val(env[name]))
+        if name == "message":
+            return Term(self.record, lambda env: Val(env["message"]))
+        raise Unsupported(f"the variable {name}")
+
+    def _member_dot(self, tree: Tree, scope: _Scope) -> Term:
+        receiver = self.term(tree.children[0], scope)
+        token = tree.children[1]
+        return self.select(receiver, str(token), token)
+
+    def select(self, receiver: Term, name: str, token: Token) -> Term:
+        """`receiver.name`: a record's field, or a string-keyed map's entry (missing → failure)."""
+        if receiver.error:
+            return receiver
+        rt = receiver.type
+        if rt.fields is not None:
+            field = next((f for f in rt.fields.fields if f.name == name), None)
+            if field is None:
+                raise ContractError(
+                    f"the expression reads field {name!r}, which the schema lacks", position=self.where(token)
+                )
+            return functions.record_field(receiver, field)
+        if rt.kind == "map":
+            return functions.map_entry(receiver, constant_term(name))
+        if rt.kind == "null":
+            return error_term()
+        raise Unsupported(f"field selection on {rt.kind}")
+
+    def where(self, token: Token) -> str:
+        """`line:column` of a token in the rule's whole expression (guard included)."""
+        start = self.offset + (token.start_pos or 0)
+        line = self.text.count("\n", 0, start) + 1
+        column = start - (self.text.rfind("\n", 0, start) + 1) + 1
+        return f"{line}:{column}"
+
+    def _member_index(self, tree: Tree, scope: _Scope) -> Term:
+        receiver = self.term(tree.children[0], scope)
+        index = self.term(tree.children[1], scope)
+        return functions.index(receiver, index)
+
+    def _member_dot_arg(self, tree: Tree, scope: _Scope) -> Term:
+        name = str(tree.children[1])
+        arguments = _arguments(tree.children[2] if len(tree.children) > 2 else None)
+        if name in functions.MACROS:
+            return self.macro(name, tree.children[0], arguments, scope)
+        receiver = self.term(tree.children[0], scope)
+        return functions.call(name, receiver, [self.term(a, scope) for a in arguments])
+
+    def _ident_arg(self, tree: Tree, scope: _Scope) -> Term:
+        name = str(tree.children[0])
+        arguments = _arguments(tree.children[1] if len(tree.children) > 1 else None)
+        if name == "has":
+            return self.has(arguments, scope)
+        if not arguments:
+            raise Unsupported(f"{name}() without arguments")
+        first, *rest = (self.term(a, scope) for a in arguments)
+        return functions.call(name, first, rest)
+
+    def has(self, arguments: list[Tree], scope: _Scope) -> Term:
+        """`has(x.f)`: whether a record has the field (always, when x is not null) or a map the key."""
+        (argument,) = arguments
+        node = _unwrap(argument)
+        if node.data != "member_dot":
+            raise Unsupported("has() of something other than a field selection")
+        receiver = self.term(node.children[0], scope)
+        return functions.has(receiver, str(node.children[1]))
+
+    def macro(self, name: str, target: Tree, arguments: list[Tree], scope: _Scope) -> Term:
+        """all / exists / exists_one / map / filter over a list (or a map's keys)."""
+        if len(arguments) != 2:
+            raise Unsupported(f"{name} with {len(arguments)} arguments")
+        variable = _unwrap(arguments[0])
+        if variable.data != "ident":
+            raise Unsupported(f"{name} without a variable")
+        receiver = self.term(target, scope)
+        var = str(variable.children[0])
+        element = functions.iterated_type(receiver)
+        body = self.term(arguments[1], scope.bind(var, element))
+        return functions.macro(name, receiver, var, body)
+
+    def _list_lit(self, tree: Tree, scope: _Scope) -> Term:
+        items = _arguments(tree.children[0] if tree.children else None)
+        return functions.list_literal([self.term(item, scope) for item in items])
+
+    def _map_lit(self, tree: Tree, scope: _Scope) -> Term:
+        raise Unsupported("a map literal built per row outside a transform")
+
+
+def _unwrap(tree: Tree) -> Tree:
+    while tree.data in _PASS_THROUGH and len(tree.children) == 1:
+        tree = tree.children[0]
+    return tree
+
+
+_LEVELS = ("expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary")
+
+
+def _as_expr(tree: Tree) -> Tree:
+    """A sub-tree wrapped in the grammar's single-child levels above it: cel-python evaluates
+    only whole expressions."""
+    from lark import Tree
+
+    chain = (*_LEVELS, "member", "primary")
+    if tree.data in chain:
+        depth = chain.index(tree.data)
+    elif tree.data.startswith("member_"):
+        depth = chain.index("member") + 1
+    else:
+        depth = len(chain)
+    for level in reversed(chain[:depth]):
+        tree = Tree(level, [tree])
+    return tree
+
+
+def _arguments(exprlist: Tree | None) -> list[Tree]:
+    return [] if exprlist is None else list(exprlist.children)
+
+
+def _foldable(tree: Tree) -> bool:
+    """Literal-only (no variable, no function cel-python lacks): cel-python evaluates it at plan time."""
+    for node in tree.iter_subtrees():
+        if node.data == "ident":
+            return False
+        if node.data in ("member_dot_arg", "ident_arg"):
+            name = node.children[1] if node.data == "member_dot_arg" else node.children[0]
+            if str(name) not in _STANDARD:
+                return False
+    return True

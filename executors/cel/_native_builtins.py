@@ -1,0 +1,184 @@
+"""`matches()` and the Confluent validators (isEmail, isHostname, isIpv4) as Java regular expressions.
+
+Each native form gives exactly the reference's answer on every string: isEmail reproduces the
+round trip through Python's `email.utils.parseaddr` the reference requires (atoms, quoted
+strings, blanks between words, an all-whitespace last atom dropped before `.` or `@`), then its
+hostname rules. The other validators (isIpv6's scoped and embedded forms, isUri/isUriRef's
+`urlparse`, isUuid's `int(…, 16)` leniency) have no exact regex here and run in Python.
+RE2 patterns are translated only within the syntax RE2 and java.util.regex read alike.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from executors.cel._native_types import CelType, Env, Term, Unsupported, Val, any_error, error_term
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+# Java regex pieces. `\z` is the end of input: Java's `$` also matches before a final newline.
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOSTNAME = rf"(?:{_LABEL}\.)*(?![0-9]+\.?\z){_LABEL}\.?\z"
+# Characters Python's str.strip() removes: an atom made only of them is dropped by parseaddr.
+_PY_SPACE = r"\t\n\x0B\f\r\x1C-\x1F \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000"
+_ATOM_CHAR = r'[^()<>@,:;."\[\] \t\r\n]'
+_SOLID_CHAR = rf'[^()<>@,:;."\[\]{_PY_SPACE}]'
+_QUOTED = r'"(?:[^"\\\r]|\\["\\])*"'
+_WORD = rf"(?:{_ATOM_CHAR}|{_QUOTED})+"
+# An atom character Python strips: the last word's final atom must not consist only of these.
+_SPACE_ATOM_CHAR = r"[\x0B\f\x1C-\x1F\x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+_LAST_WORD = rf"(?:{_ATOM_CHAR}|{_QUOTED})*(?:{_QUOTED}|{_SOLID_CHAR}{_SPACE_ATOM_CHAR}*)"
+_PHRASE = rf"(?:(?:{_WORD}[ \t]+)*{_LAST_WORD})?"
+_EMAIL = rf"^{_PHRASE}(?:\.{_PHRASE})*@{_HOSTNAME}"
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])"
+_IPV4 = rf"^(?:{_OCTET}\.){{3}}{_OCTET}\z"
+
+VALIDATORS = frozenset({"isEmail", "isHostname", "isIpv4", "isIpv6", "isUri", "isUriRef", "isUuid"})
+
+
+def validator(name: str, operand: Term) -> Term:
+    """A Confluent validator on a string; a null (or another type) fails, as in the reference."""
+    check = {"isEmail": _is_email, "isHostname": _is_hostname, "isIpv4": _is_ipv4}.get(name)
+    if check is None:
+        raise Unsupported(f"{name} has no exact native form")
+    if operand.type.kind != "string":
+        if operand.type.kind in ("int", "double", "bool", "null"):
+            return error_term()
+        raise Unsupported(f"{name} on {operand.type.kind}")
+
+    def emit(env: Env) -> Val:
+        val = operand.emit(env)
+        null_error = val.value.isNull() if operand.type.nullable else None
+        return Val(check(val.value), any_error(val.error, null_error))
+
+    return Term(CelType("bool"), emit)
+
+
+def _is_hostname(s: Column) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.when(F.char_length(s) <= 253, s.rlike("^" + _HOSTNAME)).otherwise(False)
+
+
+def _is_email(s: Column) -> Column:
+    from pyspark.sql import functions as F
+
+    one_at = F.char_length(s) - F.char_length(F.replace(s, F.lit("@"), F.lit(""))) == 1
+    local_ok = F.char_length(F.substring_index(s, "@", 1)) <= 64
+    domain_ok = F.char_length(F.substring_index(s, "@", -1)) <= 253
+    # The length checks come first so the regex never meets a long string.
+    return F.when((F.char_length(s) <= 254) & one_at & local_ok & domain_ok, s.rlike(_EMAIL)).otherwise(False)
+
+
+def _is_ipv4(s: Column) -> Column:
+    return s.rlike(_IPV4)
+
+
+def matches(receiver: Term, pattern: Term) -> Term:
+    """`s.matches(re)`: RE2 search on a constant pattern translated to Java; an invalid one fails."""
+    if receiver.type.kind != "string" or pattern.type.kind != "string" or not pattern.is_constant:
+        raise Unsupported("matches() needs a string and a constant pattern")
+    try:
+        import re2
+
+        re2.compile(str(pattern.constant))
+    except Exception:
+        return error_term()
+    java = translate_re2(str(pattern.constant))
+
+    def emit(env: Env) -> Val:
+        val = receiver.emit(env)
+        null_error = val.value.isNull() if receiver.type.nullable else None
+        return Val(val.value.rlike(java), any_error(val.error, null_error))
+
+    return Term(CelType("bool"), emit)
+
+
+_CLASS_ESCAPES = {"d": "0-9", "w": "0-9A-Za-z_", "s": r"\t\n\f\r "}
+_ESCAPES = {
+    "d": "[0-9]",
+    "D": "[^0-9]",
+    "w": "[0-9A-Za-z_]",
+    "W": "[^0-9A-Za-z_]",
+    "s": r"[\t\n\f\r ]",
+    "S": r"[^\t\n\f\r ]",
+    "A": r"\A",
+    "z": r"\z",
+    "n": r"\n",
+    "t": r"\t",
+    "r": r"\r",
+    "f": r"\f",
+}
+_PUNCTUATION = set("\\.+*?()|[]{}^$-/")
+
+
+def translate_re2(pattern: str) -> str:
+    """An RE2 pattern as the Java regex with the same matches, or Unsupported outside the common subset."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i, piece = _escape(pattern, i, _ESCAPES)
+            out.append(piece)
+            continue
+        if c == "[":
+            i, piece = _char_class(pattern, i)
+            out.append(piece)
+            continue
+        if c == "(" and pattern.startswith("(?", i) and not pattern.startswith("(?:", i):
+            raise Unsupported("regex flags or named groups")
+        if c == ".":
+            out.append(r"[^\n]")  # RE2's `.` excludes only \n; Java's excludes \r, \u0085, \u2028 too
+        elif c == "$":
+            out.append(r"\z")
+        elif c.isascii() and (c.isalnum() or c in "^*+?()|{},: _-=<>!@#%&~'\"`;/"):
+            out.append(c)
+        else:
+            out.append(_literal(c))
+        i += 1
+    return "".join(out)
+
+
+def _escape(pattern: str, i: int, table: dict[str, str]) -> tuple[int, str]:
+    if i + 1 >= len(pattern):
+        raise Unsupported("a trailing backslash")
+    c = pattern[i + 1]
+    if c in table:
+        return i + 2, table[c]
+    if c in _PUNCTUATION:
+        return i + 2, "\\" + c
+    raise Unsupported(f"the regex escape \\{c}")
+
+
+def _char_class(pattern: str, i: int) -> tuple[int, str]:
+    """`[...]` with literal members, ranges and \\d \\w \\s; Java's nested classes and && stay out."""
+    out = ["["]
+    i += 1
+    if pattern.startswith("^", i):
+        out.append("^")
+        i += 1
+    first = True
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "]" and not first:
+            out.append("]")
+            return i + 1, "".join(out)
+        first = False
+        if c == "[" or pattern.startswith("&&", i):
+            raise Unsupported("a character class Java reads differently")
+        if c == "\\":
+            i, piece = _escape(pattern, i, {**_CLASS_ESCAPES, "n": r"\n", "t": r"\t", "r": r"\r", "f": r"\f"})
+            out.append(piece)
+            continue
+        out.append("-" if c == "-" else _literal(c))
+        i += 1
+    raise Unsupported("an unterminated character class")
+
+
+def _literal(c: str) -> str:
+    """One character matched literally in Java (code points beyond the BMP as \\x{...})."""
+    if c.isascii() and not c.isalnum():
+        return "\\" + c if c.isprintable() and c != " " else f"\\x{{{ord(c):x}}}"
+    return f"\\x{{{ord(c):x}}}"

@@ -1,0 +1,445 @@
+"""CEL functions, macros, selection and literals as Spark Columns, matching cel-python 0.5.
+
+Selection on a null fails, `has()` on a null record is false, `size(null)` is 0 (cel-python's
+answers). Macros become higher-order functions; an element whose predicate fails makes the
+whole macro fail unless CEL's && / || absorption decides it (all / exists).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from executors.cel import _native_builtins as builtins
+from executors.cel import _native_ops as ops
+from executors.cel._native_types import (
+    INT_MIN,
+    CelType,
+    Env,
+    Term,
+    Unsupported,
+    Val,
+    any_error,
+    constant_term,
+    constant_type,
+    error_term,
+    known,
+    literal_column,
+    spark_cel_type,
+    spark_value,
+)
+
+if TYPE_CHECKING:
+    from lark import Tree
+    from pyspark.sql import Column
+    from pyspark.sql.types import StructField
+
+MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+# Accessor → (Spark function of the UTC date or time of day, offset to CEL's numbering).
+TIMESTAMP_ACCESSORS = frozenset(
+    {
+        "getFullYear",
+        "getMonth",
+        "getDate",
+        "getDayOfMonth",
+        "getDayOfWeek",
+        "getDayOfYear",
+        "getHours",
+        "getMinutes",
+        "getSeconds",
+        "getMilliseconds",
+    }
+)
+_DAY_MICROS = 86_400_000_000
+
+
+def fold(tree: Tree) -> Term:
+    """A literal-only expression, evaluated once by cel-python: a constant or a constant failure."""
+    import celpy
+
+    environment = celpy.Environment()
+    try:
+        value = environment.program(tree).evaluate({})
+    except Exception:
+        return error_term()
+    if isinstance(value, Exception):
+        return error_term()
+    return constant_term(value)
+
+
+def record_field(receiver: Term, field: StructField) -> Term:
+    """A record's field; selecting from a null record fails."""
+    from contracts.avro import TYPE_KEY
+
+    field_type = spark_cel_type(field.dataType, field.nullable, field.metadata.get(TYPE_KEY))
+    if field_type.kind == "opaque":
+        raise Unsupported(f"field {field.name} holds values cel-python sees as non-CEL types")
+    nullable_receiver = receiver.type.nullable
+
+    def emit(env: Env) -> Val:
+        r = receiver.emit(env)
+        value = spark_value(r.value.getField(field.name), field.dataType)
+        return Val(value, any_error(r.error, r.value.isNull() if nullable_receiver else None))
+
+    return Term(field_type, emit)
+
+
+def map_entry(receiver: Term, key: Term) -> Term:
+    """`m.k` or `m[k]` on a string-keyed map: a missing key fails, as does a null map."""
+    from pyspark.sql import functions as F
+
+    rt = receiver.type
+    assert rt.elem is not None
+    if key.type.kind != "string" or key.type.nullable:
+        if key.type.kind in ("int", "uint", "double", "bool", "bytes"):
+            return error_term()
+        raise Unsupported(f"a map index of kind {key.type.kind}")
+
+    def emit(env: Env) -> Val:
+        r, k = receiver.emit(env), key.emit(env)
+        present = F.coalesce(F.map_contains_key(r.value, k.value), F.lit(False))
+        return Val(F.try_element_at(r.value, k.value), any_error(r.error, k.error, ~present))
+
+    return Term(rt.elem, emit)
+
+
+def index(receiver: Term, position: Term) -> Term:
+    """`list[i]` (cel-python indexes as Python does: negative from the end) or `map[key]`."""
+    from pyspark.sql import functions as F
+
+    if receiver.error or position.error:
+        return error_term()
+    rt = receiver.type
+    if rt.kind == "map" and rt.fields is None:
+        return map_entry(receiver, position)
+    if rt.kind != "list" or position.type.kind != "int" or position.type.nullable:
+        raise Unsupported(f"indexing {rt.kind} by {position.type.kind}")
+    assert rt.elem is not None
+
+    def emit(env: Env) -> Val:
+        r, i = receiver.emit(env), position.emit(env)
+        size = F.size(r.value).cast("long")
+        at = F.when(i.value < 0, i.value + size).otherwise(i.value)
+        inside = F.coalesce((at >= 0) & (at < size), F.lit(False))
+        value = F.get(r.value, F.when(inside, at).cast("int"))
+        return Val(value, any_error(r.error, i.error, ~inside))
+
+    return Term(rt.elem, emit)
+
+
+def has(receiver: Term, name: str) -> Term:
+    """`has(x.name)`: a record has every field of its schema; a map the key; a null has nothing."""
+    from pyspark.sql import functions as F
+
+    if receiver.error:
+        return receiver
+    rt = receiver.type
+    if rt.fields is not None:
+        present = name in rt.fields.fieldNames()
+
+        def emit_record(env: Env) -> Val:
+            r = receiver.emit(env)
+            value = r.value.isNotNull() if present and rt.nullable else F.lit(present)
+            return Val(value, r.error)
+
+        return Term(CelType("bool"), emit_record)
+    if rt.kind != "map":
+        raise Unsupported(f"has() on {rt.kind}")
+
+    def emit_map(env: Env) -> Val:
+        r = receiver.emit(env)
+        return Val(F.coalesce(F.map_contains_key(r.value, F.lit(name)), F.lit(False)), r.error)
+
+    return Term(CelType("bool"), emit_map)
+
+
+def call(name: str, receiver: Term, arguments: list[Term]) -> Term:
+    """A function or method call: `size(x)` and `x.size()` alike."""
+    if receiver.error or any(a.error for a in arguments):
+        return error_term()
+    if name == "size" and not arguments:
+        return size(receiver)
+    if name in ("contains", "startsWith", "endsWith") and len(arguments) == 1:
+        return _string_test(name, receiver, arguments[0])
+    if name == "matches" and len(arguments) == 1:
+        return builtins.matches(receiver, arguments[0])
+    if name in builtins.VALIDATORS and not arguments:
+        return builtins.validator(name, receiver)
+    if name in TIMESTAMP_ACCESSORS and not arguments:
+        return _timestamp_accessor(name, receiver)
+    if not arguments and name in ("int", "double", "string", "bytes", "bool", "dyn"):
+        return _conversion(name, receiver)
+    raise Unsupported(f"function {name} with {len(arguments)} arguments")
+
+
+def size(operand: Term) -> Term:
+    """Code points of a string, bytes of bytes, entries of a list or map; size(null) is 0 in cel-python."""
+    from pyspark.sql import functions as F
+
+    kind = operand.type.kind
+    measure = {"string": F.char_length, "bytes": F.octet_length, "list": F.size, "map": F.size}.get(kind)
+    if measure is None:
+        if kind in ("int", "uint", "double", "bool", "timestamp", "duration"):
+            return error_term()
+        raise Unsupported(f"size of {kind}")
+
+    def emit(env: Env) -> Val:
+        val = operand.emit(env)
+        value = measure(val.value).cast("long")
+        if operand.type.nullable:
+            value = F.when(val.value.isNull(), F.lit(0).cast("long")).otherwise(value)
+        return Val(value, val.error)
+
+    return Term(CelType("int"), emit)
+
+
+def _string_test(name: str, receiver: Term, argument: Term) -> Term:
+    """contains / startsWith / endsWith on strings (null receiver or argument fails)."""
+    if receiver.type.kind != "string" or argument.type.kind != "string":
+        raise Unsupported(f"{name} over {receiver.type.kind} and {argument.type.kind}")
+    method = {"contains": "contains", "startsWith": "startswith", "endsWith": "endswith"}[name]
+
+    def emit(env: Env) -> Val:
+        r, a = receiver.emit(env), argument.emit(env)
+        nulls = [t.isNull() for t, term in ((r.value, receiver), (a.value, argument)) if term.type.nullable]
+        return Val(getattr(r.value, method)(a.value), any_error(r.error, a.error, *nulls))
+
+    return Term(CelType("bool"), emit)
+
+
+def _timestamp_accessor(name: str, receiver: Term) -> Term:
+    """getFullYear() etc. in UTC (CEL's default), computed from epoch microseconds so the
+    session time zone plays no part."""
+    from pyspark.sql import functions as F
+
+    if receiver.type.kind != "timestamp":
+        raise Unsupported(f"{name} on {receiver.type.kind}")
+
+    def emit(env: Env) -> Val:
+        r = receiver.emit(env)
+        micros = F.unix_micros(r.value)
+        day = F.floor(micros / _DAY_MICROS)
+        date = F.date_from_unix_date(day.cast("int"))
+        of_day = micros - day * _DAY_MICROS
+        value = {
+            "getFullYear": lambda: F.year(date),
+            "getMonth": lambda: F.month(date) - 1,
+            "getDate": lambda: F.dayofmonth(date),
+            "getDayOfMonth": lambda: F.dayofmonth(date) - 1,
+            "getDayOfWeek": lambda: F.dayofweek(date) - 1,
+            "getDayOfYear": lambda: F.dayofyear(date) - 1,
+            "getHours": lambda: F.floor(of_day / 3_600_000_000),
+            "getMinutes": lambda: F.floor(of_day / 60_000_000) % 60,
+            "getSeconds": lambda: F.floor(of_day / 1_000_000) % 60,
+            "getMilliseconds": lambda: F.floor(of_day / 1000) % 1000,
+        }[name]()
+        null_error = r.value.isNull() if receiver.type.nullable else None
+        return Val(value.cast("long"), any_error(r.error, null_error))
+
+    return Term(CelType("int"), emit)
+
+
+def _conversion(name: str, operand: Term) -> Term:
+    """int() / double() / string() / bytes() / bool() / dyn() where Spark's cast equals cel-python's."""
+    from pyspark.sql import functions as F
+
+    kind = operand.type.kind
+    if name == "dyn" or (name, kind) in (
+        ("int", "int"),
+        ("double", "double"),
+        ("string", "string"),
+        ("bytes", "bytes"),
+        ("bool", "bool"),
+    ):
+        return _checked(operand, operand.type.non_null(), lambda c: c, name)
+    if (name, kind) == ("int", "double"):
+        # Truncation toward zero; NaN, infinities and values beyond int64 fail.
+        def to_int(c: Column) -> Column:
+            inside = (c >= float(INT_MIN)) & (c < -float(INT_MIN))
+            return F.when(inside, c).cast("long")
+
+        return _checked(operand, CelType("int"), to_int, name, fails_on_null_result=True)
+    casts = {
+        ("int", "bool"): "long",
+        ("double", "int"): "double",
+        ("string", "int"): "string",
+        ("string", "bool"): "string",
+        ("bytes", "string"): "binary",
+    }
+    target = casts.get((name, kind))
+    if target is None:
+        raise Unsupported(f"{name}() of {kind}")
+    result = {"long": "int", "double": "double", "string": "string", "binary": "bytes"}[target]
+    return _checked(operand, CelType(result), lambda c: c.cast(target), name)
+
+
+def _checked(
+    operand: Term, result: CelType, function: Any, name: str, fails_on_null_result: bool = False
+) -> Term:
+    """A conversion; on a null operand cel-python's own answer (int(null) is 0, string(null) fails)."""
+    from pyspark.sql import functions as F
+
+    if operand.type.nullable and name == "string":
+        # The reference replaces string() (Confluent's decimal-aware overload): no plain-celpy probe.
+        raise Unsupported("string() of a nullable value")
+    on_null = ops.probe_expression(f"{name}(m.a)", "null") if operand.type.nullable else ops.FAILS
+    if on_null is not ops.FAILS and on_null is not None:
+        on_null_type = constant_type(on_null)
+        if on_null_type.kind != result.kind:
+            raise Unsupported(f"{name}(null) is not a {result.kind}")
+
+    def emit(env: Env) -> Val:
+        val = operand.emit(env)
+        value = function(val.value)
+        error = value.isNull() if fails_on_null_result else None
+        if operand.type.nullable:
+            is_null = val.value.isNull()
+            if on_null is ops.FAILS:
+                error = is_null | known(error)
+            elif on_null is not None:
+                value = F.when(is_null, literal_column(on_null, result)).otherwise(value)
+                error = None if error is None else ~is_null & error
+        return Val(value, any_error(val.error, error))
+
+    nullable = operand.type.nullable and on_null is None
+    return Term(result.with_null() if nullable else result, emit)
+
+
+def iterated_type(receiver: Term) -> CelType:
+    """What a macro's variable ranges over: a list's elements or a map's keys."""
+    rt = receiver.type
+    if receiver.error or rt.nullable or rt.kind not in ("list", "map"):
+        # cel-python raises a bare TypeError iterating null: not an absorbable CEL error.
+        raise Unsupported(f"a macro over {rt.kind}")
+    element = rt.elem if rt.kind == "list" else rt.key
+    assert element is not None
+    if element.kind in ("dyn", "opaque"):
+        raise Unsupported("a macro over elements of unknown type")
+    return element
+
+
+def macro(name: str, receiver: Term, var: str, body: Term) -> Term:
+    """The macro as higher-order functions over the (non-null) list or the map's keys."""
+    from pyspark.sql import functions as F
+
+    if name in ("all", "exists", "exists_one", "filter") and body.type.kind not in ("bool", "null"):
+        raise Unsupported(f"{name} with a non-boolean predicate")
+    map_keys = receiver.type.kind == "map"
+
+    def items(env: Env) -> tuple[Column, Column | None]:
+        r = receiver.emit(env)
+        return (F.map_keys(r.value) if map_keys else r.value), r.error
+
+    def at(env: Env, x: Column) -> Val:
+        return body.emit({**env, var: x})
+
+    def outcome(env: Env, x: Column) -> tuple[Column, Column, Column]:
+        """(true, false, neither) for one element's predicate, never null."""
+        val = at(env, x)
+        ok = ~known(val.error)
+        is_true = ok & F.coalesce(val.value, F.lit(False))
+        is_false = ok & F.coalesce(~val.value, F.lit(False))
+        return is_true, is_false, ~(is_true | is_false)
+
+    def failed(env: Env, array: Column) -> Column | None:
+        if at(env, F.lit(None)).error is None:
+            return None
+        return F.exists(array, lambda x: known(at(env, x).error))
+
+    def emit(env: Env) -> Val:
+        array, receiver_error = items(env)
+        if name in ("all", "exists"):
+            # reduce with && (||): a deciding element wins over failing ones; otherwise any
+            # non-boolean (an error, or null) makes the result non-boolean.
+            decide = 1 if name == "all" else 0
+            decided = F.exists(array, lambda x: outcome(env, x)[decide])
+            odd = F.size(F.filter(array, lambda x: outcome(env, x)[2]))
+            value = F.when(decided, F.lit(name == "exists")).when(odd == 0, F.lit(name == "all"))
+            # One odd element is the result (null stays null); two or more fail.
+            failing = failed(env, array)
+            error = ~decided & ((odd >= 2) | known(failing))
+            return Val(value, any_error(receiver_error, error))
+        error = failed(env, array)
+        if name == "exists_one":
+            count = F.size(F.filter(array, lambda x: outcome(env, x)[0]))
+            return Val(count == 1, any_error(receiver_error, error))
+        if name == "filter":
+            return Val(F.filter(array, lambda x: outcome(env, x)[0]), any_error(receiver_error, error))
+        return Val(F.transform(array, lambda x: at(env, x).value), any_error(receiver_error, error))
+
+    if name == "map":
+        return Term(CelType("list", elem=body.type), emit)
+    if name == "filter":
+        element = receiver.type.elem if not map_keys else receiver.type.key
+        return Term(CelType("list", elem=element), emit)
+    return Term(CelType("bool", name in ("all", "exists") and body.type.nullable), emit)
+
+
+def list_literal(items: list[Term]) -> Term:
+    """`[a, b, …]` built per row; every element must have one type and none may fail."""
+    from pyspark.sql import functions as F
+
+    if any(item.error for item in items):
+        return error_term()
+    if not items:
+        raise Unsupported("an empty list literal")
+    first = items[0].type
+    if first.kind in ("null", "opaque") or not all(item.type.same(first) for item in items):
+        raise Unsupported("a list literal mixing element types")
+    elem = first.with_null() if any(item.type.nullable for item in items) else first
+
+    def emit(env: Env) -> Val:
+        vals = [item.emit(env) for item in items]
+        return Val(F.array(*[v.value for v in vals]), any_error(*[v.error for v in vals]))
+
+    return Term(CelType("list", elem=elem), emit)
+
+
+def record_literal(record: CelType, entries: list[tuple[Any, Term]]) -> Any:
+    """A TRANSFORM's map literal as the record struct: its keys must be exactly the record's fields,
+    each value of the field's own Spark type (a null only where the field is nullable)."""
+    from pyspark.sql import functions as F
+
+    assert record.fields is not None
+    fields = {f.name: f for f in record.fields.fields}
+    given = {str(key): value for key, value in entries}
+    if set(given) != set(fields) or len(given) != len(entries):
+        raise Unsupported("a transform whose keys are not exactly the record's fields")
+    for name, term in given.items():
+        _check_writable(fields[name], term)
+
+    def emit(env: Env) -> Val:
+        columns, errors = [], []
+        for field in record.fields.fields:  # type: ignore[union-attr]
+            val = given[field.name].emit(env)
+            columns.append(val.value.cast(field.dataType).alias(field.name))
+            errors.append(val.error)
+            if not field.nullable and given[field.name].type.nullable:
+                errors.append(val.value.isNull())
+        return Val(F.struct(*columns), any_error(*errors))
+
+    return emit
+
+
+def _check_writable(field: StructField, term: Term) -> None:
+    """Only values the field's Avro type takes unchanged: same CEL kind on a long, double, string,
+    bytes or boolean field (narrower Avro types would need the serializer's range checks)."""
+    from pyspark.sql import types as T
+
+    exact = {
+        T.LongType: "int",
+        T.DoubleType: "double",
+        T.StringType: "string",
+        T.BinaryType: "bytes",
+        T.BooleanType: "bool",
+    }
+    kind = exact.get(type(field.dataType))
+    if term.error:
+        return
+    if kind is not None and term.type.kind == kind:
+        return
+    if term.type.kind == "null" and field.nullable:
+        return
+    raise Unsupported(f"a transform value of kind {term.type.kind} for field {field.name}")
+
+
+__all__ = ["MACROS", "TIMESTAMP_ACCESSORS", "call", "fold", "has", "index", "macro", "size"]

@@ -1,0 +1,461 @@
+"""CEL operators as Spark Columns: arithmetic, comparisons, &&, ||, !, ternary and `in`.
+
+cel-python 0.5 is the reference, quirks included: operands of different types mostly have no
+overload (an error) — `1 == 1.0`, `1 < 2.5` — while a few pairs leak Python's own mixing; what
+null meets depends on the other operand's type (`null == 1` fails, `'a' == null` is false).
+Which pairs fail is decided at plan time by asking cel-python itself about sample values
+(`probe`); what stays per row must be one of the same-type operators below, else `Unsupported`.
+"""
+
+from __future__ import annotations
+
+import datetime
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from executors.cel._native_types import (
+    INT_MAX,
+    INT_MIN,
+    ORDERED,
+    SCALARS,
+    CelType,
+    Env,
+    Term,
+    Unsupported,
+    Val,
+    any_error,
+    error_term,
+    known,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+COMPARISONS = {
+    "relation_eq": "==",
+    "relation_ne": "!=",
+    "relation_lt": "<",
+    "relation_le": "<=",
+    "relation_gt": ">",
+    "relation_ge": ">=",
+}
+ARITHMETIC = {
+    "addition_add": "+",
+    "addition_sub": "-",
+    "multiplication_mul": "*",
+    "multiplication_div": "/",
+    "multiplication_mod": "%",
+}
+# The largest magnitude below which every int64 is exactly a double (comparisons with a double).
+_EXACT_DOUBLE = 2**53
+FAILS = object()  # cel-python has no overload for the operands (or raised)
+
+
+def probe(operator: str, left: str, right: str) -> Any:
+    """What cel-python answers for `a <operator> b` on sample values of two kinds: `FAILS` or the value."""
+    return probe_expression(f"m.a {operator} m.b", left, right)
+
+
+@lru_cache(maxsize=512)
+def probe_expression(text: str, *kinds: str) -> Any:
+    """cel-python's answer for `text` over `m.a` (and `m.b`) holding samples of the kinds.
+
+    The samples sit in a map as record fields do: cel-python treats a null variable differently.
+    """
+    import celpy
+
+    environment = celpy.Environment()
+    try:
+        program = environment.program(environment.compile(text))
+        fields = {celpy.celtypes.StringType(n): _sample(k) for n, k in zip("ab", kinds, strict=False)}
+        result = program.evaluate({"m": celpy.celtypes.MapType(fields)})
+    except Exception:
+        return FAILS
+    if isinstance(result, Exception):
+        return FAILS
+    return bool(result) if isinstance(result, celpy.celtypes.BoolType) else result
+
+
+def _sample(kind: str) -> Any:
+    from celpy import celtypes
+
+    samples = {
+        "int": celtypes.IntType(1),
+        "uint": celtypes.UintType(1),
+        "double": celtypes.DoubleType(1.5),
+        "string": celtypes.StringType("a"),
+        "bytes": celtypes.BytesType(b"a"),
+        "bool": celtypes.BoolType(True),
+        "null": None,
+        "timestamp": celtypes.TimestampType(datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc)),
+        "duration": celtypes.DurationType(datetime.timedelta(seconds=1)),
+        "list": celtypes.ListType([]),
+        "map": celtypes.MapType({}),
+    }
+    return samples[kind]
+
+
+def binary(operator: str, left: Term, right: Term) -> Term:
+    """`left <operator> right` for a comparison or arithmetic operator (a grammar rule name)."""
+    if left.error or right.error:
+        return error_term()
+    symbol = COMPARISONS.get(operator) or ARITHMETIC[operator]
+    lt, rt = left.type, right.type
+    if (lt.kind not in SCALARS or rt.kind not in SCALARS) and "null" not in (lt.kind, rt.kind):
+        return _collection_operator(symbol, left, right)
+    if "opaque" in (lt.kind, rt.kind):
+        raise Unsupported("an operator over a value of no CEL type")
+    core = _core(symbol, left, right)
+    cases = [(probe(symbol, lt.kind, "null"), False, True)] if rt.nullable and lt.kind != "null" else []
+    if lt.nullable and rt.kind != "null":
+        cases.append((probe(symbol, "null", rt.kind), True, False))
+    if lt.nullable and rt.nullable:
+        cases.append((probe(symbol, "null", "null"), True, True))
+    return _with_null_cases(core, cases, left, right)
+
+
+def _core(symbol: str, left: Term, right: Term) -> tuple[CelType, Any]:
+    """The non-null operator: (result type, Column function or a plan-time answer)."""
+    lk, rk = left.type.kind, right.type.kind
+    if "null" in (lk, rk):
+        return CelType("null", True), None  # every row takes one of the null cases
+    answer = probe(symbol, lk, rk)
+    if answer is FAILS:
+        return CelType("null", True), FAILS
+    if symbol in ("==", "!=", "<", "<=", ">", ">="):
+        return CelType("bool"), _comparison(symbol, left, right)
+    return _arithmetic(symbol, left, right)
+
+
+def _with_null_cases(
+    core: tuple[CelType, Any], cases: list[tuple[Any, bool, bool]], left: Term, right: Term
+) -> Term:
+    """The operator with its answers when an operand is null (each a plan-time constant or failure)."""
+    from pyspark.sql import functions as F
+
+    result_type, function = core
+    for answer, _, _ in cases:
+        if answer is not FAILS and not isinstance(answer, bool):
+            raise Unsupported("an operator whose null case is not a boolean")
+        if answer is not FAILS and result_type.kind not in ("bool", "null"):
+            raise Unsupported("an arithmetic operator with a non-failing null case")
+    if function is FAILS and not cases:
+        return error_term()
+    final_type = CelType("bool") if any(a is not FAILS for a, _, _ in cases) else result_type
+
+    def emit(env: Env) -> Val:
+        a, b = left.emit(env), right.emit(env)
+        if function is None or function is FAILS:
+            value, error = F.lit(None), (F.lit(True) if function is FAILS else None)
+        else:
+            out = function(a.value, b.value)
+            value, error = out.value, out.error
+        for answer, left_null, right_null in cases:
+            test = _null_test(a.value, left_null, left.type) & _null_test(b.value, right_null, right.type)
+            if answer is FAILS:
+                value, error = F.when(test, F.lit(None)).otherwise(value), test | known(error)
+            else:
+                value, error = F.when(test, F.lit(bool(answer))).otherwise(value), _unless(error, test)
+        return Val(value, any_error(a.error, b.error, error))
+
+    return Term(final_type, emit)
+
+
+def _null_test(column: Column, is_null: bool, cel_type: CelType) -> Column:
+    from pyspark.sql import functions as F
+
+    if is_null:
+        return column.isNull()
+    return column.isNotNull() if cel_type.nullable else F.lit(True)
+
+
+def _unless(error: Column | None, test: Column) -> Column | None:
+    return None if error is None else ~test & error
+
+
+def _comparison(symbol: str, left: Term, right: Term) -> Any:
+    """Same-kind comparison (double against an exactly representable int constant too)."""
+    from pyspark.sql import functions as F
+
+    lk, rk = left.type.kind, right.type.kind
+    if lk != rk:
+        if (lk, rk) != ("double", "int") or not right.is_constant or abs(int(right.constant)) > _EXACT_DOUBLE:
+            raise Unsupported(f"{symbol} over {lk} and {rk}")
+    elif lk not in ORDERED and symbol not in ("==", "!="):
+        raise Unsupported(f"{symbol} over {lk}")
+    elif lk == "uint":
+        raise Unsupported("uint comparison")
+    method = {
+        "==": "__eq__",
+        "!=": "__ne__",
+        "<": "__lt__",
+        "<=": "__le__",
+        ">": "__gt__",
+        ">=": "__ge__",
+    }[symbol]
+
+    def compare(a: Column, b: Column) -> Val:
+        if lk != "double":
+            return Val(getattr(a, method)(b))
+        b = b.cast("double")
+        result = getattr(a, method)(b)
+        # Spark orders NaN above everything and equal to itself; IEEE (and cel-python) compare it false.
+        nan = F.isnan(a) | F.isnan(b)
+        return Val(result | nan if symbol == "!=" else result & ~nan)
+
+    return compare
+
+
+def _arithmetic(symbol: str, left: Term, right: Term) -> tuple[CelType, Any]:
+    lk, rk = left.type.kind, right.type.kind
+    pair = (lk, rk)
+    if pair == ("int", "int"):
+        return CelType("int"), _int_arithmetic(symbol)
+    if pair == ("double", "double") and symbol != "%":
+        return CelType("double"), _double_arithmetic(symbol)
+    if pair in (("string", "string"), ("bytes", "bytes")) and symbol == "+":
+        return CelType(lk), _concat
+    if pair == ("timestamp", "timestamp") and symbol == "-":
+        return CelType("duration"), _timestamp_difference
+    if pair == ("timestamp", "duration") and symbol in ("+", "-"):
+        return CelType("timestamp"), _timestamp_shift(symbol)
+    raise Unsupported(f"{symbol} over {lk} and {rk}")
+
+
+def _int_arithmetic(symbol: str) -> Any:
+    from pyspark.sql import functions as F
+
+    def apply(a: Column, b: Column) -> Val:
+        # CEL ints are 64-bit and overflow is an error; Spark's try_ functions give null there.
+        if symbol == "+":
+            value = F.try_add(a, b)
+        elif symbol == "-":
+            value = F.try_subtract(a, b)
+        elif symbol == "*":
+            value = F.try_multiply(a, b)
+        else:
+            # Division truncates toward zero as Java's does; zero divisors and MIN / -1 fail.
+            valid = (b != 0) & ~((a == INT_MIN) & (b == -1))
+            divisor = F.when(valid, b)
+            value = F.call_function("div", a, divisor) if symbol == "/" else F.try_mod(a, divisor)
+        return Val(value, value.isNull())
+
+    return apply
+
+
+def _double_arithmetic(symbol: str) -> Any:
+    from pyspark.sql import functions as F
+
+    def apply(a: Column, b: Column) -> Val:
+        if symbol == "+":
+            return Val(a + b)
+        if symbol == "-":
+            return Val(a - b)
+        if symbol == "*":
+            return Val(a * b)
+        # cel-python's DoubleType answers +inf for any division by zero, whatever the signs.
+        return Val(F.when(b == 0.0, F.lit(float("inf"))).otherwise(a / F.when(b != 0.0, b)))
+
+    return apply
+
+
+def _concat(a: Column, b: Column) -> Val:
+    from pyspark.sql import functions as F
+
+    return Val(F.concat(a, b))
+
+
+def _timestamp_difference(a: Column, b: Column) -> Val:
+    from pyspark.sql import functions as F
+
+    return Val(F.unix_micros(a) - F.unix_micros(b))
+
+
+# The instants cel-python's timestamps can hold: 0001-01-01T00:00:00Z up to the end of 9999.
+_TIMESTAMP_MIN, _TIMESTAMP_MAX = -62135596800 * 10**6, 253402300800 * 10**6 - 1
+
+
+def _timestamp_shift(symbol: str) -> Any:
+    from pyspark.sql import functions as F
+
+    def apply(a: Column, b: Column) -> Val:
+        micros = F.try_add(F.unix_micros(a), b) if symbol == "+" else F.try_subtract(F.unix_micros(a), b)
+        valid = micros.between(_TIMESTAMP_MIN, _TIMESTAMP_MAX)
+        return Val(F.timestamp_micros(F.when(valid, micros)), ~F.coalesce(valid, F.lit(False)))
+
+    return apply
+
+
+def _collection_operator(symbol: str, left: Term, right: Term) -> Term:
+    """`+` of two lists of one element type; other operators over lists and maps stay in Python."""
+    from pyspark.sql import functions as F
+
+    lt, rt = left.type, right.type
+    if symbol != "+" or lt.kind != "list" or rt.kind != "list" or lt.nullable or rt.nullable:
+        raise Unsupported(f"{symbol} over {lt.kind} and {rt.kind}")
+    if lt.elem is None or rt.elem is None or not lt.elem.same(rt.elem):
+        raise Unsupported("+ over lists of different element types")
+    elem = lt.elem.with_null() if lt.elem.nullable or rt.elem.nullable else lt.elem
+
+    def emit(env: Env) -> Val:
+        a, b = left.emit(env), right.emit(env)
+        return Val(F.concat(a.value, b.value), any_error(a.error, b.error))
+
+    return Term(CelType("list", elem=elem), emit)
+
+
+def truthiness(term: Term) -> Any:
+    """For a boolean operand of && / || / ! / ?: — Columns (is true, is false), each never null."""
+    if term.type.kind not in ("bool", "null"):
+        raise Unsupported("a logical operator over a non-boolean")
+
+    def split(env: Env) -> tuple[Column, Column]:
+        from pyspark.sql import functions as F
+
+        val = term.emit(env)
+        ok = ~known(val.error)
+        if term.type.kind == "null":
+            return F.lit(False), F.lit(False)
+        return ok & F.coalesce(val.value, F.lit(False)), ok & F.coalesce(~val.value, F.lit(False))
+
+    return split
+
+
+def logical(conjunction: bool, left: Term, right: Term) -> Term:
+    """CEL's commutative && / ||: a false (true) operand decides even when the other one fails;
+    with a neutral operand the result is the other one (null stays null, an error an error);
+    two non-booleans fail (cel-python's logical_and / logical_or)."""
+    from pyspark.sql import functions as F
+
+    left_split, right_split = truthiness(left), truthiness(right)
+    simple = all(t.type.kind == "bool" and not t.type.nullable for t in (left, right))
+
+    def emit(env: Env) -> Val:
+        a, b = left.emit(env), right.emit(env)
+        if simple and a.error is None and b.error is None:
+            return Val(a.value & b.value if conjunction else a.value | b.value)
+        (a_true, a_false), (b_true, b_false) = left_split(env), right_split(env)
+        a_odd, b_odd = ~(a_true | a_false), ~(b_true | b_false)
+        a_neutral, b_neutral = (a_true, b_true) if conjunction else (a_false, b_false)
+        decisive = (a_false | b_false) if conjunction else (a_true | b_true)
+        value = F.when(decisive, F.lit(not conjunction)).when(a_neutral & b_neutral, F.lit(conjunction))
+        error = (a_odd & b_odd) | (a_odd & b_neutral & known(a.error)) | (b_odd & a_neutral & known(b.error))
+        return Val(value, error)
+
+    return Term(CelType("bool", any(t.type.nullable for t in (left, right))), emit)
+
+
+def negate(operand: Term) -> Term:
+    """`!x` on a boolean; anything else (null included) fails."""
+    if operand.error:
+        return operand
+    split = truthiness(operand)
+
+    def emit(env: Env) -> Val:
+        val = operand.emit(env)
+        if operand.type.kind == "bool" and not operand.type.nullable and val.error is None:
+            return Val(~val.value)
+        is_true, is_false = split(env)
+        return Val(~val.value, ~(is_true | is_false))
+
+    return Term(CelType("bool"), emit)
+
+
+def minus(operand: Term) -> Term:
+    """Unary minus: int overflow (-MIN) and null operands fail."""
+    from pyspark.sql import functions as F
+
+    if operand.error:
+        return operand
+    kind = operand.type.kind
+    if kind not in ("int", "double"):
+        raise Unsupported(f"unary minus over {kind}")
+
+    def emit(env: Env) -> Val:
+        val = operand.emit(env)
+        value = F.try_subtract(F.lit(0).cast("long"), val.value) if kind == "int" else -val.value
+        failed = value.isNull() if kind == "int" or operand.type.nullable else None
+        return Val(value, any_error(val.error, failed))
+
+    return Term(CelType(kind), emit)
+
+
+def ternary(condition: Term, then: Term, otherwise: Term) -> Term:
+    """`c ? a : b`: only the chosen branch's error counts; a non-boolean condition fails."""
+    from pyspark.sql import functions as F
+
+    if condition.error:
+        return condition
+    split = truthiness(condition)
+    result_type = _branch_type(then.type, otherwise.type)
+
+    def emit(env: Env) -> Val:
+        is_true, is_false = split(env)
+        a, b = then.emit(env), otherwise.emit(env)
+        value = F.when(is_true, a.value).when(is_false, b.value)
+        error = ~(is_true | is_false)
+        if a.error is not None:
+            error = error | (is_true & a.error)
+        if b.error is not None:
+            error = error | (is_false & b.error)
+        return Val(value, error)
+
+    return Term(result_type, emit)
+
+
+def _branch_type(a: CelType, b: CelType) -> CelType:
+    if a.kind == "null":
+        return b.with_null()
+    if b.kind == "null":
+        return a.with_null()
+    if not a.same(b):
+        raise Unsupported("a ternary whose branches have different types")
+    return a.with_null() if a.nullable or b.nullable else a
+
+
+def membership(item: Term, container: Term) -> Term:
+    """`x in list` (element equality) and `k in map` (key presence), over non-null operands of one type."""
+    from pyspark.sql import functions as F
+
+    if item.error or container.error:
+        return error_term()
+    ct = container.type
+    if ct.nullable or item.type.nullable or ct.kind not in ("list", "map"):
+        raise Unsupported("`in` over nullable operands or a non-collection")
+    searched = ct.elem if ct.kind == "list" else ct.key
+    assert searched is not None
+    if searched.kind == "dyn":
+        return _constant_bool(False, item)
+    if searched.nullable or item.type.kind in ("double", "list", "map", "null", "uint"):
+        raise Unsupported("`in` over doubles, nulls or collections")
+    if item.type.kind != searched.kind:
+        if probe("==", item.type.kind, searched.kind) is not FAILS:
+            raise Unsupported("`in` over mixed types")
+        # Each comparison fails: an error as soon as there is one element (or key) to compare.
+        return Term(CelType("bool"), lambda env: _mismatched(item.emit(env), container.emit(env)))
+
+    def emit(env: Env) -> Val:
+        a, c = item.emit(env), container.emit(env)
+        if ct.kind == "list":
+            found = F.array_contains(c.value, a.value)
+        else:
+            found = F.map_contains_key(c.value, a.value)
+        return Val(found, any_error(a.error, c.error))
+
+    return Term(CelType("bool"), emit)
+
+
+def _mismatched(item: Val, container: Val) -> Val:
+    from pyspark.sql import functions as F
+
+    return Val(F.lit(False), any_error(item.error, container.error, F.size(container.value) > 0))
+
+
+def _constant_bool(value: bool, operand: Term) -> Term:
+    from pyspark.sql import functions as F
+
+    return Term(CelType("bool"), lambda env: Val(F.lit(value), operand.emit(env).error))
+
+
+def within_int64(value: int) -> bool:
+    return INT_MIN <= value <= INT_MAX
