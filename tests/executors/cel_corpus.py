@@ -1,9 +1,8 @@
-"""CEL expressions over one fixed schema, each with whether it compiles natively; the differential tests' corpus.
+"""The differential tests' corpus: CEL expressions over one fixed schema, native or fallback.
 
 `NATIVE` expressions must compile to Spark Columns (no silent fallback); `FALLBACK` ones must be
 refused by the compiler and still give the reference's answers through the batch step.
-`TRANSFORMS` are TRANSFORM rules (map literals of the record's fields, with or without guards)
-and `GUARDED` CONDITION rules with a `guard ;` prefix.
+`TRANSFORMS` are TRANSFORM rules and `GUARDED` CONDITION rules with a `guard ;` prefix.
 """
 
 from __future__ import annotations
