@@ -1,0 +1,376 @@
+"""Evaluating CEL and CEL_FIELD expressions with cel-python, record by record, as confluent-kafka 2.16.1 does.
+
+This module defines the per-record answers (SEMANTICS.md §2-§4) that the batch steps run on
+Spark workers and that any native compilation must reproduce:
+
+- `compile_program(expr)` parses a rule's `guard ; expr` once per process and caches the program;
+  a syntax error is a ContractError with the `line:column` where it sits in the rule's text.
+- `CelProgram.condition` / `.transform` / `.field` evaluate it and return an `Outcome`; evaluation
+  never raises for bad data: every CEL error is a failed Outcome carrying the reference's text.
+- `to_cel` / `from_cel` convert Avro-shaped Python values (as fastavro gives them) to celpy
+  values and back; `field_activation` builds a CEL_FIELD rule's variables.
+
+Programs run on cel-python's transpiled ("compiled") form, several times faster than its
+interpreter. The interpreter the reference uses is kept for the failure path: when the compiled
+form reports an error, the interpreter re-evaluates the record so the outcome and the error text
+are exactly the reference's (the two word their errors differently).
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import celpy
+import lark
+from celpy import celtypes
+from celpy.evaluation import Activation, CELEvalError, Evaluator, Transpiler, TranspilerTree
+
+from contracts.errors import ContractError
+from executors.cel import _builtins
+
+_EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One evaluation's result: whether the rule passed, the value it produced, and why it failed.
+
+    `value` is the new value of a TRANSFORM (plain Python, see `from_cel`), the raw result of a
+    CEL_FIELD expression, or None for a CEL CONDITION. `reason` is the reference's error text for
+    an evaluation error, else "Rule expr failed: <expr>" (the reference's wording for a rule without
+    `doc`, SEMANTICS.md §2.4).
+    """
+
+    passed: bool
+    value: Any = None
+    reason: str | None = None
+
+
+class CelProgram:
+    """A rule expression split at its first `;` into an optional guard and a body, each compiled once."""
+
+    def __init__(self, expr: str, guard: _Part | None, body: _Part) -> None:
+        self.expr = expr
+        self.guard = guard
+        self.body = body
+        self.failure_reason = f"Rule expr failed: {expr}"
+        # The reference binds `now` only when the text mentions it (a substring test, as there).
+        self._uses_now = "now" in expr
+
+    def condition(self, activation: Mapping[str, Any]) -> Outcome:
+        """CEL CONDITION: passes on a truthy result or a falsy guard, fails on a falsy result or an error."""
+        try:
+            result = self._run(activation)
+        except _Failed as failed:
+            return Outcome(False, None, failed.reason)
+        if result is _SKIPPED or result:
+            return Outcome(True)
+        return Outcome(False, None, self.failure_reason)
+
+    def transform(self, activation: Mapping[str, Any], message: Any) -> Outcome:
+        """CEL TRANSFORM: the result replaces `message` (kept by a falsy guard); null or an error fails."""
+        try:
+            result = self._run(activation)
+        except _Failed as failed:
+            return Outcome(False, message, failed.reason)
+        if result is _SKIPPED:
+            return Outcome(True, message)
+        if result is None:
+            return Outcome(False, message, self.failure_reason)
+        return Outcome(True, from_cel(result))
+
+    def field(self, activation: Mapping[str, Any], value: Any, *, condition: bool) -> Outcome:
+        """One CEL_FIELD visit: the value the reference's field transform returns (SEMANTICS.md §4).
+
+        A falsy guard gives True for a condition and the unchanged `value` for a transform; the
+        result is otherwise returned as it is (null included). Only an error fails here: whether
+        the result fails the rule (a plain False for a condition) is the field walk's decision.
+        """
+        try:
+            result = self._run(activation)
+        except _Failed as failed:
+            return Outcome(False, value, failed.reason)
+        if result is _SKIPPED:
+            return Outcome(True, True if condition else value)
+        return Outcome(True, from_cel(result))
+
+    def _run(self, activation: Mapping[str, Any]) -> Any:
+        if self._uses_now and "now" not in activation:
+            activation = {
+                **activation,
+                "now": celtypes.TimestampType(datetime.datetime.now(datetime.timezone.utc)),
+            }
+        if self.guard is not None and not self.guard.evaluate(activation):
+            return _SKIPPED
+        return self.body.evaluate(activation)
+
+
+_SKIPPED = object()
+
+
+class _Failed(Exception):
+    """An evaluation error, carrying the text the reference reports for it."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Part:
+    """One side of `guard ; body`: transpiled Python for speed, the interpreter for errors."""
+
+    def __init__(self, text: str, ast: TranspilerTree) -> None:
+        self.text = text
+        transpiler = Transpiler(ast=ast, activation=_base_activation())
+        transpiler.transpile()
+        self._code = transpiler.executable_code
+        self._base = _base_activation()
+        self._interpreted: lark.Tree | None = None
+
+    def evaluate(self, activation: Mapping[str, Any]) -> Any:
+        """The part's value; raises _Failed with the reference's error text on a CEL error."""
+        context = self._base.clone()
+        context.identifiers.load_values(activation)
+        scope = dict(_TRANSPILED_GLOBALS)
+        scope["base_activation"] = context
+        try:
+            exec(self._code, scope)
+            value = scope["CEL"]
+        except Exception:
+            return self._interpret(activation)
+        if isinstance(value, CELEvalError):
+            return self._interpret(activation)
+        return value
+
+    def _interpret(self, activation: Mapping[str, Any]) -> Any:
+        """Re-evaluate with cel-python's interpreter, which the reference runs, for its exact answer."""
+        if self._interpreted is None:
+            self._interpreted = _parse(self.text)
+        try:
+            return Evaluator(ast=self._interpreted, activation=_base_activation()).evaluate(dict(activation))
+        except Exception as e:  # every evaluation error is a rule failure (SEMANTICS.md §2.2)
+            raise _Failed(str(e)) from e
+
+
+def _base_activation() -> Activation:
+    return Activation(annotations=dict(celpy.googleapis), functions=_builtins.FUNCTIONS)
+
+
+def _transpiled_globals() -> dict[str, Any]:
+    """The names transpiled code resolves: celpy.evaluation's globals plus our functions' packages.
+
+    The transpiler names a function by its module path (`executors.cel._builtins.is_email`), so
+    the root package must be visible; a private copy keeps celpy's module globals untouched.
+    """
+    scope = dict(celpy.evaluation.__dict__)
+    for function in _builtins.FUNCTIONS.values():
+        root = function.__module__.partition(".")[0]
+        scope[root] = __import__(root)
+    return scope
+
+
+_TRANSPILED_GLOBALS = _transpiled_globals()
+
+
+def _new_parser() -> lark.Lark:
+    """A private CEL parser building TranspilerTree nodes.
+
+    celpy keeps one parser per process in `CELParser.CEL_PARSER`, built with the tree class of
+    whoever came first; the transpiler needs TranspilerTree (DESIGN.md, Known pitfalls). We build
+    our own and leave the shared one as it was.
+    """
+    shared = celpy.CELParser.CEL_PARSER
+    try:
+        celpy.CELParser.CEL_PARSER = None
+        celpy.CELParser(tree_class=TranspilerTree)
+        return celpy.CELParser.CEL_PARSER
+    finally:
+        celpy.CELParser.CEL_PARSER = shared
+
+
+_PARSER: lark.Lark | None = None
+
+
+def _parse(text: str) -> TranspilerTree:
+    global _PARSER
+    if _PARSER is None:
+        _PARSER = _new_parser()
+    return _PARSER.parse(text)
+
+
+_PROGRAMS: dict[str, CelProgram] = {}
+
+
+def compile_program(
+    expr: str, *, subject: str | None = None, version: int | None = None, rule: str | None = None
+) -> CelProgram:
+    """The program for `expr`, compiled once per process; a syntax error is a ContractError at line:column."""
+    program = _PROGRAMS.get(expr)
+    if program is None:
+        program = _PROGRAMS[expr] = _compile(expr, subject=subject, version=version, rule=rule)
+    return program
+
+
+def _compile(expr: str, *, subject: str | None, version: int | None, rule: str | None) -> CelProgram:
+    # Split at the first ';' even inside a string literal, as the reference does (SEMANTICS.md §3).
+    head, semicolon, tail = expr.partition(";")
+    body_start = len(head) + len(semicolon)
+    guard = None
+    if semicolon and head.strip():
+        guard = _compile_part(expr, 0, head, subject=subject, version=version, rule=rule)
+    body = _compile_part(
+        expr, body_start, tail if semicolon else head, subject=subject, version=version, rule=rule
+    )
+    return CelProgram(expr, guard, body)
+
+
+def _compile_part(
+    expr: str, start: int, text: str, *, subject: str | None, version: int | None, rule: str | None
+) -> _Part:
+    try:
+        return _Part(text, _parse(text))
+    except lark.exceptions.UnexpectedInput as e:
+        first_line = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ContractError(
+            f"CEL syntax error: {first_line}",
+            subject=subject,
+            version=version,
+            rule=rule,
+            position=_position(expr, start, e.line, e.column),
+        ) from e
+
+
+def _position(expr: str, start: int, line: int, column: int) -> str:
+    """`line:column` in the whole rule text of a position found in the part beginning at `start`."""
+    if line < 1:
+        line, column = 1, 1
+    lines_before = expr.count("\n", 0, start)
+    if line == 1:
+        column += start - (expr.rfind("\n", 0, start) + 1)
+    return f"{line + lines_before}:{column}"
+
+
+def to_cel(value: Any) -> Any:
+    """An Avro value as fastavro gives it, as the reference's `msg_to_cel` presents it to CEL (§3)."""
+    convert = _TO_CEL.get(type(value))
+    return convert(value) if convert is not None else _to_cel_other(value)
+
+
+def _map_to_cel(value: dict[Any, Any]) -> celtypes.MapType:
+    # Keys stay plain `str`, as the reference leaves them.
+    return celtypes.MapType({key: to_cel(item) for key, item in value.items()})
+
+
+def _list_to_cel(value: list[Any]) -> celtypes.ListType:
+    return celtypes.ListType([to_cel(item) for item in value])
+
+
+def _to_cel_other(value: Any) -> Any:
+    """Subclasses and the rarer types, in the reference's order: bool before int, datetime before date."""
+    if isinstance(value, dict):
+        return _map_to_cel(value)
+    if isinstance(value, list):
+        return _list_to_cel(value)
+    if isinstance(value, str):
+        return celtypes.StringType(value)
+    if isinstance(value, bytes):
+        return celtypes.BytesType(value)
+    if isinstance(value, bool):
+        return celtypes.BoolType(value)
+    if isinstance(value, int):
+        return celtypes.IntType(value)
+    if isinstance(value, float):
+        return celtypes.DoubleType(value)
+    if isinstance(value, datetime.datetime):
+        return celtypes.TimestampType(value)
+    if isinstance(value, datetime.timedelta):
+        return celtypes.DurationType(value)
+    if isinstance(value, datetime.date):
+        return celtypes.IntType(value.toordinal() - _EPOCH_ORDINAL)
+    if isinstance(value, uuid.UUID):
+        return celtypes.StringType(str(value))
+    # Decimal, time-of-day, a (branch, value) union tuple and None reach CEL unconverted.
+    return value
+
+
+_TO_CEL: dict[type, Callable[[Any], Any]] = {
+    dict: _map_to_cel,
+    list: _list_to_cel,
+    str: celtypes.StringType,
+    bytes: celtypes.BytesType,
+    bool: celtypes.BoolType,
+    int: celtypes.IntType,
+    float: celtypes.DoubleType,
+    type(None): lambda value: value,
+}
+
+
+def from_cel(value: Any) -> Any:
+    """A CEL result as plain Python values (dict, list, str, int, …) for the record it replaces."""
+    convert = _FROM_CEL.get(type(value))
+    return convert(value) if convert is not None else value
+
+
+def _map_from_cel(value: Mapping[Any, Any]) -> dict[str, Any]:
+    return {str(key): from_cel(item) for key, item in value.items()}
+
+
+def _tuple_from_cel(value: tuple[Any, ...]) -> tuple[Any, ...]:
+    # A (branch, value) union pair stays a pair, as the reference keeps it for fastavro.
+    return tuple(from_cel(item) for item in value)
+
+
+def _list_from_cel(value: Iterable[Any]) -> list[Any]:
+    return [from_cel(item) for item in value]
+
+
+def _timestamp_from_cel(value: datetime.datetime) -> datetime.datetime:
+    return datetime.datetime(
+        value.year,
+        value.month,
+        value.day,
+        value.hour,
+        value.minute,
+        value.second,
+        value.microsecond,
+        tzinfo=value.tzinfo,
+    )
+
+
+_FROM_CEL: dict[type, Callable[[Any], Any]] = {
+    celtypes.MapType: _map_from_cel,
+    dict: _map_from_cel,
+    celtypes.ListType: _list_from_cel,
+    list: _list_from_cel,
+    tuple: _tuple_from_cel,
+    celtypes.StringType: str,
+    celtypes.BytesType: bytes,
+    celtypes.BoolType: bool,
+    celtypes.IntType: int,
+    celtypes.UintType: int,
+    celtypes.DoubleType: float,
+    celtypes.TimestampType: _timestamp_from_cel,
+    celtypes.DurationType: lambda value: datetime.timedelta(value.days, value.seconds, value.microseconds),
+}
+
+
+def field_activation(
+    value: Any, name: str, full_name: str, type_name: str, tags: Iterable[str], message: Any
+) -> dict[str, Any]:
+    """A CEL_FIELD rule's variables for one field, as the reference binds them (SEMANTICS.md §4).
+
+    `name`, `fullName` and `typeName` stay plain `str` and `tags` a plain list of CEL strings, as
+    there; so `name.isHostname()` is an error (the builtins accept only CEL strings).
+    """
+    return {
+        "value": to_cel(value),
+        "fullName": full_name,
+        "name": name,
+        "typeName": type_name,
+        "tags": [celtypes.StringType(tag) for tag in tags],
+        "message": to_cel(message),
+    }
