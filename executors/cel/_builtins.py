@@ -8,6 +8,8 @@ CELEvalError, which the runtime turns into a rule failure.
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import ipaddress
 import uuid
 from collections.abc import Callable
@@ -16,11 +18,14 @@ from typing import Any
 from urllib.parse import urlparse
 
 from celpy import CELEvalError, celtypes
+from celpy.evaluation import base_functions
 
 _MAX_HOSTNAME = 253
 _MAX_LABEL = 63
 _MAX_EMAIL = 254
 _MAX_LOCAL_PART = 64
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_BASE_TIMESTAMP = base_functions["timestamp"]
 
 
 def valid_hostname(host: str) -> bool:
@@ -250,6 +255,132 @@ def _quote(text: str) -> str:
     return '"' + text.translate(_QUOTED) + '"'
 
 
+# The reference replaces celpy's `timestamp`, `string` and `double` (its timestamp and decimal
+# extensions); these are those replacements' answers for the values an Avro record holds.
+
+
+def timestamp(*args: Any) -> Any:
+    """CEL `timestamp()`: also epoch seconds `timestamp(int)` and `timestamp(value, precision)`."""
+    if len(args) == 2:
+        return _timestamp_at_precision(*args)
+    if len(args) == 1:
+        return _timestamp_of(args[0])
+    return _BASE_TIMESTAMP(*args)
+
+
+def _is_cel_int(value: Any) -> bool:
+    # BoolType and UintType subclass int but are other CEL types.
+    return isinstance(value, int) and not isinstance(value, bool | celtypes.BoolType | celtypes.UintType)
+
+
+def _timestamp_at_precision(value: Any, precision: Any) -> celtypes.TimestampType:
+    if not _is_cel_int(value):
+        raise CELEvalError(f"timestamp: epoch value must be int, got {type(value).__name__}")
+    if not _is_cel_int(precision):
+        raise CELEvalError(f"timestamp: precision must be int, got {type(precision).__name__}")
+    try:
+        return _from_epoch(int(value), int(precision))
+    except (OverflowError, ValueError, OSError) as e:
+        raise CELEvalError(f"timestamp: epoch value out of range: {int(value)}") from e
+
+
+def _timestamp_of(value: Any) -> Any:
+    if value is None:
+        raise CELEvalError("timestamp: cannot convert null to Timestamp")
+    if isinstance(value, bool | celtypes.BoolType):
+        raise CELEvalError("timestamp: cannot convert bool to Timestamp")
+    if isinstance(value, celtypes.TimestampType):
+        return value
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            # An Avro local-timestamp is refused, not read as UTC.
+            raise CELEvalError(
+                "timestamp: naive datetime (no timezone) cannot be converted. "
+                "Use the regular timestamp-* logical type (UTC by spec), or pass "
+                "an offset-adjusted epoch value via timestamp(value, precision)."
+            )
+        return celtypes.TimestampType(value)
+    if isinstance(value, celtypes.UintType):
+        raise CELEvalError("timestamp: expected an int epoch, got uint")
+    if isinstance(value, int):
+        try:
+            return _from_epoch(int(value), 0)
+        except (OverflowError, ValueError, OSError) as e:
+            raise CELEvalError(f"timestamp: epoch seconds value out of range: {int(value)}") from e
+    return _BASE_TIMESTAMP(value)
+
+
+def _from_epoch(value: int, precision: int) -> celtypes.TimestampType:
+    """The instant `value` units after the epoch, a unit being 10^-precision s; floors to microseconds."""
+    scale = {0: 1_000_000, 3: 1_000, 6: 1}
+    if precision in scale:
+        micros = value * scale[precision]
+    elif precision == 9:
+        micros = value // 1_000
+    else:
+        raise CELEvalError(
+            f"timestamp: unknown precision {precision}; expected 0 (seconds), "
+            "3 (millis), 6 (micros) or 9 (nanos)"
+        )
+    return celtypes.TimestampType(_EPOCH + datetime.timedelta(microseconds=micros))
+
+
+def to_string(value: Any) -> celtypes.StringType:
+    """CEL `string()`: CEL spellings (`true`, RFC 3339 with fractions, plain decimals), not Python's."""
+    if isinstance(value, celtypes.TimestampType):
+        return celtypes.StringType(_format_timestamp(value))
+    if isinstance(value, decimal.Decimal):
+        # No negative zero, as Java's BigDecimal ("-0.00" renders "0.00").
+        plain = abs(value) if not value and value.is_signed() else value
+        return celtypes.StringType(format(plain, "f"))
+    if isinstance(value, bool | celtypes.BoolType):
+        return celtypes.StringType("true" if value else "false")
+    if isinstance(value, bytes | bytearray):
+        return celtypes.StringType(bytes(value).decode("utf-8"))
+    if isinstance(value, str):
+        return celtypes.StringType(value)
+    if isinstance(value, int | float | datetime.timedelta):
+        return celtypes.StringType(str(value))
+    raise CELEvalError(f"found no matching overload for 'string' applied to ({_type_name(value)})")
+
+
+def _format_timestamp(value: datetime.datetime) -> str:
+    """RFC 3339 in UTC with `Z`: no fraction when whole seconds, else 3 or 6 digits."""
+    utc = value.astimezone(datetime.timezone.utc)
+    text = f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}"
+    if utc.microsecond % 1000:
+        text += f".{utc.microsecond:06d}"
+    elif utc.microsecond:
+        text += f".{utc.microsecond // 1000:03d}"
+    return text + "Z"
+
+
+def to_double(value: Any) -> celtypes.DoubleType:
+    """CEL `double()`: also of a decimal; a bool or bytes has no overload (Python's float takes both)."""
+    if isinstance(value, decimal.Decimal):
+        return celtypes.DoubleType(float(value))
+    if isinstance(value, bool | celtypes.BoolType | bytes | bytearray):
+        raise CELEvalError(f"found no matching overload for 'double' applied to ({_type_name(value)})")
+    return celtypes.DoubleType(value)
+
+
+def _type_name(value: Any) -> str:
+    """The CEL type name the reference's "no matching overload" messages use."""
+    names: tuple[tuple[type | tuple[type, ...], str], ...] = (
+        (bool | celtypes.BoolType, "bool"),
+        (celtypes.UintType, "uint"),
+        (bytes | bytearray, "bytes"),
+        (str, "string"),
+        (int, "int"),
+        (float, "double"),
+        (list | tuple, "list"),
+        (dict, "map"),
+    )
+    if value is None:
+        return "null"
+    return next((name for kind, name in names if isinstance(value, kind)), type(value).__name__)
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "isEmail": is_email,
     "isHostname": is_hostname,
@@ -259,4 +390,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "isUriRef": is_uri_ref,
     "isUuid": is_uuid,
     "format": format_string,
+    "timestamp": timestamp,
+    "string": to_string,
+    "double": to_double,
 }

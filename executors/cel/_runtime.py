@@ -133,18 +133,22 @@ class _Part:
 
     def evaluate(self, activation: Mapping[str, Any]) -> Any:
         """The part's value; raises _Failed with the reference's error text on a CEL error."""
-        context = self._base.clone()
-        context.identifiers.load_values(activation)
-        scope = dict(_TRANSPILED_GLOBALS)
-        scope["base_activation"] = context
         try:
-            exec(self._code, scope)
-            value = scope["CEL"]
+            value = self._transpiled(activation)
         except Exception:
             return self._interpret(activation)
         if isinstance(value, CELEvalError):
             return self._interpret(activation)
         return value
+
+    def _transpiled(self, activation: Mapping[str, Any]) -> Any:
+        """Run the transpiled code in a private scope: celpy's own evaluate shares module globals."""
+        context = self._base.clone()
+        context.identifiers.load_values(activation)
+        scope = dict(_TRANSPILED_GLOBALS)
+        scope["base_activation"] = context
+        exec(self._code, scope)
+        return scope["CEL"]
 
     def _interpret(self, activation: Mapping[str, Any]) -> Any:
         """Re-evaluate with cel-python's interpreter, which the reference runs, for its exact answer."""
