@@ -221,14 +221,12 @@ def compile_program(
 
 def _compile(expr: str, *, subject: str | None, version: int | None, rule: str | None) -> CelProgram:
     # Split at the first ';' even inside a string literal, as the reference does (SEMANTICS.md §3).
-    head, semicolon, tail = expr.partition(";")
-    body_start = len(head) + len(semicolon)
+    head, semicolon, _ = expr.partition(";")
     guard = None
     if semicolon and head.strip():
         guard = _compile_part(expr, 0, head, subject=subject, version=version, rule=rule)
-    body = _compile_part(
-        expr, body_start, tail if semicolon else head, subject=subject, version=version, rule=rule
-    )
+    body_start = len(head) + 1 if semicolon else 0
+    body = _compile_part(expr, body_start, expr[body_start:], subject=subject, version=version, rule=rule)
     return CelProgram(expr, guard, body)
 
 
