@@ -40,14 +40,15 @@ class Outcome:
     """One evaluation's result: whether the rule passed, the value it produced, and why it failed.
 
     `value` is the new value of a TRANSFORM (plain Python, see `from_cel`), the raw result of a
-    CEL_FIELD expression, or None for a CEL CONDITION. `reason` is the reference's error text for
-    an evaluation error, else "Rule expr failed: <expr>" (the reference's wording for a rule without
-    `doc`, SEMANTICS.md §2.4).
+    CEL_FIELD expression, or None for a CEL CONDITION. `reason` is the reference's error text when
+    evaluation raised (`error` is then True), else "Rule expr failed: <expr>": the reference's
+    wording for a rule without `doc`, which the caller replaces when the rule has one (§2.4).
     """
 
     passed: bool
     value: Any = None
     reason: str | None = None
+    error: bool = False
 
 
 class CelProgram:
@@ -66,7 +67,7 @@ class CelProgram:
         try:
             result = self._run(activation)
         except _Failed as failed:
-            return Outcome(False, None, failed.reason)
+            return Outcome(False, None, failed.reason, error=True)
         if result is _SKIPPED or result:
             return Outcome(True)
         return Outcome(False, None, self.failure_reason)
@@ -76,7 +77,7 @@ class CelProgram:
         try:
             result = self._run(activation)
         except _Failed as failed:
-            return Outcome(False, message, failed.reason)
+            return Outcome(False, message, failed.reason, error=True)
         if result is _SKIPPED:
             return Outcome(True, message)
         if result is None:
@@ -93,7 +94,7 @@ class CelProgram:
         try:
             result = self._run(activation)
         except _Failed as failed:
-            return Outcome(False, value, failed.reason)
+            return Outcome(False, value, failed.reason, error=True)
         if result is _SKIPPED:
             return Outcome(True, True if condition else value)
         return Outcome(True, from_cel(result))

@@ -364,7 +364,12 @@ def test_guard_error_is_a_failure_even_for_a_condition() -> None:
     outcome = _runtime.compile_program("message.missing == 1 ; true").condition(
         {"message": _runtime.to_cel(RECORD)}
     )
-    assert not outcome.passed and "no such member" in str(outcome.reason)
+    assert not outcome.passed and outcome.error and "no such member" in str(outcome.reason)
+
+
+def test_a_falsy_result_is_a_failure_without_an_error() -> None:
+    outcome = _runtime.compile_program("message.zero").condition({"message": _runtime.to_cel(RECORD)})
+    assert (outcome.passed, outcome.error, outcome.reason) == (False, False, "Rule expr failed: message.zero")
 
 
 def test_to_cel_matches_the_references_msg_to_cel() -> None:
