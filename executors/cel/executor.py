@@ -51,7 +51,10 @@ class _CelBatch:
                 result = (
                     program.condition(activation) if is_condition else program.transform(activation, record)
                 )
-                outcomes.append(Outcome(result.passed, result.value, result.reason))
+                # A condition keeps its record; only an evaluation error carries its own reason,
+                # otherwise the rule's doc or expression explains the failure (SEMANTICS.md §2.4).
+                kept = record if is_condition else result.value
+                outcomes.append(Outcome(result.passed, kept, result.reason if result.error else None))
             return outcomes
 
         return evaluate
