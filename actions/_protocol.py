@@ -11,9 +11,11 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from contracts.model import Rule, RuleMode
+if TYPE_CHECKING:
+    # Annotations only: importing contracts here would be circular (contracts imports actions).
+    from contracts.model import Rule, RuleMode
 
 
 class Effect(str, enum.Enum):

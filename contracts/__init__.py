@@ -16,20 +16,61 @@ from contracts.model import (
 from contracts.registry import LocalRegistry, Registry, SchemaRegistryClient
 
 __all__ = [
+    "ActionContext",
+    "ActionPlan",
     "ContractError",
+    "DataContract",
     "DataContractError",
+    "DlqAction",
+    "DlqError",
+    "DlqRecord",
+    "DlqSink",
+    "Effect",
+    "ErrorAction",
     "LocalRegistry",
+    "LocalTopicSink",
     "Metadata",
+    "NoneAction",
     "RegisteredSchema",
     "Registry",
     "RegistryError",
     "Rule",
+    "RuleCounts",
     "RuleError",
     "RuleKind",
+    "RuleMetrics",
     "RuleMode",
+    "RuleResult",
     "RuleSet",
     "Schema",
     "SchemaReference",
     "SchemaRegistryClient",
     "SerializationError",
 ]
+
+# The engine and the actions import contracts' model and errors, so their public names are
+# resolved on first use rather than at import time (an eager import would be circular).
+_LAZY = {
+    "DataContract": "contracts.dataframe",
+    "RuleCounts": "contracts.dataframe",
+    "RuleMetrics": "contracts.dataframe",
+    "RuleResult": "contracts.dataframe",
+    "ActionContext": "actions._protocol",
+    "ActionPlan": "actions._protocol",
+    "Effect": "actions._protocol",
+    "DlqAction": "actions.builtin",
+    "ErrorAction": "actions.builtin",
+    "NoneAction": "actions.builtin",
+    "LocalTopicSink": "actions.local_topic",
+    "DlqError": "actions.sink",
+    "DlqRecord": "actions.sink",
+    "DlqSink": "actions.sink",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'contracts' has no attribute {name!r}")

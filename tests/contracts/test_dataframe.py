@@ -1,0 +1,340 @@
+"""The DataContract API end to end on real DataFrames: rule order, modes, actions, DLQ, metrics."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark import cloudpickle
+
+from actions._protocol import ActionContext, ActionPlan, Effect
+from actions.local_topic import LocalTopicSink
+from contracts import DataContract, LocalRegistry, Schema
+from contracts.errors import ContractError
+
+# Executors and actions defined here run on Spark workers, which cannot import test modules.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+SUBJECT = "users-value"
+USER = {
+    "type": "record",
+    "name": "User",
+    "namespace": "com.acme",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "name", "type": "string"},
+        {"name": "email", "type": ["null", "string"], "default": None},
+        {"name": "age", "type": "int"},
+    ],
+}
+ROWS = [(1, "ann", "ann@example.com", 30), (2, "bob", None, -1), (3, "", "not-an-email", 0)]
+
+
+def register(registry: LocalRegistry, domain_rules: list[dict[str, Any]], **metadata: str) -> None:
+    payload: dict[str, Any] = {"schema": json.dumps(USER), "ruleSet": {"domainRules": domain_rules}}
+    if metadata:
+        payload["metadata"] = {"properties": metadata}
+    registry.register_schema(SUBJECT, Schema.from_dict(payload))
+
+
+def rule(name: str, expr: str, **fields: Any) -> dict[str, Any]:
+    return {"name": name, "kind": "CONDITION", "type": "CEL", "mode": "WRITE", "expr": expr, **fields}
+
+
+@pytest.fixture
+def sink(tmp_path: Path) -> LocalTopicSink:
+    return LocalTopicSink(tmp_path / "dlq")
+
+
+@pytest.fixture
+def users(spark: Any) -> Any:
+    return spark.createDataFrame(ROWS, "id long, name string, email string, age int")
+
+
+def make_contract(sink: LocalTopicSink, rules: list[dict[str, Any]], **options: Any) -> DataContract:
+    registry = LocalRegistry()
+    register(registry, rules)
+    return DataContract(registry, SUBJECT, dlq_sink=sink, **options)
+
+
+def ids(df: Any) -> list[int]:
+    return sorted(row["id"] for row in df.collect())
+
+
+def test_failed_condition_with_none_keeps_every_row(sink: LocalTopicSink, users: Any) -> None:
+    contract = make_contract(sink, [rule("positiveAge", "message.age > 0", onFailure="NONE")])
+    result = contract.apply(users)
+    assert ids(result.valid) == [1, 2, 3]
+    assert result.rejected.count() == 0
+
+
+def test_failed_condition_with_dlq_rejects_the_row(sink: LocalTopicSink, users: Any) -> None:
+    rules = [rule("positiveAge", "message.age > 0", onFailure="DLQ", params={"dlq.topic": "bad-users"})]
+    result = make_contract(sink, rules).apply(users)
+    assert ids(result.valid) == [1]
+    rejected = {row["id"]: row for row in result.rejected.collect()}
+    assert sorted(rejected) == [2, 3]
+    status = rejected[2]["_contract"]
+    assert (status["rule"], status["mode"], status["action"], status["topic"]) == (
+        "positiveAge",
+        "WRITE",
+        "DLQ",
+        "bad-users",
+    )
+    assert status["reason"] == "Rule expr failed: message.age > 0"
+    assert (status["subject"], status["version"]) == (SUBJECT, 1)
+    assert rejected[3]["name"] == ""
+
+
+def test_the_rule_doc_is_the_failure_reason(sink: LocalTopicSink, users: Any) -> None:
+    rules = [rule("positiveAge", "message.age > 0", onFailure="DLQ", doc="age must be positive")]
+    rules[0]["params"] = {"dlq.topic": "bad"}
+    result = make_contract(sink, rules).apply(users)
+    assert {row["_contract"]["reason"] for row in result.rejected.collect()} == {"age must be positive"}
+
+
+@pytest.mark.parametrize("on_failure", ["ERROR", None])
+def test_error_fails_the_job_naming_subject_version_rule_and_mode(
+    sink: LocalTopicSink, users: Any, on_failure: str | None
+) -> None:
+    fields = {"onFailure": on_failure} if on_failure else {}
+    contract = make_contract(sink, [rule("positiveAge", "message.age > 0", **fields)])
+    valid = contract.apply(users).valid
+    with pytest.raises(Exception) as caught:
+        valid.collect()
+    message = str(caught.value)
+    for part in ("positiveAge", SUBJECT, "version 1", "WRITE", "Rule expr failed: message.age > 0"):
+        assert part in message
+
+
+def test_error_does_not_fire_when_every_row_passes(sink: LocalTopicSink, users: Any) -> None:
+    contract = make_contract(sink, [rule("knownId", "message.id > 0", onFailure="ERROR")])
+    assert ids(contract.write(users)) == [1, 2, 3]
+
+
+def test_on_success_action_runs(sink: LocalTopicSink, users: Any) -> None:
+    rules = [rule("flagAdults", "message.age >= 18", onSuccess="DLQ", onFailure="NONE")]
+    rules[0]["params"] = {"dlq.topic": "adults"}
+    result = make_contract(sink, rules).apply(users)
+    assert ids(result.valid) == [2, 3]
+    assert ids(result.rejected) == [1]
+
+
+def test_disabled_rules_are_skipped(sink: LocalTopicSink, users: Any) -> None:
+    contract = make_contract(sink, [rule("neverPasses", "false", disabled=True)])
+    assert ids(contract.write(users)) == [1, 2, 3]
+    assert "no rules" in contract.explain("WRITE")
+
+
+def test_a_row_rejected_goes_no_further(sink: LocalTopicSink, users: Any) -> None:
+    rules = [
+        rule("positiveAge", "message.age > 0", onFailure="DLQ", params={"dlq.topic": "age"}),
+        rule("hasName", "message.name != ''", onFailure="DLQ", params={"dlq.topic": "name"}),
+    ]
+    result = make_contract(sink, rules).apply(users)
+    assert {row["id"]: row["_contract"]["rule"] for row in result.rejected.collect()} == {
+        2: "positiveAge",
+        3: "positiveAge",
+    }
+    metrics = result.metrics.get()
+    assert (metrics["positiveAge"].passed, metrics["positiveAge"].failed) == (1, 2)
+    assert (metrics["hasName"].passed, metrics["hasName"].failed) == (1, 0)
+    assert metrics["positiveAge"].by_action == {"NONE": 1, "DLQ": 2}
+
+
+def _suffix(name: str, suffix: str, mode: str = "WRITEREAD") -> dict[str, Any]:
+    expr = (
+        "{'id': message.id, 'name': message.name + '"
+        + suffix
+        + "', 'email': message.email, 'age': message.age}"
+    )
+    return {"name": name, "kind": "TRANSFORM", "type": "CEL", "mode": mode, "expr": expr}
+
+
+def test_a_transform_feeds_the_next_rule(sink: LocalTopicSink, users: Any) -> None:
+    rules = [
+        _suffix("bang", "!", mode="WRITE"),
+        rule("endsWithBang", "message.name.endsWith('!')", onFailure="ERROR"),
+    ]
+    valid = make_contract(sink, rules).write(users)
+    assert sorted(row["name"] for row in valid.collect()) == ["!", "ann!", "bob!"]
+
+
+def test_read_runs_rules_in_reverse_order(sink: LocalTopicSink, users: Any) -> None:
+    contract = make_contract(sink, [_suffix("addA", "a"), _suffix("addB", "b")])
+    assert {row["id"]: row["name"] for row in contract.write(users).collect()}[1] == "annab"
+    assert {row["id"]: row["name"] for row in contract.read(users).collect()}[1] == "annba"
+
+
+def test_action_pair_applies_per_direction(sink: LocalTopicSink, users: Any) -> None:
+    pair = rule("positiveAge", "message.age > 0", mode="WRITEREAD", onFailure="DLQ,NONE")
+    pair["params"] = {"dlq.topic": "bad"}
+    contract = make_contract(sink, [pair])
+    assert ids(contract.apply(users, mode="WRITE").valid) == [1]
+    assert ids(contract.apply(users, mode="READ").valid) == [1, 2, 3]
+
+
+def test_dlq_topic_falls_back_to_the_metadata_property(sink: LocalTopicSink, users: Any) -> None:
+    registry = LocalRegistry()
+    register(
+        registry, [rule("positiveAge", "message.age > 0", onFailure="DLQ")], **{"dlq.topic": "from-meta"}
+    )
+    contract = DataContract(registry, SUBJECT, dlq_sink=sink)
+    assert {row["_contract"]["topic"] for row in contract.apply(users).rejected.collect()} == {"from-meta"}
+
+
+def test_dlq_without_a_topic_fails_at_load(sink: LocalTopicSink) -> None:
+    with pytest.raises(ContractError, match="DLQ action has no topic") as caught:
+        make_contract(sink, [rule("positiveAge", "message.age > 0", onFailure="DLQ")])
+    assert (caught.value.subject, caught.value.version, caught.value.rule) == (SUBJECT, 1, "positiveAge")
+
+
+def test_unknown_action_fails_at_load(sink: LocalTopicSink) -> None:
+    with pytest.raises(ContractError, match="unknown action 'PAGE'"):
+        make_contract(sink, [rule("positiveAge", "message.age > 0", onFailure="PAGE")])
+
+
+def test_unknown_rule_type_fails_the_rule_and_skips_the_rest(sink: LocalTopicSink, users: Any) -> None:
+    rules = [
+        {"name": "mystery", "kind": "CONDITION", "type": "NOPE", "mode": "WRITE", "onFailure": "NONE"},
+        rule("rejectAll", "false", onFailure="DLQ", params={"dlq.topic": "all"}),
+    ]
+    contract = make_contract(sink, rules)
+    assert ids(contract.write(users)) == [1, 2, 3]
+    assert "no executor" in contract.explain()
+
+
+def test_unknown_rule_type_with_default_action_fails_the_job(sink: LocalTopicSink, users: Any) -> None:
+    contract = make_contract(
+        sink, [{"name": "mystery", "kind": "CONDITION", "type": "NOPE", "mode": "WRITE"}]
+    )
+    with pytest.raises(Exception, match="Could not find rule executor of type NOPE"):
+        contract.write(users).collect()
+
+
+def test_write_sends_rejected_rows_to_their_topic_with_headers(sink: LocalTopicSink, spark: Any) -> None:
+    rules = [rule("positiveAge", "message.age > 0", onFailure="DLQ", params={"dlq.topic": "bad-users"})]
+    contract = make_contract(sink, rules)
+    df = spark.createDataFrame(ROWS, "id long, name string, email string, age int").withColumn(
+        "topic", __import__("pyspark.sql.functions", fromlist=["lit"]).lit("users")
+    )
+    assert ids(contract.write(df)) == [1]
+    records = sink.read("bad-users")
+    assert sorted(json.loads(record.value)["id"] for record in records) == [2, 3]
+    by_id = {json.loads(record.value)["id"]: record for record in records}
+    assert json.loads(by_id[2].value) == {"id": 2, "name": "bob", "email": None, "age": -1}
+    assert by_id[2].key is None
+    assert list(by_id[2].headers) == [
+        ("__rule.name", b"positiveAge"),
+        ("__rule.mode", b"WRITE"),
+        ("__rule.subject", SUBJECT.encode()),
+        ("__rule.topic", b"users"),
+        ("__rule.exception", b"Rule expr failed: message.age > 0"),
+    ]
+
+
+def test_write_scans_the_source_once(sink: LocalTopicSink, spark: Any, tmp_path: Path) -> None:
+    marks = tmp_path / "reads"
+    marks.mkdir()
+    source = spark.createDataFrame(ROWS, "id long, name string, email string, age int").repartition(2)
+    counted = source.mapInArrow(_ReadCounter(str(marks)), source.schema)
+    rules = [
+        rule("positiveAge", "message.age > 0", onFailure="DLQ", params={"dlq.topic": "bad"}),
+        _suffix("bang", "!", mode="WRITE"),
+    ]
+    valid = make_contract(sink, rules).write(counted)
+    assert ids(valid) == [1]
+    assert sink.count("bad") == 2
+    assert len(list(marks.iterdir())) == 2  # one read per source partition, not one per output
+
+
+class _ReadCounter:
+    """Passes batches through and leaves one marker file per partition it reads."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+
+    def __call__(self, batches: Any) -> Any:
+        import uuid
+
+        Path(self.directory, uuid.uuid4().hex).touch()
+        yield from batches
+
+
+def test_write_composes_with_transform(sink: LocalTopicSink, users: Any) -> None:
+    contract = make_contract(
+        sink, [rule("positiveAge", "message.age > 0", onFailure="DLQ", params={"dlq.topic": "b"})]
+    )
+    assert ids(users.transform(contract.write)) == [1]
+
+
+def test_missing_or_mistyped_columns_are_contract_errors(sink: LocalTopicSink, spark: Any) -> None:
+    contract = make_contract(sink, [])
+    with pytest.raises(ContractError, match="no column 'age'"):
+        contract.apply(spark.createDataFrame([(1, "a", None)], "id long, name string, email string"))
+    with pytest.raises(ContractError, match="column 'age' is string"):
+        contract.apply(
+            spark.createDataFrame([(1, "a", None, "x")], "id long, name string, email string, age string")
+        )
+
+
+def test_extra_columns_pass_through_in_place(sink: LocalTopicSink, spark: Any) -> None:
+    contract = make_contract(sink, [_suffix("bang", "!", mode="WRITE")])
+    df = spark.createDataFrame(
+        [("k1", 1, "ann", None, 3)], "key string, id long, name string, email string, age int"
+    )
+    valid = contract.write(df)
+    assert valid.columns == ["key", "id", "name", "email", "age"]
+    assert valid.first().asDict() == {"key": "k1", "id": 1, "name": "ann!", "email": None, "age": 3}
+
+
+class Shout:
+    """A Confluent-style per-record executor: upper-cases the name."""
+
+    type = "SHOUT"
+
+    def transform(self, ctx: Any, message: dict[str, Any]) -> dict[str, Any]:
+        return {**message, "name": message["name"].upper()}
+
+
+def test_user_record_executor_by_registration(sink: LocalTopicSink, users: Any) -> None:
+    rules = [{"name": "shout", "kind": "TRANSFORM", "type": "SHOUT", "mode": "WRITE"}]
+    contract = make_contract(sink, rules, executors=[Shout()])
+    assert sorted(row["name"] for row in contract.write(users).collect()) == ["", "ANN", "BOB"]
+    assert "python" in contract.explain()
+
+
+def test_executor_configured_for_a_rule_name_wins_over_the_type(sink: LocalTopicSink, users: Any) -> None:
+    rules = [_suffix("bang", "!", mode="WRITE")]
+    contract = make_contract(sink, rules, executors={"bang": Shout()})
+    assert sorted(row["name"] for row in contract.write(users).collect()) == ["", "ANN", "BOB"]
+
+
+class Audit:
+    """A custom action: appends a line per record it fires on to a file, then processing continues."""
+
+    name = "AUDIT"
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def plan(self, ctx: ActionContext) -> ActionPlan:
+        return ActionPlan(self.name, Effect.CONTINUE, callback=self._record)
+
+    def _record(self, ctx: ActionContext, record: Any, reason: str | None) -> None:
+        with open(self.path, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"rule": ctx.rule.name, "id": record["id"], "reason": reason}) + "\n")
+
+
+def test_user_action_by_registration(sink: LocalTopicSink, users: Any, tmp_path: Path) -> None:
+    audit_log = tmp_path / "audit.jsonl"
+    contract = make_contract(
+        sink, [rule("positiveAge", "message.age > 0", onFailure="AUDIT")], actions=[Audit(str(audit_log))]
+    )
+    assert ids(contract.write(users)) == [1, 2, 3]
+    lines = [json.loads(line) for line in audit_log.read_text().splitlines()]
+    assert sorted(line["id"] for line in lines) == [2, 3]
+    assert {line["reason"] for line in lines} == {"Rule expr failed: message.age > 0"}
