@@ -301,7 +301,7 @@ class DataContract:
 
 
 def _executor_registry(executors: Iterable[Any] | Mapping[str, Any] | None) -> PluginRegistry[Any]:
-    base = load_group(EXECUTOR_GROUP, attrgetter("type"))
+    base = load_group(EXECUTOR_GROUP, attrgetter("type"), as_executor)
     if isinstance(executors, Mapping):
         return with_overrides(base, {name: as_executor(e) for name, e in executors.items()})
     return with_overrides(base, [as_executor(e) for e in executors] if executors else None)

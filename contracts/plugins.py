@@ -55,12 +55,14 @@ def instantiate(obj: Any) -> Any:
     return obj() if inspect.isclass(obj) else obj
 
 
-def load_group(group: str, key: Callable[[Any], str]) -> PluginRegistry[Any]:
-    """A registry holding every plugin advertised in the entry-point `group`."""
+def load_group(
+    group: str, key: Callable[[Any], str], adapt: Callable[[Any], Any] = lambda plugin: plugin
+) -> PluginRegistry[Any]:
+    """A registry holding every plugin advertised in the entry-point `group`, each through `adapt`."""
     registry: PluginRegistry[Any] = PluginRegistry(key)
     for point in entry_points(group=group):
         try:
-            plugin = instantiate(point.load())
+            plugin = adapt(instantiate(point.load()))
         except Exception as e:
             raise ContractError(
                 f"cannot load plugin {point.name!r} from entry point {point.value!r}: {e}"

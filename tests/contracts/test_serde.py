@@ -1,0 +1,148 @@
+"""Wire format on DataFrames and migrations across major versions (SEMANTICS.md §6, §8)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastavro import parse_schema, schemaless_writer
+
+from actions.local_topic import LocalTopicSink
+from contracts import DataContract, LocalRegistry, Schema
+from contracts.wire import encode_frame
+
+SUBJECT = "users-value"
+MAJOR = "application.major.version"
+
+
+def _record(fields: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"type": "record", "name": "User", "namespace": "com.acme", "fields": fields}
+
+
+V1 = _record([{"name": "name", "type": "string"}, {"name": "ssn", "type": "string"}])
+V2 = _record([*V1["fields"], {"name": "age", "type": "int", "default": 0}])
+V3 = _record(
+    [{"name": "name", "type": "string"}, {"name": "socialSecurityNumber", "type": "string"}, V2["fields"][2]]
+)
+V4 = _record(
+    [
+        {"name": "fullName", "type": "string"},
+        {"name": "socialSecurityNumber", "type": "string"},
+        V2["fields"][2],
+    ]
+)
+
+
+def _rename(name: str, old: str, new: str, mode: str) -> dict[str, Any]:
+    expr = f"$merge([$sift($, function($v, $k) {{$k != '{old}'}}), {{'{new}': $.'{old}'}}])"
+    return {"name": name, "kind": "TRANSFORM", "type": "JSONATA", "mode": mode, "expr": expr}
+
+
+VERSIONS = [
+    (V1, "1", []),
+    (V2, "1", []),
+    (V3, "2", [_rename("ssnUp", "ssn", "socialSecurityNumber", "UPGRADE"),
+               _rename("ssnDown", "socialSecurityNumber", "ssn", "DOWNGRADE")]),
+    (V4, "3", [_rename("nameUp", "name", "fullName", "UPGRADE"),
+               _rename("nameDown", "fullName", "name", "DOWNGRADE")]),
+]  # fmt: skip
+
+WRITTEN = {
+    1: {"name": "ann", "ssn": "111"},
+    2: {"name": "bob", "ssn": "222", "age": 42},
+    3: {"name": "cy", "socialSecurityNumber": "333", "age": 7},
+    4: {"fullName": "di", "socialSecurityNumber": "444", "age": 19},
+}
+
+
+@pytest.fixture
+def registry() -> LocalRegistry:
+    registry = LocalRegistry()
+    registry.set_config(SUBJECT, compatibilityGroup=MAJOR)
+    for schema, major, migrations in VERSIONS:
+        payload = {
+            "schema": json.dumps(schema),
+            "metadata": {"properties": {MAJOR: major}},
+            "ruleSet": {"migrationRules": migrations},
+        }
+        registry.register_schema(SUBJECT, Schema.from_dict(payload))
+    return registry
+
+
+@pytest.fixture
+def sink(tmp_path: Path) -> LocalTopicSink:
+    return LocalTopicSink(tmp_path / "dlq")
+
+
+def frame(registry: LocalRegistry, version: int, record: dict[str, Any]) -> bytes:
+    registered = registry.get_version(SUBJECT, version)
+    body = io.BytesIO()
+    schemaless_writer(body, parse_schema(json.loads(registered.schema.schema_str)), record)
+    return encode_frame(registered.schema_id, body.getvalue())
+
+
+def topic_rows(spark: Any, registry: LocalRegistry) -> Any:
+    rows = [
+        (None, frame(registry, version, record), "users", 0, offset)
+        for offset, (version, record) in enumerate(sorted(WRITTEN.items()))
+    ]
+    return spark.createDataFrame(rows, "key binary, value binary, topic string, partition int, offset long")
+
+
+BAD_FRAMES = [
+    b"\x01\x00\x00\x00\x01abc",  # wrong magic byte
+    b"\x00\x00\x00",  # shorter than the header
+    b"\x00\x00\x00\x03\xe7",  # unknown schema id 999
+    b"\x00\x00\x00\x00\x01\x10",  # truncated body: a string of 8 bytes announced, none given
+]
+
+
+def test_undecodable_records_go_to_the_decode_dlq_and_nothing_is_lost(
+    spark: Any, registry: LocalRegistry, sink: LocalTopicSink
+) -> None:
+    good = [frame(registry, 2, WRITTEN[2])]
+    rows = [(b"k%d" % i, value, "users", 0, i) for i, value in enumerate([*good, *BAD_FRAMES])]
+    df = spark.createDataFrame(rows, "key binary, value binary, topic string, partition int, offset long")
+    reader = DataContract(registry, SUBJECT, version=2, dlq_sink=sink)
+    decoded = reader.deserialize(
+        df, key_col="key", on_decode_error="DLQ", decode_dlq_topic="users-undecodable"
+    )
+    assert decoded.count() == 1
+    records = sink.read("users-undecodable")
+    assert len(records) == len(BAD_FRAMES)
+    assert sorted(record.value for record in records) == sorted(BAD_FRAMES)
+    assert sorted(record.key for record in records) == [b"k1", b"k2", b"k3", b"k4"]
+    reasons = [dict(record.headers)["__rule.exception"].decode() for record in records]
+    assert any("magic byte" in reason for reason in reasons)
+    assert any("999" in reason for reason in reasons)
+
+
+def test_an_undecodable_record_fails_the_job_by_default_naming_its_offset(
+    spark: Any, registry: LocalRegistry, sink: LocalTopicSink
+) -> None:
+    df = spark.createDataFrame(
+        [(None, BAD_FRAMES[0], "users", 3, 17)],
+        "key binary, value binary, topic string, partition int, offset long",
+    )
+    reader = DataContract(registry, SUBJECT, version=2, dlq_sink=sink)
+    with pytest.raises(Exception, match="partition 3, offset 17") as caught:
+        reader.deserialize(df).collect()
+    assert "magic byte" in str(caught.value)
+
+
+def test_serialize_then_deserialize_round_trips(
+    spark: Any, registry: LocalRegistry, sink: LocalTopicSink
+) -> None:
+    contract = DataContract(registry, SUBJECT, version=3, dlq_sink=sink)
+    df = spark.createDataFrame(
+        [("ann", "111", 5), ("bob", "222", 6)], "name string, socialSecurityNumber string, age int"
+    )
+    framed = contract.serialize(df)
+    assert framed.columns == ["value"]
+    values = [row.value for row in framed.collect()]
+    assert all(value[:5] == b"\x00" + contract.schema_id.to_bytes(4, "big") for value in values)
+    back = contract.deserialize(framed)
+    assert sorted(tuple(row) for row in back.collect()) == [("ann", "111", 5), ("bob", "222", 6)]
