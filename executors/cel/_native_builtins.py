@@ -30,7 +30,8 @@ _WORD = rf"(?:{_ATOM_CHAR}|{_QUOTED})+"
 _SPACE_ATOM_CHAR = r"[\x0B\f\x1C-\x1F\x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
 _LAST_WORD = rf"(?:{_ATOM_CHAR}|{_QUOTED})*(?:{_QUOTED}|{_SOLID_CHAR}{_SPACE_ATOM_CHAR}*)"
 _PHRASE = rf"(?:(?:{_WORD}[ \t]+)*{_LAST_WORD})?"
-_EMAIL = rf"^{_PHRASE}(?:\.{_PHRASE})*@{_HOSTNAME}"
+_LOCAL = rf"^{_PHRASE}(?:\.{_PHRASE})*\z"
+_PLAIN_EMAIL = rf"^(?=[^@]{{0,64}}@)[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~.-]*@{_HOSTNAME}"
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])"
 _IPV4 = rf"^(?:{_OCTET}\.){{3}}{_OCTET}\z"
 
@@ -64,11 +65,16 @@ def _is_hostname(s: Column) -> Column:
 def _is_email(s: Column) -> Column:
     from pyspark.sql import functions as F
 
-    one_at = F.char_length(s) - F.char_length(F.replace(s, F.lit("@"), F.lit(""))) == 1
-    local_ok = F.char_length(F.substring_index(s, "@", 1)) <= 64
-    domain_ok = F.char_length(F.substring_index(s, "@", -1)) <= 253
-    # The length checks come first so the regex never meets a long string.
-    return F.when((F.char_length(s) <= 254) & one_at & local_ok & domain_ok, s.rlike(_EMAIL)).otherwise(False)
+    local, domain = F.substring_index(s, "@", 1), F.substring_index(s, "@", -1)
+    local_size, domain_size = F.char_length(local), F.char_length(domain)
+    # Exactly one `@`: the text before the first and after the last then make up the rest.
+    one_at = local_size + domain_size + 1 == F.char_length(s)
+    sizes = one_at & (local_size <= 64) & (domain_size <= 253)
+    general = F.when(sizes, domain.rlike("^" + _HOSTNAME) & local.rlike(_LOCAL)).otherwise(False)
+    # Most addresses have a local part of plain atom characters and dots, which always survives
+    # parseaddr: one regex decides those; the full grammar runs only for the rest. The total
+    # size comes first so that no regex meets a long string.
+    return F.when(F.char_length(s) <= 254, s.rlike(_PLAIN_EMAIL) | general).otherwise(False)
 
 
 def _is_ipv4(s: Column) -> Column:

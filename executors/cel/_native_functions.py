@@ -334,10 +334,7 @@ def macro(name: str, receiver: Term, var: str, body: Term) -> Term:
 
     def outcome(env: Env, x: Column) -> tuple[Column, Column, Column]:
         """(true, false, neither) for one element's predicate, never null."""
-        val = at(env, x)
-        ok = ~known(val.error)
-        is_true = ok & F.coalesce(val.value, F.lit(False))
-        is_false = ok & F.coalesce(~val.value, F.lit(False))
+        is_true, is_false = ops.truth(at(env, x))
         return is_true, is_false, ~(is_true | is_false)
 
     def failed(env: Env, array: Column) -> Column | None:
@@ -347,6 +344,10 @@ def macro(name: str, receiver: Term, var: str, body: Term) -> Term:
 
     def emit(env: Env) -> Val:
         array, receiver_error = items(env)
+        plain = body.type.kind == "bool" and not body.type.nullable and at(env, F.lit(None)).error is None
+        if plain and name in ("all", "exists"):
+            higher = F.forall if name == "all" else F.exists
+            return Val(higher(array, lambda x: at(env, x).value), receiver_error)
         if name in ("all", "exists"):
             # reduce with && (||): a deciding element wins over failing ones; otherwise any
             # non-boolean (an error, or null) makes the result non-boolean.

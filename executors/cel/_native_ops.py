@@ -304,21 +304,18 @@ def _collection_operator(symbol: str, left: Term, right: Term) -> Term:
     return Term(CelType("list", elem=elem), emit)
 
 
-def truthiness(term: Term) -> Any:
-    """For a boolean operand of && / || / ! / ?: — Columns (is true, is false), each never null."""
+def check_boolean(term: Term) -> None:
+    """Operands of && / || / ! / ?: must be booleans (or null) here; others leak Python truthiness."""
     if term.type.kind not in ("bool", "null"):
         raise Unsupported("a logical operator over a non-boolean")
 
-    def split(env: Env) -> tuple[Column, Column]:
-        from pyspark.sql import functions as F
 
-        val = term.emit(env)
-        ok = ~known(val.error)
-        if term.type.kind == "null":
-            return F.lit(False), F.lit(False)
-        return ok & F.coalesce(val.value, F.lit(False)), ok & F.coalesce(~val.value, F.lit(False))
+def truth(val: Val) -> tuple[Column, Column]:
+    """(is true, is false) of a boolean operand's Columns, each never null."""
+    from pyspark.sql import functions as F
 
-    return split
+    ok = ~known(val.error)
+    return ok & F.coalesce(val.value, F.lit(False)), ok & F.coalesce(~val.value, F.lit(False))
 
 
 def logical(conjunction: bool, left: Term, right: Term) -> Term:
@@ -327,14 +324,15 @@ def logical(conjunction: bool, left: Term, right: Term) -> Term:
     two non-booleans fail (cel-python's logical_and / logical_or)."""
     from pyspark.sql import functions as F
 
-    left_split, right_split = truthiness(left), truthiness(right)
+    check_boolean(left)
+    check_boolean(right)
     simple = all(t.type.kind == "bool" and not t.type.nullable for t in (left, right))
 
     def emit(env: Env) -> Val:
         a, b = left.emit(env), right.emit(env)
         if simple and a.error is None and b.error is None:
             return Val(a.value & b.value if conjunction else a.value | b.value)
-        (a_true, a_false), (b_true, b_false) = left_split(env), right_split(env)
+        (a_true, a_false), (b_true, b_false) = truth(a), truth(b)
         a_odd, b_odd = ~(a_true | a_false), ~(b_true | b_false)
         a_neutral, b_neutral = (a_true, b_true) if conjunction else (a_false, b_false)
         decisive = (a_false | b_false) if conjunction else (a_true | b_true)
@@ -349,13 +347,13 @@ def negate(operand: Term) -> Term:
     """`!x` on a boolean; anything else (null included) fails."""
     if operand.error:
         return operand
-    split = truthiness(operand)
+    check_boolean(operand)
 
     def emit(env: Env) -> Val:
         val = operand.emit(env)
         if operand.type.kind == "bool" and not operand.type.nullable and val.error is None:
             return Val(~val.value)
-        is_true, is_false = split(env)
+        is_true, is_false = truth(val)
         return Val(~val.value, ~(is_true | is_false))
 
     return Term(CelType("bool"), emit)
@@ -386,11 +384,11 @@ def ternary(condition: Term, then: Term, otherwise: Term) -> Term:
 
     if condition.error:
         return condition
-    split = truthiness(condition)
+    check_boolean(condition)
     result_type = _branch_type(then.type, otherwise.type)
 
     def emit(env: Env) -> Val:
-        is_true, is_false = split(env)
+        is_true, is_false = truth(condition.emit(env))
         a, b = then.emit(env), otherwise.emit(env)
         value = F.when(is_true, a.value).when(is_false, b.value)
         error = ~(is_true | is_false)

@@ -334,10 +334,16 @@ GUARDED = [
 
 TRANSFORMS = [
     "message",
+    "message.age > 30; message",
+    "message.id / 0 > 1; message",
+]
+
+# `age` is an Avro int: a CEL int written back needs the serializer's range check.
+FALLBACK_TRANSFORM = (
     "{'id': message.id + 1, 'age': message.age, 'score': message.score * 2.0, 'ratio': message.ratio,"
     " 'name': message.name + '!', 'nick': message.nick, 'email': message.email, 'ssn': message.ssn,"
     " 'active': !message.active, 'flag': message.flag, 'data': message.data, 'count': message.count,"
     " 'tags': message.tags, 'nums': message.nums, 'maybe': message.maybe, 'attrs': message.attrs,"
     " 'address': message.address, 'home': message.home, 'items': message.items,"
-    " 'created': message.created, 'born': message.born, 'amount': message.amount}",
-]
+    " 'created': message.created, 'born': message.born, 'amount': message.amount}"
+)
