@@ -112,7 +112,7 @@ def _condition(guard: Term | None, body: Term) -> Callable[[Column], NativeOutco
 
     def build(record: Column) -> NativeOutcome:
         env = {"message": record}
-        passed = _true(body.emit(env))
+        passed = _true(body.emit(env), body.type.nullable or body.type.kind == "null")
         if guard is None:
             return NativeOutcome(passed)
         # A guard that is not true passes the condition; a guard that fails fails the rule.
@@ -143,11 +143,11 @@ def _transform(guard: Term | None, body: Callable[[Env], Val]) -> Callable[[Colu
     return build
 
 
-def _true(val: Val) -> Column:
+def _true(val: Val, nullable: bool) -> Column:
     """A condition's outcome: true only for CEL true; false, null and errors fail."""
     from pyspark.sql import functions as F
 
-    value = F.coalesce(val.value, F.lit(False))
+    value = F.coalesce(val.value, F.lit(False)) if nullable else val.value
     return value if val.error is None else value & ~val.error
 
 

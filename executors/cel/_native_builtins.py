@@ -18,8 +18,10 @@ if TYPE_CHECKING:
     from pyspark.sql import Column
 
 # Java regex pieces. `\z` is the end of input: Java's `$` also matches before a final newline.
-_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-_HOSTNAME = rf"(?:{_LABEL}\.)*(?![0-9]+\.?\z){_LABEL}\.?\z"
+# A label: 1-63 letters, digits or hyphens, not starting or ending with a hyphen (possessive: a
+# label never contains the dot that follows it). The last label must not be all digits.
+_LABEL = r"(?!-)[A-Za-z0-9-]{1,63}+(?<!-)"
+_HOSTNAME = rf"(?!(?:[^.]*\.)*[0-9]+\.?\z){_LABEL}(?:\.{_LABEL})*\.?\z"
 # Characters Python's str.strip() removes: an atom made only of them is dropped by parseaddr.
 _PY_SPACE = r"\t\n\x0B\f\r\x1C-\x1F \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000"
 _ATOM_CHAR = r'[^()<>@,:;."\[\] \t\r\n]'
@@ -31,7 +33,7 @@ _SPACE_ATOM_CHAR = r"[\x0B\f\x1C-\x1F\x85\xA0\u1680\u2000-\u200A\u2028\u2029\u20
 _LAST_WORD = rf"(?:{_ATOM_CHAR}|{_QUOTED})*(?:{_QUOTED}|{_SOLID_CHAR}{_SPACE_ATOM_CHAR}*)"
 _PHRASE = rf"(?:(?:{_WORD}[ \t]+)*{_LAST_WORD})?"
 _LOCAL = rf"^{_PHRASE}(?:\.{_PHRASE})*\z"
-_PLAIN_EMAIL = rf"^(?=[^@]{{0,64}}@)[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~.-]*@{_HOSTNAME}"
+_PLAIN_EMAIL = rf"^[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~.-]*@{_HOSTNAME}"
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])"
 _IPV4 = rf"^(?:{_OCTET}\.){{3}}{_OCTET}\z"
 
@@ -74,7 +76,8 @@ def _is_email(s: Column) -> Column:
     # Most addresses have a local part of plain atom characters and dots, which always survives
     # parseaddr: one regex decides those; the full grammar runs only for the rest. The total
     # size comes first so that no regex meets a long string.
-    return F.when(F.char_length(s) <= 254, s.rlike(_PLAIN_EMAIL) | general).otherwise(False)
+    plain = (F.instr(s, "@") <= 65) & s.rlike(_PLAIN_EMAIL)
+    return F.when(F.char_length(s) <= 254, plain | general).otherwise(False)
 
 
 def _is_ipv4(s: Column) -> Column:

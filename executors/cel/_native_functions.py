@@ -24,6 +24,7 @@ from executors.cel._native_types import (
     error_term,
     known,
     literal_column,
+    reference_evaluate,
     spark_cel_type,
     spark_value,
 )
@@ -54,14 +55,9 @@ _DAY_MICROS = 86_400_000_000
 
 def fold(tree: Tree) -> Term:
     """A literal-only expression, evaluated once by cel-python: a constant or a constant failure."""
-    import celpy
-
-    environment = celpy.Environment()
     try:
-        value = environment.program(tree).evaluate({})
+        value = reference_evaluate(tree, {})
     except Exception:
-        return error_term()
-    if isinstance(value, Exception):
         return error_term()
     return constant_term(value)
 
@@ -278,9 +274,6 @@ def _checked(
     """A conversion; on a null operand cel-python's own answer (int(null) is 0, string(null) fails)."""
     from pyspark.sql import functions as F
 
-    if operand.type.nullable and name == "string":
-        # The reference replaces string() (Confluent's decimal-aware overload): no plain-celpy probe.
-        raise Unsupported("string() of a nullable value")
     on_null = ops.probe_expression(f"{name}(m.a)", "null") if operand.type.nullable else ops.FAILS
     if on_null is not ops.FAILS and on_null is not None:
         on_null_type = constant_type(on_null)

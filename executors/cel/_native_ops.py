@@ -26,6 +26,7 @@ from executors.cel._native_types import (
     any_error,
     error_term,
     known,
+    reference_evaluate,
 )
 
 if TYPE_CHECKING:
@@ -58,20 +59,18 @@ def probe(operator: str, left: str, right: str) -> Any:
 
 @lru_cache(maxsize=512)
 def probe_expression(text: str, *kinds: str) -> Any:
-    """cel-python's answer for `text` over `m.a` (and `m.b`) holding samples of the kinds.
+    """The reference's answer for `text` over `m.a` (and `m.b`) holding samples of the kinds.
 
     The samples sit in a map as record fields do: cel-python treats a null variable differently.
     """
     import celpy
 
-    environment = celpy.Environment()
+    from executors.cel._compiler import parse
+
+    fields = {celpy.celtypes.StringType(n): _sample(k) for n, k in zip("ab", kinds, strict=False)}
     try:
-        program = environment.program(environment.compile(text))
-        fields = {celpy.celtypes.StringType(n): _sample(k) for n, k in zip("ab", kinds, strict=False)}
-        result = program.evaluate({"m": celpy.celtypes.MapType(fields)})
+        result = reference_evaluate(parse(text), {"m": celpy.celtypes.MapType(fields)})
     except Exception:
-        return FAILS
-    if isinstance(result, Exception):
         return FAILS
     return bool(result) if isinstance(result, celpy.celtypes.BoolType) else result
 

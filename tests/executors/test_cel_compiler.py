@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import decimal
-import functools
 import math
 from typing import Any
 
@@ -16,7 +15,7 @@ from contracts.avro import avro_to_spark_value, parse_schema, struct_type
 from contracts.errors import ContractError
 from contracts.model import Rule, RuleKind, RuleMode
 from executors._protocol import BatchStep, NativeStep, RuleContext
-from executors.cel import CelExecutor
+from executors.cel import CelExecutor, _runtime
 from executors.cel._compiler import Unsupported, compile_expression, compile_rule
 from tests.executors import cel_corpus
 
@@ -112,25 +111,11 @@ BASE_RECORD: dict[str, Any] = {
 }
 
 
-@functools.cache
-def _reference_program(expr: str) -> Any:
-    import celpy
-    from confluent_kafka.schema_registry.rules.cel.cel_field_presence import InterpretedRunner
-    from confluent_kafka.schema_registry.rules.cel.extra_func import EXTRA_FUNCS
-
-    environment = celpy.Environment(runner_class=InterpretedRunner)
-    return environment.program(environment.compile(expr), functions=EXTRA_FUNCS)
-
-
 def _reference(expr: str, record: dict[str, Any]) -> tuple[str, Any]:
-    """cel-python's answer as the reference evaluates a CEL expression: ("error",) or ("value", v)."""
-    from confluent_kafka.schema_registry.rules.cel.cel_executor import msg_to_cel
-
+    """The runtime's value of an expression (no guard): ("error", None) or ("value", v)."""
     try:
-        result = _reference_program(expr).evaluate({"message": msg_to_cel(record)})
+        result = _runtime.compile_program(expr).body.evaluate({"message": _runtime.to_cel(record)})
     except Exception:
-        return ("error", None)
-    if isinstance(result, Exception):
         return ("error", None)
     return ("value", _plain(result))
 
@@ -263,7 +248,6 @@ def _context(expr: str, kind: RuleKind) -> RuleContext:
 
 
 def test_executor_compiles_natively_or_falls_back_per_rule() -> None:
-    pytest.importorskip("executors.cel._runtime")
     executor = CelExecutor()
     assert isinstance(executor.compile(_context("message.age > 0", RuleKind.CONDITION)), NativeStep)
     assert isinstance(executor.compile(_context("message.email.isUri()", RuleKind.CONDITION)), BatchStep)
@@ -283,30 +267,20 @@ def test_validators_equal_the_reference_on_tricky_strings(spark: Any, texts: lis
 
 
 def _reference_rule(expr: str, kind: RuleKind, record: dict[str, Any]) -> tuple[bool, Any]:
-    """The reference executor's rule outcome (SEMANTICS.md §3): passed, and the record after it."""
-    body = expr
-    if ";" in expr:
-        guard, body = expr.split(";", 1)
-        if guard.strip():
-            outcome, value = _reference(guard, record)
-            if outcome == "error":
-                return False, record
-            if not value:
-                return True, record
-    outcome, value = _reference(body, record)
-    if outcome == "error":
-        return False, record
+    """The runtime's rule outcome (SEMANTICS.md §3): passed, and the record after it."""
+    program = _runtime.compile_program(expr)
+    activation = {"message": _runtime.to_cel(record)}
     if kind is RuleKind.CONDITION:
-        return bool(value), record
-    return value is not None, value if value is not None else record
+        return program.condition(activation).passed, record
+    outcome = program.transform(activation, record)
+    return outcome.passed, outcome.value
 
 
 def _rule_disagreements(
     spark: Any, kind: RuleKind, rules: list[str], rows: list[dict[str, Any]]
 ) -> list[str]:
     """Each rule on each row natively and as the reference runs it; a transform's record compared as
-    the CEL values it holds (the reference hands dates on as CEL ints)."""
-    from confluent_kafka.schema_registry.rules.cel.cel_executor import msg_to_cel
+    CEL values (the runtime hands a date on as its CEL int)."""
     from pyspark.sql import functions as F
 
     from contracts.avro import spark_to_avro_value
@@ -324,8 +298,10 @@ def _rule_disagreements(
         for i, expr in enumerate(rules):
             passed, new = _reference_rule(expr, kind, record)
             changes = passed and kind is RuleKind.TRANSFORM
-            native_new = _plain(msg_to_cel(spark_to_avro_value(row[f"c{i}"]["v"], PARSED)))
-            if row[f"c{i}"]["p"] != passed or (changes and not _same(native_new, _plain(msg_to_cel(new)))):
+            native_new = _plain(_runtime.to_cel(spark_to_avro_value(row[f"c{i}"]["v"], PARSED)))
+            if row[f"c{i}"]["p"] != passed or (
+                changes and not _same(native_new, _plain(_runtime.to_cel(new)))
+            ):
                 problems.append(f"{expr!r}: native {row[f'c{i}']['p']} reference {passed} on {record!r}")
     return problems
 
@@ -348,7 +324,6 @@ def test_a_transform_with_narrowing_fields_falls_back() -> None:
 @settings(max_examples=3, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate])
 @given(rows=RECORD_LISTS)
 def test_fallback_rules_give_the_reference_answers_through_the_batch_step(rows: list[dict[str, Any]]) -> None:
-    pytest.importorskip("executors.cel._runtime")
     executor = CelExecutor()
     for expr in cel_corpus.FALLBACK:
         step = executor.compile(_context(expr, RuleKind.CONDITION))
