@@ -1,0 +1,231 @@
+"""The reference oracle: confluent-kafka 2.16.1's Avro serdes run a contract on records, one outcome each.
+
+The reference (SEMANTICS.md intro) is used only as an oracle: its AvroSerializer/AvroDeserializer on
+a mock registry, with its CEL, CEL_FIELD and JSONATA executors and its DlqAction (writing to a
+capturing producer) registered on a dedicated `RuleRegistry`. None of it is part of the project.
+
+Per record the outcome is one of
+
+- ``("record", record)``: the record as written (WRITE, read back from the serialized bytes) or as
+  read (READ);
+- ``("error", rule, message)``: the serde raised; `rule` names the rule whose action raised (None
+  when no rule did) and `message` is the cause's text;
+- ``("dlq", rule, topic, key, value, headers)``: the DLQ action sent the record to `topic` (and the
+  serde raised, as DLQ always does).
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import types
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import fastavro
+
+Headers = tuple[tuple[str, bytes | None], ...]
+RecordOutcome = tuple[Literal["record"], dict[str, Any]]
+ErrorOutcome = tuple[Literal["error"], str | None, str]
+DlqOutcome = tuple[Literal["dlq"], str, str, bytes | None, bytes | None, Headers]
+Outcome = RecordOutcome | ErrorOutcome | DlqOutcome
+
+PLAIN_VERSION_ID = 1
+"""On READ the records are written with a first version without rules, whose schema id is 1."""
+
+
+@dataclass(frozen=True)
+class Contract:
+    """A subject's registered contract: Avro schema, metadata and domain rules (registry JSON)."""
+
+    schema: Mapping[str, Any]
+    domain_rules: Sequence[Mapping[str, Any]] = ()
+    metadata: Mapping[str, Any] | None = None
+
+    @property
+    def schema_text(self) -> str:
+        return json.dumps(self.schema)
+
+    def payload(self) -> dict[str, Any]:
+        """The registry's register payload for this contract."""
+        payload: dict[str, Any] = {
+            "schemaType": "AVRO",
+            "schema": self.schema_text,
+            "ruleSet": {"domainRules": [dict(rule) for rule in self.domain_rules]},
+        }
+        if self.metadata is not None:
+            payload["metadata"] = dict(self.metadata)
+        return payload
+
+    def plain_payload(self) -> dict[str, Any]:
+        """The same schema without metadata or rules: the version READ records are written with."""
+        return {"schemaType": "AVRO", "schema": self.schema_text}
+
+    def parsed(self) -> Any:
+        return fastavro.parse_schema(json.loads(self.schema_text))
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    """A record as it arrives: its value (an Avro-shaped dict), Kafka key and headers."""
+
+    value: Mapping[str, Any]
+    key: bytes | None = None
+    headers: Headers = field(default_factory=tuple)
+
+
+@dataclass
+class CapturingProducer:
+    """Stands in for the DLQ action's Kafka producer: keeps what it is asked to send."""
+
+    sent: list[tuple[str, bytes | None, bytes | None, Headers]] = field(default_factory=list)
+
+    def produce(
+        self,
+        topic: str,
+        key: bytes | None = None,
+        value: bytes | None = None,
+        headers: Sequence[tuple[str, bytes | None]] | None = None,
+        on_delivery: Any = None,
+    ) -> None:
+        self.sent.append((topic, key, value, tuple(headers or ())))
+
+    def poll(self, timeout: float = 0) -> int:
+        return 0
+
+    def flush(self, timeout: float | None = None) -> int:
+        return 0
+
+
+def reference_outcomes(
+    contract: Contract, mode: str, records: Sequence[SourceRecord], subject: str, topic: str
+) -> list[Outcome]:
+    """Run `contract`'s `mode` (WRITE or READ) rules on each record with the reference serdes."""
+    from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+
+    client = SchemaRegistryClient.new_client({"url": "mock://x"})
+    producer = CapturingProducer()
+    rule_registry = _rule_registry(producer)
+    if mode == "WRITE":
+        client.register_schema(subject, Schema.from_dict(contract.payload()))
+        run = _writer(client, rule_registry, contract, subject, topic)
+    elif mode == "READ":
+        plain = Schema.from_dict(contract.plain_payload())
+        assert client.register_schema(subject, plain) == PLAIN_VERSION_ID
+        client.register_schema(subject, Schema.from_dict(contract.payload()))
+        run = _reader(client, rule_registry, plain, subject, topic)
+    else:
+        raise ValueError(f"mode must be WRITE or READ, not {mode!r}")
+    outcomes: list[Outcome] = []
+    for record in records:
+        producer.sent.clear()
+        outcomes.append(_outcome(run, record, producer))
+    return outcomes
+
+
+def encode(contract: Contract, value: Mapping[str, Any], schema_id: int = PLAIN_VERSION_ID) -> bytes:
+    """`value` in Confluent framing with `schema_id`, as a rule-less serializer writes it."""
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, contract.parsed(), dict(value))
+    return b"\x00" + schema_id.to_bytes(4, "big") + out.getvalue()
+
+
+def decode(contract: Contract, framed: bytes) -> dict[str, Any]:
+    """The record in Confluent-framed bytes, read with the contract's schema."""
+    return fastavro.schemaless_reader(io.BytesIO(framed[5:]), contract.parsed())
+
+
+def _rule_registry(producer: CapturingProducer) -> Any:
+    from confluent_kafka.schema_registry.rule_registry import RuleRegistry
+    from confluent_kafka.schema_registry.rules.cel.cel_executor import CelExecutor
+    from confluent_kafka.schema_registry.rules.cel.cel_field_executor import CelFieldExecutor
+    from confluent_kafka.schema_registry.rules.dlq.dlq_action import DlqAction
+    from confluent_kafka.schema_registry.rules.jsonata.jsonata_executor import JsonataExecutor
+
+    registry = RuleRegistry()
+    for executor in (CelExecutor(), CelFieldExecutor(), JsonataExecutor()):
+        registry.register_executor(executor)
+    registry.register_action(DlqAction({"producer": producer}))
+    return registry
+
+
+def _writer(client: Any, rule_registry: Any, contract: Contract, subject: str, topic: str) -> Any:
+    """record → ("record", written record), running WRITE rules of the subject's latest version."""
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.schema_registry.common.serde import set_original_key
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    serializer = AvroSerializer(
+        client,
+        None,
+        conf={"auto.register.schemas": False, "use.latest.version": True},
+        rule_registry=rule_registry,
+    )
+
+    def run(record: SourceRecord) -> RecordOutcome:
+        # A key serializer of this client would have left the key for the value's DLQ record.
+        set_original_key(record.key)
+        ctx = SerializationContext(topic, MessageField.VALUE, list(record.headers))
+        written = serializer(_in_schema_order(contract, record.value), ctx)
+        assert written is not None
+        return ("record", decode(contract, written))
+
+    return run
+
+
+def _reader(client: Any, rule_registry: Any, plain: Any, subject: str, topic: str) -> Any:
+    """record → ("record", read record): written with the rule-less version, read with the latest."""
+    from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+    from confluent_kafka.schema_registry.common.serde import set_original_key
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    serializer = AvroSerializer(client, plain, conf={"auto.register.schemas": False})
+    deserializer = AvroDeserializer(client, conf={"use.latest.version": True}, rule_registry=rule_registry)
+
+    def run(record: SourceRecord) -> RecordOutcome:
+        ctx = SerializationContext(topic, MessageField.VALUE, list(record.headers))
+        data = serializer(copy.deepcopy(dict(record.value)), ctx)
+        # A key deserializer of this client would have left the raw key bytes for the DLQ record.
+        set_original_key(record.key)
+        read = deserializer(data, ctx)
+        assert isinstance(read, dict)
+        return ("record", read)
+
+    return run
+
+
+def _outcome(run: Any, record: SourceRecord, producer: CapturingProducer) -> Outcome:
+    try:
+        return run(record)
+    except Exception as error:  # the reference raises SerializationError, RuleError, ValueError, …
+        if producer.sent:
+            (topic, key, value, headers) = producer.sent[-1]
+            return ("dlq", _header(headers, "__rule.name"), topic, key, value, headers)
+        cause = error.__cause__ if error.__cause__ is not None else error
+        return ("error", _failed_rule(error.__traceback__), str(cause))
+
+
+def _header(headers: Headers, name: str) -> str:
+    value = dict(headers)[name]
+    assert value is not None
+    return value.decode("utf-8")
+
+
+def _failed_rule(traceback: types.TracebackType | None) -> str | None:
+    """The rule whose action raised: the `rule` of the serde's `_run_action` frame, if any."""
+    rule = None
+    while traceback is not None:
+        frame = traceback.tb_frame
+        if frame.f_code.co_name == "_run_action" and "rule" in frame.f_locals:
+            rule = frame.f_locals["rule"].name
+        traceback = traceback.tb_next
+    return rule
+
+
+def _in_schema_order(contract: Contract, value: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of the record with its fields in schema order, as a DataFrame row has them
+    (the WRITE-side DLQ value is the record's JSON, whose key order follows the dict's)."""
+    names = [f["name"] for f in contract.schema["fields"]]
+    return {name: copy.deepcopy(value[name]) for name in names if name in value}
