@@ -125,11 +125,18 @@ def reference_outcomes(
     return outcomes
 
 
-def encode(contract: Contract, value: Mapping[str, Any], schema_id: int = PLAIN_VERSION_ID) -> bytes:
-    """`value` in Confluent framing with `schema_id`, as a rule-less serializer writes it."""
-    out = io.BytesIO()
-    fastavro.schemaless_writer(out, contract.parsed(), dict(value))
-    return b"\x00" + schema_id.to_bytes(4, "big") + out.getvalue()
+def written_by_reference(
+    contract: Contract, records: Sequence[SourceRecord], subject: str, topic: str
+) -> list[bytes]:
+    """The records as the reference serializer writes them with the contract's rule-less first
+    version (schema id 1): the input of READ on both sides."""
+    from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+
+    client = SchemaRegistryClient.new_client({"url": "mock://x"})
+    plain = Schema.from_dict(contract.plain_payload())
+    assert client.register_schema(subject, plain) == PLAIN_VERSION_ID
+    write = _plain_writer(client, plain, topic)
+    return [write(record) for record in records]
 
 
 def decode(contract: Contract, framed: bytes) -> dict[str, Any]:
@@ -177,16 +184,16 @@ def _writer(client: Any, rule_registry: Any, contract: Contract, subject: str, t
 
 def _reader(client: Any, rule_registry: Any, plain: Any, subject: str, topic: str) -> Any:
     """record → ("record", read record): written with the rule-less version, read with the latest."""
-    from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
     from confluent_kafka.schema_registry.common.serde import set_original_key
     from confluent_kafka.serialization import MessageField, SerializationContext
 
-    serializer = AvroSerializer(client, plain, conf={"auto.register.schemas": False})
+    write = _plain_writer(client, plain, topic)
     deserializer = AvroDeserializer(client, conf={"use.latest.version": True}, rule_registry=rule_registry)
 
     def run(record: SourceRecord) -> RecordOutcome:
+        data = write(record)
         ctx = SerializationContext(topic, MessageField.VALUE, list(record.headers))
-        data = serializer(copy.deepcopy(dict(record.value)), ctx)
         # A key deserializer of this client would have left the raw key bytes for the DLQ record.
         set_original_key(record.key)
         read = deserializer(data, ctx)
@@ -194,6 +201,21 @@ def _reader(client: Any, rule_registry: Any, plain: Any, subject: str, topic: st
         return ("record", read)
 
     return run
+
+
+def _plain_writer(client: Any, plain: Any, topic: str) -> Any:
+    """record → its bytes, written by the reference serializer with the registered rule-less version."""
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    serializer = AvroSerializer(client, plain, conf={"auto.register.schemas": False})
+
+    def write(record: SourceRecord) -> bytes:
+        data = serializer(copy.deepcopy(dict(record.value)), SerializationContext(topic, MessageField.VALUE))
+        assert data is not None
+        return data
+
+    return write
 
 
 def _outcome(run: Any, record: SourceRecord, producer: CapturingProducer) -> Outcome:

@@ -1,0 +1,478 @@
+"""The parity corpus: contracts and records run through the reference and our engine (issue 3).
+
+Each case is one contract, a mode (WRITE or READ) and a record set. The test requires the same
+per-record outcome from both, except where a case carries a `Difference`: behaviour SEMANTICS.md
+documents as ours on purpose, with the outcome we expect instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from reference_oracle import Contract, Outcome, SourceRecord
+
+SUBJECT = "users-value"
+TOPIC = "users"
+
+USER: dict[str, Any] = {
+    "type": "record",
+    "name": "User",
+    "namespace": "com.acme",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "name", "type": "string"},
+        {"name": "email", "type": ["null", "string"], "default": None},
+        {"name": "age", "type": "int"},
+        {"name": "score", "type": "double"},
+        {"name": "active", "type": "boolean"},
+        {"name": "data", "type": "bytes"},
+        {"name": "ssn", "type": "string", "confluent:tags": ["PII"]},
+        {"name": "tags", "type": {"type": "array", "items": "string"}},
+        {"name": "attrs", "type": {"type": "map", "values": "string"}},
+        {
+            "name": "address",
+            "type": {
+                "type": "record",
+                "name": "Address",
+                "fields": [
+                    {"name": "city", "type": "string"},
+                    {"name": "zip", "type": ["null", "string"], "default": None},
+                ],
+            },
+        },
+    ],
+}
+
+ITEM: dict[str, Any] = {
+    "type": "record",
+    "name": "Item",
+    "fields": [
+        {"name": "sku", "type": "string"},
+        {"name": "qty", "type": "int"},
+        {"name": "note", "type": ["null", "string"], "default": None},
+    ],
+}
+
+HOST: dict[str, Any] = {
+    "type": "record",
+    "name": "Host",
+    "fields": [
+        {"name": "host", "type": "string"},
+        {"name": "ip", "type": "string"},
+        {"name": "uri", "type": "string"},
+        {"name": "uuid", "type": "string"},
+    ],
+}
+
+
+def user(id: int, **fields: Any) -> dict[str, Any]:
+    """A valid User record; `fields` override its defaults."""
+    record: dict[str, Any] = {
+        "id": id,
+        "name": "ann",
+        "email": "ann@example.com",
+        "age": 30,
+        "score": 2.5,
+        "active": True,
+        "data": b"abc",
+        "ssn": "123456789",
+        "tags": ["a", "bb"],
+        "attrs": {"tier": "gold"},
+        "address": {"city": "Paris", "zip": "75001"},
+    }
+    unknown = set(fields) - set(record)
+    assert not unknown, unknown
+    return {**record, **fields}
+
+
+USERS = (
+    user(1),
+    user(2, name="bob", email=None, age=-1, score=0.0, active=False, data=b"", tags=[], attrs={}),
+    user(3, name="", email="not-an-email", age=0, score=-1.5, tags=["vip"], attrs={"tier": "silver"}),
+    user(4, name="dan", age=17, ssn="12345", address={"city": "Lyon", "zip": None}),
+    user(5, name="eve", email="eve@example.org", age=65, score=1e9, data=b"\x00\xff", tags=["x", "vip"]),
+)
+
+ITEMS = (
+    {"sku": "a1", "qty": 1, "note": None},
+    {"sku": "b2", "qty": 0, "note": "gift"},
+    {"sku": "", "qty": -3, "note": ""},
+)
+
+HOSTS = (
+    {
+        "host": "example.com",
+        "ip": "10.0.0.1",
+        "uri": "https://example.com/a",
+        "uuid": "123e4567-e89b-12d3-a456-426614174000",
+    },
+    {"host": "-bad-.com", "ip": "::1", "uri": "example.com", "uuid": "not-a-uuid"},
+    {"host": "a.b.c", "ip": "256.1.1.1", "uri": "mailto:x@y.z", "uuid": "123E4567E89B12D3A456426614174000"},
+)
+
+
+def rule(name: str, expr: str | None, **fields: Any) -> dict[str, Any]:
+    """A CEL CONDITION in WRITE mode; `fields` (registry JSON keys) override any part of it."""
+    return {"name": name, "kind": "CONDITION", "type": "CEL", "mode": "WRITE", "expr": expr, **fields}
+
+
+def transform(name: str, expr: str, **fields: Any) -> dict[str, Any]:
+    """A CEL TRANSFORM in WRITE mode; `fields` override any part of it."""
+    return rule(name, expr, kind="TRANSFORM", **fields)
+
+
+def dlq(topic: str, **fields: Any) -> dict[str, Any]:
+    """Rule fields for onFailure DLQ to `topic` (the rule's `dlq.topic` param)."""
+    return {"onFailure": "DLQ", "params": {"dlq.topic": topic}, **fields}
+
+
+def suffix_item(name: str, text: str, **fields: Any) -> dict[str, Any]:
+    """A TRANSFORM appending `text` to an Item's sku: the order of two of them shows in the result."""
+    expr = "{'sku': message.sku + '" + text + "', 'qty': message.qty, 'note': message.note}"
+    return transform(name, expr, **fields)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A documented, intended difference: why (one line, citing SEMANTICS.md) and our outcomes."""
+
+    reason: str
+    ours: Callable[[list[Outcome]], list[Outcome]]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One contract, mode and record set: the unit of the parity test."""
+
+    id: str
+    mode: Literal["WRITE", "READ"]
+    contract: Contract
+    records: tuple[SourceRecord, ...]
+    difference: Difference | None = None
+    xfail: str | None = None
+    requires: str | None = field(default=None)
+    """A module that must be importable (an executor still landing); the case is skipped until then."""
+
+
+def case(
+    id: str,
+    rules: list[dict[str, Any]],
+    records: tuple[Mapping[str, Any], ...] = USERS,
+    *,
+    mode: Literal["WRITE", "READ"] = "WRITE",
+    schema: dict[str, Any] = USER,
+    metadata: dict[str, Any] | None = None,
+    keys: Mapping[int, bytes] | None = None,
+    **options: Any,
+) -> Case:
+    """A case over `records` (as SourceRecords, with `keys` by index) and a contract of `rules`."""
+    sources = tuple(SourceRecord(dict(value), (keys or {}).get(i)) for i, value in enumerate(records))
+    return Case(id, mode, Contract(schema, tuple(rules), metadata), sources, **options)
+
+
+def both_modes(base: Case) -> list[Case]:
+    """The case as given (WRITE) and the same contract on READ, for WRITEREAD rules."""
+    return [replace(base, id=f"{base.id}-write"), replace(base, id=f"{base.id}-read", mode="READ")]
+
+
+CEL_CONDITIONS = [
+    case("int-comparison-error-by-default", [rule("adult", "message.age >= 18")]),
+    case(
+        "failed-condition-with-none-keeps-the-record", [rule("adult", "message.age >= 18", onFailure="NONE")]
+    ),
+    case("failed-condition-to-dlq-topic-param", [rule("adult", "message.age >= 18", **dlq("minors"))]),
+    case(
+        "dlq-topic-from-metadata-property",
+        [rule("adult", "message.age >= 18", onFailure="DLQ")],
+        metadata={"properties": {"dlq.topic": "meta-minors", "owner": "team-a"}},
+    ),
+    case(
+        "dlq-topic-param-wins-over-metadata",
+        [rule("adult", "message.age >= 18", **dlq("param-minors"))],
+        metadata={"properties": {"dlq.topic": "meta-minors"}},
+    ),
+    case(
+        "doc-is-the-failure-reason", [rule("adult", "message.age >= 18", doc="must be an adult", **dlq("m"))]
+    ),
+    case(
+        "double-comparison", [rule("scored", "message.score > 1.0 && message.score < 1e8", **dlq("scores"))]
+    ),
+    case("int-and-double-arithmetic", [rule("mixed", "double(message.age) * 0.5 >= 8.5", **dlq("ages"))]),
+    case("int-division-by-zero-is-a-failure", [rule("ratio", "100 / message.age > 1", **dlq("ratios"))]),
+    case(
+        "evaluation-error-with-none-keeps-the-record",
+        [
+            rule("ratio", "100 / message.age > 1", onFailure="NONE"),
+            rule("named", "message.name != ''", **dlq("n")),
+        ],
+    ),
+    case("nullable-field-compared-to-null", [rule("hasEmail", "message.email != null", **dlq("no-email"))]),
+    case(
+        "null-field-in-an-operation-is-a-failure",
+        [rule("dotCom", "message.email.endsWith('.com')", **dlq("emails"))],
+    ),
+    case(
+        "string-functions",
+        [rule("nameOk", "size(message.name) >= 3 && message.name.matches('^[a-e]')", **dlq("names"))],
+    ),
+    case("string-contains-and-concat", [rule("ssnOk", "(message.ssn + 'x').contains('789x')", **dlq("ssn"))]),
+    case(
+        "bytes-size-and-literal",
+        [rule("dataOk", "size(message.data) == 3 && message.data == b'abc'", **dlq("b"))],
+    ),
+    case("boolean-field", [rule("isActive", "message.active", **dlq("inactive"))]),
+    case(
+        "nested-record-fields",
+        [rule("inParis", "message.address.city == 'Paris' && message.address.zip != null", **dlq("geo"))],
+    ),
+    case(
+        "array-macros",
+        [rule("tagsOk", "message.tags.all(t, size(t) >= 1) && size(message.tags) > 0", **dlq("t"))],
+    ),
+    case(
+        "array-membership-and-exists",
+        [rule("vip", "'vip' in message.tags || message.tags.exists(t, t == 'a')", **dlq("v"))],
+    ),
+    case(
+        "map-key-presence",
+        [rule("gold", "'tier' in message.attrs && message.attrs['tier'] == 'gold'", **dlq("m"))],
+    ),
+    case("missing-map-key-is-a-failure", [rule("gold", "message.attrs['tier'] == 'gold'", **dlq("m"))]),
+    case(
+        "is-email-builtin", [rule("emailOk", "message.email != null && message.email.isEmail()", **dlq("e"))]
+    ),
+    case(
+        "host-ip-uri-uuid-builtins",
+        [
+            rule("hostOk", "message.host.isHostname()", onFailure="NONE"),
+            rule("ipOk", "message.ip.isIpv4() || message.ip.isIpv6()", **dlq("ips")),
+            rule("uriOk", "message.uri.isUri()", **dlq("uris")),
+            rule("uuidOk", "message.uuid.isUuid()", **dlq("uuids")),
+        ],
+        HOSTS,
+        schema=HOST,
+    ),
+    case(
+        "guard-false-passes-the-condition",
+        [rule("adult", "message.email != null; message.age >= 18", **dlq("g"))],
+    ),
+    case("error-in-the-guard-is-a-failure", [rule("adult", "100 / message.age > 0; true", **dlq("g"))]),
+    case("non-boolean-result-is-tested-for-truth", [rule("named", "message.name", **dlq("truthy"))]),
+]
+
+CEL_TRANSFORMS = [
+    case(
+        "transform-replaces-the-record",
+        [suffix_item("bang", "!")],
+        ITEMS,
+        schema=ITEM,
+    ),
+    case(
+        "transform-guard-false-keeps-the-record",
+        [transform("bang", "message.qty > 0; " + suffix_item("bang", "!")["expr"])],
+        ITEMS,
+        schema=ITEM,
+    ),
+    case(
+        "transform-null-result-with-none-keeps-the-record",
+        [transform("nothing", "null", onFailure="NONE"), suffix_item("bang", "!")],
+        ITEMS,
+        schema=ITEM,
+    ),
+    case(
+        "transform-evaluation-error-to-dlq",
+        [
+            transform(
+                "div", "{'sku': message.sku, 'qty': 10 / message.qty, 'note': message.note}", **dlq("div")
+            )
+        ],
+        ITEMS,
+        schema=ITEM,
+    ),
+    case(
+        "transform-feeds-the-next-condition",
+        [suffix_item("bang", "!"), rule("banged", "message.sku.endsWith('1!')", **dlq("b"))],
+        ITEMS,
+        schema=ITEM,
+    ),
+    case(
+        "transform-result-not-fitting-the-schema-is-an-error",
+        [transform("stringly", "{'sku': message.sku, 'qty': string(message.qty), 'note': message.note}")],
+        ITEMS[:1],
+        schema=ITEM,
+    ),
+    case(
+        "write-transforms-run-in-order",
+        [suffix_item("addA", "a"), suffix_item("addB", "b")],
+        ITEMS,
+        schema=ITEM,
+    ),
+    case(
+        "read-transforms-run-in-reverse-order",
+        [suffix_item("addA", "a", mode="WRITEREAD"), suffix_item("addB", "b", mode="READ")],
+        ITEMS,
+        schema=ITEM,
+        mode="READ",
+    ),
+    case(
+        "read-condition-sees-the-later-transform",
+        [
+            rule("banged", "message.sku.endsWith('!')", mode="READ", **dlq("r")),
+            suffix_item("bang", "!", mode="READ"),
+        ],
+        ITEMS,
+        schema=ITEM,
+        mode="READ",
+    ),
+]
+
+ACTIONS = [
+    case(
+        "on-success-dlq",
+        [rule("adult", "message.age >= 18", onSuccess="DLQ", onFailure="NONE", params={"dlq.topic": "ok"})],
+    ),
+    case("on-success-error", [rule("minor", "message.age < 18", onSuccess="ERROR", onFailure="NONE")]),
+    case("explicit-none-both-ways", [rule("adult", "message.age >= 18", onSuccess="NONE", onFailure="NONE")]),
+    *both_modes(
+        case(
+            "pair-dlq-then-none",
+            [rule("adult", "message.age >= 18", mode="WRITEREAD", **dlq("m", onFailure="DLQ,NONE"))],
+        )
+    ),
+    *both_modes(
+        case(
+            "pair-none-then-dlq",
+            [rule("adult", "message.age >= 18", mode="WRITEREAD", **dlq("m", onFailure="NONE,DLQ"))],
+        )
+    ),
+    *both_modes(
+        case(
+            "pair-error-then-dlq",
+            [rule("adult", "message.age >= 18", mode="WRITEREAD", **dlq("m", onFailure="ERROR,DLQ"))],
+        )
+    ),
+    case(
+        "pair-on-a-write-rule-is-one-action-name", [rule("adult", "message.age >= 18", onFailure="NONE,DLQ")]
+    ),
+    case(
+        "disabled-rule-is-skipped",
+        [rule("never", "false", disabled=True), rule("adult", "message.age >= 0", **dlq("d"))],
+    ),
+    case(
+        "first-failing-rule-wins-on-write",
+        [
+            rule("adult", "message.age >= 18", **dlq("first")),
+            rule("named", "message.name != ''", **dlq("second")),
+        ],
+    ),
+    case(
+        "read-runs-rules-in-reverse-order",
+        [
+            rule("adult", "message.age >= 18", mode="READ", **dlq("first")),
+            rule("named", "message.name != 'dan'", mode="WRITEREAD", **dlq("second")),
+        ],
+        mode="READ",
+    ),
+    case(
+        "rules-of-the-other-mode-do-not-run",
+        [rule("readOnly", "false", mode="READ"), rule("adult", "message.age >= 18", **dlq("w"))],
+    ),
+    case(
+        "unknown-rule-type-with-none-skips-the-rest",
+        [rule("mystery", None, type="NOPE", onFailure="NONE"), rule("rejectAll", "false", **dlq("all"))],
+    ),
+    case("unknown-rule-type-fails-by-default", [rule("mystery", None, type="NOPE")], USERS[:1]),
+    case("unknown-rule-type-to-dlq", [rule("mystery", "x", type="NOPE", **dlq("unknown"))], USERS[:2]),
+    case(
+        "dlq-records-carry-the-key-and-headers-on-write",
+        [rule("adult", "message.age >= 18", **dlq("keyed"))],
+        keys={1: b"k-bob", 3: b"k-dan"},
+    ),
+    case(
+        "dlq-records-carry-the-original-bytes-on-read",
+        [rule("adult", "message.age >= 18", mode="READ", **dlq("keyed"))],
+        keys={1: b"k-bob", 3: b"k-dan"},
+        mode="READ",
+    ),
+    case(
+        "read-conditions-on-nested-and-collections",
+        [
+            rule("inParis", "message.address.city == 'Paris'", mode="READ", onFailure="NONE"),
+            rule("gold", "message.attrs['tier'] == 'gold'", mode="READ", **dlq("gold")),
+            rule("emailOk", "message.email != null; message.email.isEmail()", mode="READ", **dlq("email")),
+        ],
+        mode="READ",
+    ),
+]
+
+CEL_FIELD = [
+    case(
+        "cel-field-transform-on-tagged-fields",
+        [transform("mask", "'XXX'", type="CEL_FIELD", tags=["PII"])],
+    ),
+    case(
+        "cel-field-condition-on-metadata-tags",
+        [rule("short", "size(value) <= 3", type="CEL_FIELD", tags=["PRIVATE"], **dlq("long"))],
+        metadata={"tags": {"com.acme.User.name": ["PRIVATE"], "**.city": ["PRIVATE"]}},
+    ),
+    case(
+        "cel-field-guard-on-type-name",
+        [transform("bang", "typeName == 'STRING' ; value + '!'", type="CEL_FIELD")],
+        ITEMS,
+        schema=ITEM,
+    ),
+    case(
+        "cel-field-null-is-visited",
+        [rule("noNull", "typeName != 'NULL'", type="CEL_FIELD", **dlq("nulls"))],
+        ITEMS,
+        schema=ITEM,
+    ),
+    case(
+        "cel-field-read-transform",
+        [transform("mask", "name == 'ssn' ; 'XXX'", type="CEL_FIELD", mode="READ")],
+        mode="READ",
+    ),
+    case(
+        "cel-field-same-tag-transforms-first-on-write",
+        [
+            transform("maskA", "'AAA'", type="CEL_FIELD", tags=["PII"]),
+            transform("maskB", "'BBB'", type="CEL_FIELD", tags=["PII"]),
+        ],
+    ),
+]
+
+JSONATA = [
+    case(
+        "jsonata-transform",
+        [transform("upper", "$merge([$, {'sku': $uppercase(sku)}])", type="JSONATA")],
+        ITEMS,
+        schema=ITEM,
+        requires="executors.jsonata",
+    ),
+    case(
+        "jsonata-condition",
+        [rule("positive", "qty > 0", type="JSONATA", **dlq("qty"))],
+        ITEMS,
+        schema=ITEM,
+        requires="executors.jsonata",
+    ),
+    case(
+        "jsonata-undefined-result-is-a-failure",
+        [rule("noted", "note", type="JSONATA", **dlq("notes"))],
+        ITEMS,
+        schema=ITEM,
+        requires="executors.jsonata",
+    ),
+    case(
+        "jsonata-read-transform",
+        [transform("tagged", "$merge([$, {'note': 'read'}])", type="JSONATA", mode="READ")],
+        ITEMS,
+        schema=ITEM,
+        mode="READ",
+        requires="executors.jsonata",
+    ),
+]
+
+CASES: list[Case] = [*CEL_CONDITIONS, *CEL_TRANSFORMS, *ACTIONS, *CEL_FIELD, *JSONATA]
