@@ -18,9 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from actions.local_topic import LocalTopicSink
-from contracts import DataContract, LocalRegistry, Schema, avro
 from parity_corpus import CASES, SUBJECT, TOPIC, Case
 from reference_oracle import (
     PLAIN_VERSION_ID,
@@ -30,6 +27,9 @@ from reference_oracle import (
     reference_outcomes,
     written_by_reference,
 )
+
+from actions.local_topic import LocalTopicSink
+from contracts import DataContract, LocalRegistry, Schema, avro
 
 ROW_HEADER = "row"
 """Every record carries its index in this header, so its DLQ record can be told apart."""
@@ -130,13 +130,16 @@ class _Engine:
             record_type = avro.struct_type(self.parsed)
             values = [avro.avro_to_spark_value(dict(record.value), self.parsed) for record in records]
             df = self.spark.createDataFrame(
-                [(*(value[f.name] for f in record_type.fields), *row) for value, row in zip(values, rows)],
+                [
+                    (*(value[f.name] for f in record_type.fields), *row)
+                    for value, row in zip(values, rows, strict=True)
+                ],
                 StructType([*record_type.fields, *kafka]),
             )
             return self.contract.serialize(df).select("row", "value")
         framed = written_by_reference(self.case.contract, records, SUBJECT, TOPIC)
         df = self.spark.createDataFrame(
-            [(value, *row) for value, row in zip(framed, rows)],
+            [(value, *row) for value, row in zip(framed, rows, strict=True)],
             StructType([StructField("value", BinaryType()), *kafka]),
         )
         return self.contract.deserialize(df, key_col="key")
