@@ -162,7 +162,7 @@ def act(rule: PlannedRule, record: Any, passed: bool, reason: str | None) -> dic
             mode=rule.ctx.mode.value,
         )
     if action.effect is Effect.REJECT:
-        return rule.status(action, why or f"Rule failed: {rule.rule.name}")
+        return rule.status(action, why)
     return None
 
 

@@ -95,7 +95,7 @@ class PlannedRule:
             RuleError(reason, subject=ctx.subject, version=ctx.version, rule=self.rule.name, mode=ctx.mode)
         )
 
-    def status(self, action: ActionPlan, reason: str) -> dict[str, Any]:
+    def status(self, action: ActionPlan, reason: str | None) -> dict[str, Any]:
         """The `_contract` value for a row this rule rejected."""
         ctx = self.ctx
         return {
@@ -284,7 +284,7 @@ def _native_status(rule: PlannedRule, outcome: Column) -> Column:
                 status
             )
         elif action.effect is Effect.REJECT:
-            value = rule.status(action, why or f"Rule failed: {rule.rule.name}")
+            value = rule.status(action, why)
             status = F.when(fired, _status_literal(value)).otherwise(status)
     # `fired` is null for rows already rejected, so `when` leaves their status as it was.
     return status
