@@ -289,6 +289,7 @@ class DataContract:
         return DlqLayout(
             record_column=ORIGINAL if plan.has_transforms else RECORD,
             schema=self.target.avro_schema,
+            key_column=_present(df, "key"),
             headers_column=_present(df, "headers"),
             topic_column=_present(df, "topic"),
         )
