@@ -137,8 +137,7 @@ class _Engine:
             StructField("row", IntegerType()),
         ]
         rows = [
-            (record.key, TOPIC, [list(h) for h in record.headers], int(record.headers[0][1] or b""))
-            for record in records
+            (record.key, TOPIC, list(record.headers), int(record.headers[0][1] or b"")) for record in records
         ]
         if self.case.mode == "WRITE":
             record_type = avro.struct_type(self.parsed)
