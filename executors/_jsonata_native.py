@@ -202,7 +202,11 @@ def _merge(node: Any, scope: Scope) -> Entries:
     for item in array.expressions:
         if plain(item).type == "unary" and item.value == "[":
             raise Unsupported("nested array")
-        merged.update(_object(item, scope) or {})
+        for name, value in (_object(item, scope) or {}).items():
+            if name in merged and value.missing is not False:
+                # An undefined value leaves the earlier one in place: a per-row choice of kinds.
+                raise Unsupported(f"key {name} possibly undefined over an earlier value")
+            merged[name] = value
     return merged
 
 
@@ -298,9 +302,9 @@ def _integer(value: Value, target: DataType) -> tuple[Any, Column]:
         return fits, F.when(fits, value.column.cast(target))
     if value.numeric == "auto":
         number = value.column.cast("double")
-        # An integral double in range, compared as doubles: 2**63 itself is already out of range.
+        # An integral double in range (floor would overflow to long under ANSI); 2**63 is out of range.
         upper = number < F.lit(float(high)) if high == 2**63 else number <= F.lit(float(high))
-        fits = (number == F.floor(number)) & (number >= F.lit(float(low))) & upper
+        fits = (number % F.lit(1.0) == F.lit(0.0)) & (number >= F.lit(float(low))) & upper
         return fits, F.when(fits, number.cast(target))
     raise Unsupported("a float into an integer field always fails")
 

@@ -44,7 +44,7 @@ class _StandIn:
         return self
 
     __and__ = __rand__ = __or__ = __ror__ = __invert__ = __neg__ = _operator
-    __add__ = __sub__ = __mul__ = __truediv__ = _operator
+    __add__ = __sub__ = __mul__ = __truediv__ = __mod__ = _operator
     __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _operator  # type: ignore[assignment]
     __hash__ = object.__hash__
 
@@ -158,8 +158,13 @@ def _literal(node: Any, scope: Scope) -> Value:
         return Value("string", F.lit(value), T.StringType())
     if isinstance(value, bool):
         return Value("boolean", F.lit(value), T.BooleanType())
+    if isinstance(value, int) and -(2**31) <= value < 2**31:
+        return Value("number", F.lit(value).cast("int"), T.IntegerType(), numeric="int")
     if isinstance(value, int) and _LONG_MIN <= value <= _LONG_MAX:
         return Value("number", F.lit(value).cast("long"), T.LongType(), numeric="int")
+    if isinstance(value, int) and int(float(value)) == value:
+        # A large literal such as 1e300: an integral double, as arithmetic results are.
+        return Value("number", F.lit(float(value)), T.DoubleType(), numeric="auto")
     if isinstance(value, float):
         return Value("number", F.lit(value).cast("double"), T.DoubleType(), numeric="float")
     if node.type == "value" and (value is None or type(value).__name__ == "NullValue"):
