@@ -238,21 +238,21 @@ def _conforming_struct(entries: Entries, ctx: RuleContext) -> tuple[Any, Column]
 
 def _conforming_field(value: Value | None, field: StructField) -> tuple[Any, Column]:
     F = spark_functions()
-    null = F.lit(None).cast(field.dataType)
     if value is None or value.kind == "null":
         if not field.nullable:
             raise Unsupported(f"field {field.name} always missing")
-        return True, null
+        return True, F.lit(None).cast(field.dataType)
     fits, column = _present(value, field)
-    absent = either(value.missing, value.column.isNull() if value.kind == "copy" else is_null(value))
+    if value.kind == "copy":
+        # A field copied whole keeps its own nulls, which the same type allows.
+        return fits, column
+    absent = either(value.missing, is_null(value))
     if absent is False:
         return fits, column
     absent = as_column(absent)
-    fits_when_absent = F.lit(True) if field.nullable else F.lit(False)
-    return (
-        F.when(absent, fits_when_absent).otherwise(as_column(fits)),
-        F.when(absent, null).otherwise(column),
-    )
+    if fits is True and field.nullable:
+        return True, F.when(~absent, column)
+    return F.when(absent, F.lit(field.nullable)).otherwise(as_column(fits)), F.when(~absent, column)
 
 
 def _present(value: Value, field: StructField) -> tuple[Any, Column]:
