@@ -167,7 +167,7 @@ def _literal(node: Any, scope: Scope) -> Value:
         return Value("number", F.lit(float(value)), T.DoubleType(), numeric="auto")
     if isinstance(value, float):
         return Value("number", F.lit(value).cast("double"), T.DoubleType(), numeric="float")
-    if node.type == "value" and (value is None or type(value).__name__ == "NullValue"):
+    if node.type == "value" and value is None:  # the `null` literal
         return Value("null", F.lit(None), T.NullType())
     raise Unsupported(f"literal {value!r}")
 
