@@ -8,7 +8,7 @@ record (SEMANTICS.md §2.1), and so does the plan.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +17,7 @@ from contracts.errors import ContractError, RegistryError
 from contracts.model import RegisteredSchema, Rule, RuleMode, Schema
 from contracts.registry import Registry
 from executors._protocol import Executor, RuleContext, Step
+from executors.cel_field import superseded_field_transforms
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -110,10 +111,23 @@ def rules_for(version: ContractVersion, mode: RuleMode) -> list[Rule]:
     """The domain rules that run in WRITE or READ, in running order (SEMANTICS.md §2)."""
     if mode not in (RuleMode.WRITE, RuleMode.READ):
         raise ContractError(f"mode must be WRITE or READ, not {mode.value}", subject=version.subject)
-    rules = [
-        rule for rule in version.schema.rules.domain_rules if not rule.disabled and rule.mode.matches(mode)
+    return running_order(version.schema.rules.domain_rules, mode)
+
+
+def running_order(rules: Sequence[Rule], mode: RuleMode) -> list[Rule]:
+    """The rules of one ruleSet list that run in `mode`, in running order.
+
+    READ and DOWNGRADE run the list backwards. A CEL_FIELD transform superseded by another with
+    the same tags is dropped, judged on the whole list as the reference does — disabled rules
+    and other modes included — before those are filtered out (SEMANTICS.md §2, §4).
+    """
+    ordered = list(rules)[::-1] if mode in (RuleMode.READ, RuleMode.DOWNGRADE) else list(rules)
+    superseded = superseded_field_transforms(ordered, mode)
+    return [
+        rule
+        for index, rule in enumerate(ordered)
+        if index not in superseded and not rule.disabled and rule.mode.matches(mode)
     ]
-    return rules[::-1] if mode is RuleMode.READ else rules
 
 
 def compile_rules(

@@ -14,7 +14,7 @@ from typing import Any
 
 from contracts import _batch
 from contracts.errors import ContractError, SerializationError
-from contracts.loader import ContractVersion, compile_rules
+from contracts.loader import ContractVersion, compile_rules, running_order
 from contracts.model import Rule, RuleMode
 from contracts.planner import Plan, build_plan
 
@@ -39,9 +39,9 @@ def migration_steps(
     steps = []
     for newer in newer_versions if mode is RuleMode.UPGRADE else reversed(newer_versions):
         version = versions[newer]
-        rules = [r for r in version.schema.rules.migration_rules if not r.disabled and r.mode.matches(mode)]
+        rules = running_order(version.schema.rules.migration_rules, mode)
         if rules:
-            steps.append((version, mode, rules if mode is RuleMode.UPGRADE else rules[::-1]))
+            steps.append((version, mode, rules))
     return steps
 
 

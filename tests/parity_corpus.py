@@ -511,7 +511,24 @@ CEL_FIELD = [
             transform("maskB", "'BBB'", type="CEL_FIELD", tags=["PII"]),
         ],
         USERS[:1],
-        xfail="the loader never applies executors.cel_field.superseded_field_transforms: both rules run",
+    ),
+    case(
+        "cel-field-same-tag-transforms-last-on-read",
+        [
+            transform("maskA", "'AAA'", type="CEL_FIELD", tags=["PII"], mode="READ"),
+            transform("maskB", "'BBB'", type="CEL_FIELD", tags=["PII"], mode="READ"),
+        ],
+        USERS[:1],
+        mode="READ",
+    ),
+    case(
+        "cel-field-disabled-transform-still-supersedes",
+        [
+            transform("maskA", "'AAA'", type="CEL_FIELD", tags=["PII"], disabled=True),
+            transform("maskB", "'BBB'", type="CEL_FIELD", tags=["PII"]),
+            transform("maskC", "'CCC'", type="CEL_FIELD", tags=["SECRET"]),
+        ],
+        USERS[:1],
     ),
 ]
 
