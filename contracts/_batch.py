@@ -17,7 +17,7 @@ from fastavro.validation import ValidationError, validate
 
 from actions._protocol import ActionContext, ActionPlan, Effect
 from contracts import avro
-from contracts.errors import ContractError, RuleError
+from contracts.errors import ContractError, RuleError, SerializationError
 from contracts.model import RuleKind
 from executors._protocol import BatchEvaluator, BatchStep, NativeStep, Outcome
 
@@ -167,13 +167,18 @@ def act(rule: PlannedRule, record: Any, passed: bool, reason: str | None) -> dic
 
 
 def _conforming(rule: PlannedRule, result: Outcome, schema: Any) -> Outcome:
-    """A transform result that does not fit the schema fails (the reference's serializer throws)."""
+    """A transform result that does not fit the schema is an error, not a rule failure: the
+    reference's serializer raises after the rule ran, so no action handles it."""
     if not result.passed or rule.rule.kind is not RuleKind.TRANSFORM:
         return result
     try:
         validate(result.record, schema, raise_errors=True)
     except (ValidationError, TypeError, ValueError) as e:
-        return Outcome(False, None, f"transform result does not match the schema: {e}")
+        ctx = rule.ctx
+        raise SerializationError(
+            f"the result of TRANSFORM rule {rule.rule.name!r} ({ctx.mode.value}) does not match the"
+            f" schema of subject {ctx.subject!r} version {ctx.version}: {e}"
+        ) from e
     return result
 
 

@@ -19,9 +19,12 @@ import pyarrow.compute as pc
 
 from actions.sink import DlqRecord, DlqSink
 from contracts import avro
+from contracts._reasons import NativeReasons
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+    from contracts.planner import Plan
 
 RULE_NAME = "__rule.name"
 RULE_MODE = "__rule.mode"
@@ -46,9 +49,11 @@ class DlqLayout:
     topic_column: str | None = None
 
 
-def route_rejected(staged: DataFrame, sink: DlqSink, run_id: str, layout: DlqLayout) -> DataFrame:
-    """Send every row with a `_contract` status to its DLQ topic and keep only the valid rows."""
-    return staged.mapInArrow(_Router(sink, run_id, layout, staged.schema.json()), staged.schema)
+def route_rejected(staged: DataFrame, sink: DlqSink, run_id: str, layout: DlqLayout, plan: Plan) -> DataFrame:
+    """Send every row with a `_contract` status to its DLQ topic and keep only the valid rows;
+    `plan`'s native rules get their exact failure reasons (contracts._reasons)."""
+    router = _Router(sink, run_id, layout, staged.schema.json(), NativeReasons(plan))
+    return staged.mapInArrow(router, staged.schema)
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,7 @@ class _Router:
     run_id: str
     layout: DlqLayout
     schema_json: str
+    reasons: NativeReasons
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
@@ -86,10 +92,10 @@ class _Router:
         writer.commit()
 
     def _dlq_records(self, rejected: pa.RecordBatch) -> Iterator[DlqRecord]:
-        from contracts.planner import STATUS
+        from contracts.planner import RECORD, STATUS
 
         layout = self.layout
-        statuses = rejected.column(STATUS).to_pylist()
+        statuses = self.reasons.refine(rejected.column(STATUS).to_pylist(), rejected.column(RECORD))
         values = self._values(rejected)
         keys = _column(rejected, layout.key_column)
         incoming = _column(rejected, layout.headers_column)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from actions._protocol import Action, ActionContext, ActionPlan
 from contracts import loader, migration, serde
+from contracts._reasons import with_exact_reasons
 from contracts._routing import DlqLayout, route_rejected
 from contracts.errors import ContractError
 from contracts.model import RegisteredSchema, RuleMode
@@ -204,14 +205,16 @@ class DataContract:
         staged = plan.stage(df, observation)
         return RuleResult(
             valid=staged.filter(_status().isNull()).select(*_valid_columns(df, plan)),
-            rejected=staged.filter(_status().isNotNull()).select(*_rejected_columns(df, plan)),
+            rejected=with_exact_reasons(staged.filter(_status().isNotNull()), plan).select(
+                *_rejected_columns(df, plan)
+            ),
             metrics=RuleMetrics(plan, observation),
         )
 
     def write(self, df: DataFrame) -> DataFrame:
         """WRITE rules; rejected rows go to their DLQ topics as the valid rows are computed."""
         plan = self.plan(RuleMode.WRITE)
-        routed = self._route(plan.stage(df, self._observe(plan)), self._json_layout(df, plan))
+        routed = self._route(plan.stage(df, self._observe(plan)), self._json_layout(df, plan), plan)
         return routed.select(*_valid_columns(df, plan))
 
     def read(self, df: DataFrame, writer_version: int | None = None) -> DataFrame:
@@ -219,14 +222,14 @@ class DataContract:
         to the target version, then READ rules (in reverse order); rejected rows go to their DLQ."""
         plan = self.plan(RuleMode.READ)
         if writer_version is None or writer_version == self.version:
-            routed = self._route(plan.stage(df, self._observe(plan)), self._json_layout(df, plan))
+            routed = self._route(plan.stage(df, self._observe(plan)), self._json_layout(df, plan), plan)
             return routed.select(*_valid_columns(df, plan))
         writer = self._compiler.writer(self.registry.get_version(self.subject, writer_version))
         writer_plan = self._compiler.load(writer_version)
         packed = Plan(self.subject, writer_version, RuleMode.READ, writer_plan.spark_type, ()).pack(df)
         migrated = serde.migrate_decoded(packed, writer, self.target)
         staged = plan.run(migrated, self._observe(plan))
-        routed = self._route(staged, DlqLayout(record_column=ORIGINAL, schema=writer.schema))
+        routed = self._route(staged, DlqLayout(record_column=ORIGINAL, schema=writer.schema), plan)
         return routed.select(*_record_then_passthrough(df, writer_plan.spark_type, self.spark_schema))
 
     def deserialize(
@@ -263,7 +266,7 @@ class DataContract:
             headers_column=_present(df, "headers"),
             topic_column=_present(df, "topic"),
         )
-        routed = self._route(staged, layout)
+        routed = self._route(staged, layout, plan)
         passthrough = [name for name in df.columns if name != value_col]
         return routed.select(*_record_then_passthrough_names(passthrough, self.spark_schema))
 
@@ -273,7 +276,7 @@ class DataContract:
         from pyspark.sql.types import BinaryType, StructField, StructType
 
         plan = self.plan(RuleMode.WRITE)
-        routed = self._route(plan.stage(df, self._observe(plan)), self._json_layout(df, plan))
+        routed = self._route(plan.stage(df, self._observe(plan)), self._json_layout(df, plan), plan)
         record_fields = set(self.spark_schema.fieldNames())
         passthrough = [f for f in df.schema.fields if f.name not in record_fields and f.name != "value"]
         output = StructType([*passthrough, StructField("value", BinaryType(), True)])
@@ -294,8 +297,8 @@ class DataContract:
             topic_column=_present(df, "topic"),
         )
 
-    def _route(self, staged: DataFrame, layout: DlqLayout) -> DataFrame:
-        return route_rejected(staged, self.dlq_sink, uuid.uuid4().hex, layout)
+    def _route(self, staged: DataFrame, layout: DlqLayout, plan: Plan) -> DataFrame:
+        return route_rejected(staged, self.dlq_sink, uuid.uuid4().hex, layout, plan)
 
     def __repr__(self) -> str:
         return f"DataContract(subject={self.subject!r}, version={self.version}, id={self.schema_id})"

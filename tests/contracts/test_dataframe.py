@@ -89,6 +89,20 @@ def test_failed_condition_with_dlq_rejects_the_row(sink: LocalTopicSink, users: 
     assert rejected[3]["name"] == ""
 
 
+def test_a_native_rule_rejection_carries_the_evaluation_error_text(sink: LocalTopicSink, users: Any) -> None:
+    rules = [rule("ratio", "100 / message.age > 1", onFailure="DLQ", params={"dlq.topic": "ratios"})]
+    contract = make_contract(sink, rules)
+    assert "(native)" in contract.explain("WRITE")
+    reasons = {row["id"]: row["_contract"]["reason"] for row in contract.apply(users).rejected.collect()}
+    assert reasons[2] == "Rule expr failed: 100 / message.age > 1"  # false: the generic text
+    assert "divide by zero" in reasons[3]  # an error: the twin's text, as the reference says it
+    assert ids(contract.write(users)) == [1]
+    (exception,) = [
+        dict(r.headers)["__rule.exception"] for r in sink.read("ratios") if r.value and b'"id": 3' in r.value
+    ]
+    assert exception == reasons[3].encode()
+
+
 def test_the_rule_doc_is_the_failure_reason(sink: LocalTopicSink, users: Any) -> None:
     rules = [rule("positiveAge", "message.age > 0", onFailure="DLQ", doc="age must be positive")]
     rules[0]["params"] = {"dlq.topic": "bad"}
