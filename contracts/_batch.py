@@ -7,12 +7,14 @@ are built once per Python worker and cached, never per row or batch.
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+from fastavro import schemaless_reader, schemaless_writer
 from fastavro.validation import ValidationError, validate
 
 from actions._protocol import ActionContext, ActionPlan, Effect
@@ -179,7 +181,16 @@ def _conforming(rule: PlannedRule, result: Outcome, schema: Any) -> Outcome:
             f"the result of TRANSFORM rule {rule.rule.name!r} ({ctx.mode.value}) does not match the"
             f" schema of subject {ctx.subject!r} version {ctx.version}: {e}"
         ) from e
-    return result
+    return Outcome(True, _as_written(result.record, schema), result.reason)
+
+
+def _as_written(record: Any, schema: Any) -> Any:
+    """The record as the reference's writer stores it: written and read back with fastavro, so a
+    missing field takes its default (or null), as fastavro's writer does."""
+    buffer = io.BytesIO()
+    schemaless_writer(buffer, schema, record)
+    buffer.seek(0)
+    return schemaless_reader(buffer, schema, None)
 
 
 def _unpacked(column: pa.Array) -> pa.RecordBatch:

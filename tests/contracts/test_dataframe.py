@@ -177,6 +177,19 @@ def test_a_transform_feeds_the_next_rule(sink: LocalTopicSink, users: Any) -> No
     assert sorted(row["name"] for row in valid.collect()) == ["!", "ann!", "bob!"]
 
 
+def test_a_transform_result_without_a_nullable_field_writes_null(sink: LocalTopicSink, users: Any) -> None:
+    drop_email = "{'id': message.id, 'name': message.name, 'age': message.age}"
+    valid = make_contract(sink, [rule("dropEmail", drop_email, kind="TRANSFORM")]).write(users)
+    assert {row["id"]: row["email"] for row in valid.collect()} == {1: None, 2: None, 3: None}
+
+
+def test_a_transform_result_not_fitting_the_schema_fails_the_job(sink: LocalTopicSink, users: Any) -> None:
+    stringly = "{'id': message.id, 'name': message.name, 'age': string(message.age)}"
+    rules = [rule("stringly", stringly, kind="TRANSFORM", onFailure="DLQ", params={"dlq.topic": "t"})]
+    with pytest.raises(Exception, match="result of TRANSFORM rule 'stringly'.*does not match the schema"):
+        make_contract(sink, rules).write(users).collect()
+
+
 def test_read_runs_rules_in_reverse_order(sink: LocalTopicSink, users: Any) -> None:
     contract = make_contract(sink, [_suffix("addA", "a"), _suffix("addB", "b")])
     assert {row["id"]: row["name"] for row in contract.write(users).collect()}[1] == "annab"
