@@ -146,3 +146,68 @@ def test_serialize_then_deserialize_round_trips(
     assert all(value[:5] == b"\x00" + contract.schema_id.to_bytes(4, "big") for value in values)
     back = contract.deserialize(framed)
     assert sorted(tuple(row) for row in back.collect()) == [("ann", "111", 5), ("bob", "222", 6)]
+
+
+def _shape(major: int, record: dict[str, Any]) -> dict[str, Any]:
+    """A written record (any version) as a reader of `major` must see it, with age's default."""
+    age = record.get("age", 0)
+    name = record.get("name", record.get("fullName"))
+    ssn = record.get("ssn", record.get("socialSecurityNumber"))
+    if major == 1:
+        return {"name": name, "ssn": ssn, "age": age}
+    if major == 2:
+        return {"name": name, "socialSecurityNumber": ssn, "age": age}
+    return {"fullName": name, "socialSecurityNumber": ssn, "age": age}
+
+
+@pytest.mark.parametrize("major", [1, 2, 3])
+def test_readers_pinned_to_each_major_receive_every_record_in_their_shape(
+    spark: Any, registry: LocalRegistry, sink: LocalTopicSink, major: int
+) -> None:
+    reader = DataContract(registry, SUBJECT, use_latest_with_metadata={MAJOR: str(major)}, dlq_sink=sink)
+    assert reader.version == {1: 2, 2: 3, 3: 4}[major]
+    decoded = reader.deserialize(topic_rows(spark, registry))
+    assert decoded.columns[:3] == list(_shape(major, WRITTEN[1]))
+    assert decoded.columns[3:] == ["key", "topic", "partition", "offset"]
+    got = {row["offset"]: {name: row[name] for name in decoded.columns[:3]} for row in decoded.collect()}
+    expected = {offset: _shape(major, WRITTEN[v]) for offset, v in enumerate(sorted(WRITTEN))}
+    assert got == expected
+    assert sink.topics() == []
+
+
+def test_read_migrates_an_already_decoded_dataframe_and_passes_other_columns(
+    spark: Any, registry: LocalRegistry, sink: LocalTopicSink
+) -> None:
+    latest = DataContract(registry, SUBJECT, dlq_sink=sink)
+    df = spark.createDataFrame(
+        [("ann", "111", "a"), ("bob", "222", "b")], "name string, ssn string, tag string"
+    )
+    migrated = latest.read(df, writer_version=1)
+    assert migrated.columns == ["fullName", "socialSecurityNumber", "age", "tag"]
+    assert sorted(tuple(row) for row in migrated.collect()) == [
+        ("ann", "111", 0, "a"),
+        ("bob", "222", 0, "b"),
+    ]
+
+
+def test_a_failing_migration_rule_follows_its_action(spark: Any, tmp_path: Path) -> None:
+    registry = LocalRegistry()
+    registry.set_config(SUBJECT, compatibilityGroup=MAJOR)
+    bad_upgrade = {**_rename("ssnUp", "ssn", "socialSecurityNumber", "UPGRADE"), "expr": "$number('x')"}
+    bad_upgrade.update(onFailure="DLQ", params={"dlq.topic": "users-migration"})
+    for schema, major, migrations in [(V2, "1", []), (V3, "2", [bad_upgrade])]:
+        payload = {
+            "schema": json.dumps(schema),
+            "metadata": {"properties": {MAJOR: major}},
+            "ruleSet": {"migrationRules": migrations},
+        }
+        registry.register_schema(SUBJECT, Schema.from_dict(payload))
+    sink = LocalTopicSink(tmp_path / "dlq")
+    reader = DataContract(registry, SUBJECT, version=2, dlq_sink=sink)
+    rows = [(None, frame(registry, 1, WRITTEN[2]), "users", 0, 0)]
+    df = spark.createDataFrame(rows, "key binary, value binary, topic string, partition int, offset long")
+    assert reader.deserialize(df).count() == 0
+    (record,) = sink.read("users-migration")
+    headers = dict(record.headers)
+    assert record.value == rows[0][1]
+    assert (headers["__rule.name"], headers["__rule.mode"]) == (b"ssnUp", b"UPGRADE")
