@@ -31,6 +31,8 @@ RULE_MODE = "__rule.mode"
 RULE_SUBJECT = "__rule.subject"
 RULE_TOPIC = "__rule.topic"
 RULE_EXCEPTION = "__rule.exception"
+STREAMING_BATCH_ID = "streaming.sql.batchId"
+"""The local property Spark's micro-batch execution sets on every task of a micro-batch."""
 
 
 @dataclass(frozen=True)
@@ -71,9 +73,7 @@ class _Router:
 
         from contracts.planner import STATUS
 
-        task = TaskContext.get()
-        partition = task.partitionId() if task is not None else 0
-        writer = self.sink.open(f"{self.run_id}-{partition:05d}")
+        writer = self.sink.open(_writer_id(self.run_id, TaskContext.get()))
         try:
             for batch in batches:
                 status = batch.column(STATUS)
@@ -127,6 +127,16 @@ class _Router:
             pa.RecordBatch.from_struct_array(rejected.column(layout.record_column)), layout.schema
         )
         return [record_value_bytes(record) for record in records]
+
+
+def _writer_id(run_id: str, task: Any) -> str:
+    """The same for every attempt of one task: run id and partition, and in a streaming query the
+    micro-batch id too (each micro-batch's tasks reuse the partition ids)."""
+    partition = task.partitionId() if task is not None else 0
+    batch_id = task.getLocalProperty(STREAMING_BATCH_ID) if task is not None else None
+    if batch_id is None:
+        return f"{run_id}-{partition:05d}"
+    return f"{run_id}-b{batch_id}-{partition:05d}"
 
 
 def record_value_bytes(record: Any) -> bytes | None:

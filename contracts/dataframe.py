@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ from contracts.planner import ORIGINAL, RECORD, STATUS, Plan, build_plan
 from contracts.plugins import ACTION_GROUP, EXECUTOR_GROUP, PluginRegistry, load_group, with_overrides
 from contracts.registry import Registry
 from contracts.serde import WriterVersion
+from contracts.streaming import MicroBatchWriter
 from executors import as_executor
 
 if TYPE_CHECKING:
@@ -42,16 +44,28 @@ class RuleCounts:
 
 
 class RuleMetrics:
-    """Per-rule outcome counts, gathered with Spark's `observe()` by the first action on the result."""
+    """Per-rule outcome counts, gathered with Spark's `observe()` by the first action on the result.
 
-    def __init__(self, plan: Plan, observation: Observation | None) -> None:
+    On a streaming DataFrame each micro-batch reports its own counts: they appear in the query's
+    progress under `observedMetrics[metrics.name]`, and `get(query.lastProgress)` reads them.
+    """
+
+    def __init__(self, plan: Plan, observation: Observation | str | None) -> None:
         self._plan = plan
         self._observation = observation
 
-    def get(self) -> dict[str, RuleCounts]:
-        """Counts per rule name; waits for the first Spark action on `valid`/`rejected` to finish."""
-        observed = self._observation.get if self._observation is not None else {}
+    @property
+    def name(self) -> str | None:
+        """The name the counts are observed under (None when the plan has no rules)."""
+        if self._observation is None or isinstance(self._observation, str):
+            return self._observation
+        return self._observation._name
+
+    def get(self, progress: Any = None) -> dict[str, RuleCounts]:
+        """Counts per rule name. Batch: waits for the first Spark action on the result to finish.
+        Streaming: the counts of the micro-batch whose `progress` (e.g. `query.lastProgress`) is given."""
         counts: dict[str, RuleCounts] = {}
+        observed = self._observed(progress)
         for planned in self._plan.rules:
             passed = int(observed.get(f"{planned.index}.passed", 0) or 0)
             failed = int(observed.get(f"{planned.index}.failed", 0) or 0)
@@ -62,6 +76,28 @@ class RuleMetrics:
                 planned.rule.name, planned.ctx.mode.value, passed, failed, by_action
             )
         return counts
+
+    def _observed(self, progress: Any) -> Mapping[str, Any]:
+        if self._observation is None:
+            return {}
+        if not isinstance(self._observation, str):
+            return self._observation.get
+        if progress is None:
+            raise ContractError(
+                "these metrics come from a streaming query: pass its progress, e.g."
+                " metrics.get(query.lastProgress)",
+                subject=self._plan.subject,
+            )
+        metrics = progress["observedMetrics"] if isinstance(progress, Mapping) else progress.observedMetrics
+        row = (metrics or {}).get(self._observation)
+        if row is None:
+            return {}
+        values = row.asDict() if hasattr(row, "asDict") else dict(row)
+        if set(values) == {"values", "schema"}:
+            # Spark Connect's progress keeps each observed row as its values and JSON schema.
+            names = [field["name"] for field in values["schema"]["fields"]]
+            return dict(zip(names, values["values"], strict=True))
+        return values
 
     def __repr__(self) -> str:
         return f"RuleMetrics({self._plan.mode.value}, rules={[r.rule.name for r in self._plan.rules]})"
@@ -162,6 +198,7 @@ class DataContract:
         )
         self._dlq_sink = dlq_sink
         self._last_metrics: RuleMetrics | None = None
+        self._run_id: str | None = None
         self._plans = {mode: self._compiler.plan(mode) for mode in (RuleMode.WRITE, RuleMode.READ)}
 
     @property
@@ -201,7 +238,7 @@ class DataContract:
     def apply(self, df: DataFrame, mode: str | RuleMode = RuleMode.WRITE) -> RuleResult:
         """Run the rules of `mode` lazily: nothing executes until an action on the result."""
         plan = self.plan(mode)
-        observation = _observation(plan)
+        observation = _observation(plan, df)
         staged = plan.stage(df, observation)
         return RuleResult(
             valid=staged.filter(_status().isNull()).select(*_valid_columns(df, plan)),
@@ -214,7 +251,7 @@ class DataContract:
     def write(self, df: DataFrame) -> DataFrame:
         """WRITE rules; rejected rows go to their DLQ topics as the valid rows are computed."""
         plan = self.plan(RuleMode.WRITE)
-        routed = self._route(plan.stage(df, self._observe(plan)), self._json_layout(df, plan), plan)
+        routed = self._route(plan.stage(df, self._observe(plan, df)), self._json_layout(df, plan), plan)
         return routed.select(*_valid_columns(df, plan))
 
     def read(self, df: DataFrame, writer_version: int | None = None) -> DataFrame:
@@ -222,13 +259,13 @@ class DataContract:
         to the target version, then READ rules (in reverse order); rejected rows go to their DLQ."""
         plan = self.plan(RuleMode.READ)
         if writer_version is None or writer_version == self.version:
-            routed = self._route(plan.stage(df, self._observe(plan)), self._json_layout(df, plan), plan)
+            routed = self._route(plan.stage(df, self._observe(plan, df)), self._json_layout(df, plan), plan)
             return routed.select(*_valid_columns(df, plan))
         writer = self._compiler.writer(self.registry.get_version(self.subject, writer_version))
         writer_plan = self._compiler.load(writer_version)
         packed = Plan(self.subject, writer_version, RuleMode.READ, writer_plan.spark_type, ()).pack(df)
         migrated = serde.migrate_decoded(packed, writer, self.target)
-        staged = plan.run(migrated, self._observe(plan))
+        staged = plan.run(migrated, self._observe(plan, df))
         routed = self._route(staged, DlqLayout(record_column=ORIGINAL, schema=writer.schema), plan)
         return routed.select(*_record_then_passthrough(df, writer_plan.spark_type, self.spark_schema))
 
@@ -257,7 +294,7 @@ class DataContract:
             value_column=value_col,
         )
         plan = self.plan(RuleMode.READ)
-        staged = plan.run(serde.decode(df, decoder), self._observe(plan))
+        staged = plan.run(serde.decode(df, decoder), self._observe(plan, df))
         layout = DlqLayout(
             record_column=RECORD,
             schema=self.target.avro_schema,
@@ -276,14 +313,40 @@ class DataContract:
         from pyspark.sql.types import BinaryType, StructField, StructType
 
         plan = self.plan(RuleMode.WRITE)
-        routed = self._route(plan.stage(df, self._observe(plan)), self._json_layout(df, plan), plan)
+        routed = self._route(plan.stage(df, self._observe(plan, df)), self._json_layout(df, plan), plan)
         record_fields = set(self.spark_schema.fieldNames())
         passthrough = [f for f in df.schema.fields if f.name not in record_fields and f.name != "value"]
         output = StructType([*passthrough, StructField("value", BinaryType(), True)])
         return serde.encode(routed, self.target.avro_schema, self.schema_id, output)
 
-    def _observe(self, plan: Plan) -> Observation | None:
-        observation = _observation(plan)
+    def foreach_batch(
+        self,
+        write_valid: Callable[[DataFrame, int], None],
+        *,
+        name: str,
+        apply: str = "write",
+        **options: Any,
+    ) -> MicroBatchWriter:
+        """A function for `writeStream.foreachBatch`: each micro-batch goes through `apply` (write,
+        read, deserialize or serialize, with `options`), its rejected rows to their DLQ topics, and
+        its valid rows to `write_valid(valid, batch_id)`. `name` (unique per query) names the DLQ
+        output of each micro-batch, so a micro-batch replayed after a restart replaces it."""
+        return MicroBatchWriter(self, write_valid, name, apply, tuple(options.items()))
+
+    def _with_run_id(self, run_id: str) -> DataContract:
+        """This contract with DLQ output named by `run_id`: a DataFrame computed again (a replayed
+        micro-batch) rewrites the same DLQ files instead of adding new ones."""
+        pinned = copy.copy(self)
+        pinned._run_id = run_id
+        pinned._last_metrics = None
+        return pinned
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Observations hold session handles; metrics belong to the process that ran the action.
+        return {**self.__dict__, "_last_metrics": None}
+
+    def _observe(self, plan: Plan, df: DataFrame) -> Observation | str | None:
+        observation = _observation(plan, df)
         self._last_metrics = RuleMetrics(plan, observation)
         return observation
 
@@ -298,7 +361,7 @@ class DataContract:
         )
 
     def _route(self, staged: DataFrame, layout: DlqLayout, plan: Plan) -> DataFrame:
-        return route_rejected(staged, self.dlq_sink, uuid.uuid4().hex, layout, plan)
+        return route_rejected(staged, self.dlq_sink, self._run_id or uuid.uuid4().hex, layout, plan)
 
     def __repr__(self) -> str:
         return f"DataContract(subject={self.subject!r}, version={self.version}, id={self.schema_id})"
@@ -321,10 +384,15 @@ def _mode(mode: str | RuleMode) -> RuleMode:
     return chosen
 
 
-def _observation(plan: Plan) -> Observation | None:
+def _observation(plan: Plan, df: DataFrame) -> Observation | str | None:
+    """An Observation for a batch DataFrame; for a streaming one (which Observation does not
+    support) the name its query reports the counts under."""
     from pyspark.sql import Observation
 
-    return Observation(f"contract_{plan.plan_id}_{uuid.uuid4().hex[:8]}") if plan.rules else None
+    if not plan.rules:
+        return None
+    name = f"contract_{plan.plan_id}_{uuid.uuid4().hex[:8]}"
+    return name if df.isStreaming else Observation(name)
 
 
 def _present(df: DataFrame, name: str) -> str | None:

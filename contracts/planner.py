@@ -147,7 +147,7 @@ class Plan:
     def has_transforms(self) -> bool:
         return any(rule.rule.kind is RuleKind.TRANSFORM for rule in self.rules)
 
-    def stage(self, df: DataFrame, observation: Observation | None = None) -> DataFrame:
+    def stage(self, df: DataFrame, observation: Observation | str | None = None) -> DataFrame:
         """Run every rule lazily: the record packed into one struct column, plus `_contract`."""
         return self.run(self.pack(df), observation)
 
@@ -164,8 +164,11 @@ class Plan:
         columns.append(F.lit(None).cast(status_type()).alias(STATUS))
         return df.select(*columns)
 
-    def run(self, staged: DataFrame, observation: Observation | None = None) -> DataFrame:
-        """Apply the rules to a packed DataFrame; rows whose `_contract` is already set are skipped."""
+    def run(self, staged: DataFrame, observation: Observation | str | None = None) -> DataFrame:
+        """Apply the rules to a packed DataFrame; rows whose `_contract` is already set are skipped.
+
+        `observation` gathers the per-rule counts: an Observation, or on a streaming DataFrame
+        the name its query reports them under (`observedMetrics` of each progress)."""
         for native, group in itertools.groupby(self._operations(), key=lambda op: op[0]):
             if native:
                 for _, rule in group:

@@ -186,7 +186,7 @@ def test_a_transform_result_without_a_nullable_field_writes_null(sink: LocalTopi
 def test_a_transform_result_not_fitting_the_schema_fails_the_job(sink: LocalTopicSink, users: Any) -> None:
     stringly = "{'id': message.id, 'name': message.name, 'age': string(message.age)}"
     rules = [rule("stringly", stringly, kind="TRANSFORM", onFailure="DLQ", params={"dlq.topic": "t"})]
-    with pytest.raises(Exception, match="result of TRANSFORM rule 'stringly'.*does not match the schema"):
+    with pytest.raises(Exception, match=r"result of TRANSFORM rule 'stringly'.*does not match the schema"):
         make_contract(sink, rules).write(users).collect()
 
 
