@@ -625,13 +625,15 @@ def test_a_bad_hand_written_file_fails_at_load_naming_subject_and_version(tmp_pa
     assert (error.value.subject, error.value.version) == ("s", 2)
 
 
-def test_the_example_contracts_load() -> None:
-    examples = Path(__file__).parents[3] / "examples" / "contracts"
-    if not examples.is_dir():
-        pytest.skip("no example contracts in this checkout")
-    registry = LocalRegistry(examples)
-    for subject in registry.get_subjects():
-        assert registry.get_latest_version(subject).schema_id >= 1
+def test_the_example_contracts_load_and_are_compatible_within_their_major() -> None:
+    registry = LocalRegistry(Path(__file__).parents[3] / "examples" / "registry")
+    assert registry.get_subjects() == ["orders-value"]
+    assert [registry.get_version("orders-value", v).schema_id for v in (1, 2, 3)] == [1, 2, 3]
+    assert registry.get_config("orders-value")["compatibilityGroup"] == "application.major.version"
+    for version in (2, 3):  # each version passes the check it would face when registered again
+        assert registry.test_compatibility(
+            "orders-value", registry.get_version("orders-value", version).schema
+        )
 
 
 # -- pickling and threads ----------------------------------------------------------------------
