@@ -151,9 +151,6 @@ class Case:
     contract: Contract
     records: tuple[SourceRecord, ...]
     difference: Difference | None = None
-    xfail: str | None = None
-    requires: str | None = None
-    """A module that must be importable (an executor still landing); the case is skipped until then."""
 
 
 def case(
@@ -543,21 +540,18 @@ JSONATA = [
         [transform("upper", "$merge([$, {'sku': $uppercase(sku)}])", type="JSONATA")],
         ITEMS,
         schema=ITEM,
-        requires="executors.jsonata",
     ),
     case(
         "jsonata-condition",
         [rule("positive", "qty > 0", type="JSONATA", **dlq("qty"))],
         ITEMS,
         schema=ITEM,
-        requires="executors.jsonata",
     ),
     case(
         "jsonata-undefined-result-is-a-failure",
         [rule("noted", "note", type="JSONATA", **dlq("notes"))],
         ITEMS,
         schema=ITEM,
-        requires="executors.jsonata",
     ),
     case(
         "jsonata-read-transform",
@@ -565,7 +559,6 @@ JSONATA = [
         ITEMS,
         schema=ITEM,
         mode="READ",
-        requires="executors.jsonata",
     ),
 ]
 

@@ -10,7 +10,6 @@ it fails our whole Spark job.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Sequence
 from dataclasses import replace
@@ -36,19 +35,7 @@ ROW_HEADER = "row"
 """Every record carries its index in this header, so its DLQ record can be told apart."""
 
 
-def _params() -> list[Any]:
-    params = []
-    for case in CASES:
-        marks = []
-        if case.requires is not None and importlib.util.find_spec(case.requires) is None:
-            marks.append(pytest.mark.skip(reason=f"{case.requires} has not landed yet"))
-        if case.xfail is not None:
-            marks.append(pytest.mark.xfail(strict=True, reason=case.xfail))
-        params.append(pytest.param(case, id=case.id, marks=marks))
-    return params
-
-
-@pytest.mark.parametrize("case", _params())
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
 def test_engine_ends_each_record_as_the_reference_does(spark: Any, case: Case, tmp_path: Path) -> None:
     records = _numbered(case.records)
     reference = reference_outcomes(case.contract, case.mode, records, SUBJECT, TOPIC)
