@@ -12,20 +12,35 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from contracts.model import RuleKind
-from executors._cel_field_columns import INT_MAX, INT_MIN, Env, Scope, Term, Unsupported, compile_term
-from executors._cel_field_expr import FieldExpression
 from executors._cel_field_schema import NULL, Array, Field, Leaf, Map, Node, Record, Union
 from executors._protocol import NativeOutcome
+from executors.cel import _runtime
+from executors.cel._compiler import compile_term, split_rule
+from executors.cel._native_types import CelType, Term, Unsupported
+from executors.cel._native_types import any_error as _or
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
+    from pyspark.sql.types import DataType, StructType
 
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 # Beyond half an ulp above float's maximum, packing a double as a float overflows.
 _FLOAT_MAX = 3.4028235677973366e38
 _SPARK_TYPES = {"INT": "int", "LONG": "long", "FLOAT": "float", "DOUBLE": "double"}
+# `value` of each primitive FieldType: its CEL type, and the cast giving the compiler's
+# representation of that type (CEL ints are longs, doubles are doubles; SEMANTICS.md §4).
+_VALUE_TYPES: dict[str, tuple[str, str | None]] = {
+    "STRING": ("string", None),
+    "BYTES": ("bytes", None),
+    "INT": ("int", "long"),
+    "LONG": ("int", "long"),
+    "FLOAT": ("double", "double"),
+    "DOUBLE": ("double", "double"),
+    "BOOLEAN": ("bool", None),
+}
 # Which FieldTypes a CEL result of each type validates against when written back (fastavro's rules).
 _ACCEPTING = {
     "null": ("NULL",),
@@ -67,12 +82,16 @@ class _Plan:
 
 @dataclass
 class _Variant:
-    """One type name a slot's value may have: when it applies, and the compiled guard and body."""
+    """One type name a slot's value may have: when it applies, and the compiled guard and body.
+
+    `cast` turns the field's Column into the compiler's representation of `value`.
+    """
 
     presence: Callable[[Column], Column] | None
     guard: Term | None
     guard_error: bool
     body: Term | None
+    cast: str | None = None
 
 
 @dataclass
@@ -83,7 +102,7 @@ class _Slot:
     spark_type: str | None
     rigid: bool = False
 
-    def check(self, result_type: str | None) -> None:
+    def check(self, result_type: str) -> None:
         """Refuse, at plan time, results whose validity only the Python walk can decide."""
         # A string may be an enum symbol and bytes a fixed value; in a member struct, a result of
         # another branch's type moves the value to that member.
@@ -91,15 +110,15 @@ class _Slot:
         if result_type in _ACCEPTING and not self._kinds(result_type) and undecided:
             raise Unsupported("a transform result of a type the field's own branch cannot hold")
 
-    def _kinds(self, result_type: str | None) -> list[str]:
-        return [kind for kind in _ACCEPTING.get(result_type or "", ()) if kind in self.accepts]
+    def _kinds(self, result_type: str) -> list[str]:
+        return [kind for kind in _ACCEPTING.get(result_type, ()) if kind in self.accepts]
 
     def write(self, result: Term, value: Column, old: Column) -> tuple[Column, Column | None]:
         """The value cast for writing, and when it does not fit (None: always fits); a result of a
         type the field cannot hold always fails, and the field keeps its old value."""
         from pyspark.sql import functions as F
 
-        kinds = self._kinds(result.type)
+        kinds = self._kinds(result.type.kind)
         if not kinds:
             return old, F.lit(True)
         # try_cast: an out-of-range value is a failure here (unfit), never an ANSI cast error.
@@ -126,28 +145,34 @@ class _LeafPlan(_Plan):
     def emit(self, value: Column, message: Column | None) -> Emitted:
         from pyspark.sql import functions as F
 
-        env = Env(value, message)
         out = Emitted(value if self.changes else None)
         for variant in self.variants:
             present = variant.presence(value) if variant.presence is not None else None
             if variant.guard_error:
                 out.fail = _or(out.fail, present if present is not None else F.lit(True))
                 continue
+            env = {"value": value.cast(variant.cast) if variant.cast else value, "message": message}
             on = present
             if variant.guard is not None:
-                guard, guard_err = variant.guard.emit(env)
-                on = _and(on, guard)
-                out.fail = _or(out.fail, _and(present, guard_err))
+                guard = variant.guard.emit(env)
+                # A null guard is not truthy: the field is left alone (SEMANTICS.md §3).
+                applies = (
+                    F.coalesce(guard.value, F.lit(False)) if variant.guard.type.nullable else guard.value
+                )
+                on = _and(on, applies if guard.error is None else applies & ~guard.error)
+                out.fail = _or(out.fail, _and(present, guard.error))
             assert variant.body is not None
             body = variant.body
-            result, err = body.emit(env)
+            emitted = body.emit(env)
+            result, err = emitted.value, emitted.error
             if self.kind is RuleKind.CONDITION:
                 out.fail = _or(out.fail, _and(on, err))
-                if body.type == "bool":
-                    false = ~result if err is None else ~err & ~result
-                    out.false = _or(out.false, _and(on, false))
+                if body.type.kind == "bool":
+                    # Only a plain false fails the record; null is not false (SEMANTICS.md §4).
+                    false = F.coalesce(~result, F.lit(False)) if body.type.nullable else ~result
+                    out.false = _or(out.false, _and(on, false if err is None else ~err & false))
                 continue
-            if body.type is None:
+            if body.error:
                 written, unfit = value, None
             else:
                 written, unfit = self.slot.write(body, result, value)
@@ -286,16 +311,6 @@ class _MembersPlan(_Plan):
         return out
 
 
-def _or(*columns: Column | None) -> Column | None:
-    present = [column for column in columns if column is not None]
-    if not present:
-        return None
-    result = present[0]
-    for column in present[1:]:
-        result = result | column
-    return result
-
-
 def _and(condition: Column | None, column: Column | None) -> Column | None:
     if column is None:
         return None
@@ -303,18 +318,23 @@ def _and(condition: Column | None, column: Column | None) -> Column | None:
 
 
 class NativePlanner:
-    """Unrolls one CEL_FIELD rule over a schema tree; raises Unsupported when it cannot be native."""
+    """Unrolls one CEL_FIELD rule over a schema tree; raises Unsupported when it cannot be native.
 
-    def __init__(self, expression: FieldExpression, kind: RuleKind, rule_tags: frozenset[str]) -> None:
-        self.expression = expression
+    Each visited field's guard and body compile through the shared CEL compiler, with `name`,
+    `fullName`, `typeName` and `tags` bound as plan-time constants exactly as the Python twin
+    binds them, `value` as the field's Column and `message` as its containing record's struct.
+    """
+
+    def __init__(self, expr: str, kind: RuleKind, rule_tags: frozenset[str]) -> None:
+        self.guard, self.body = split_rule(expr)
         self.kind = kind
         self.rule_tags = rule_tags
 
-    def plan(self, root: Node) -> Callable[[Column], NativeOutcome]:
-        """The native step's build function for records of the `root` schema."""
+    def plan(self, root: Node, spark_type: StructType) -> Callable[[Column], NativeOutcome]:
+        """The native step's build function for records of the `root` schema (Spark type `spark_type`)."""
         if not isinstance(root, Record):
             raise Unsupported("a top-level schema that is not a record")
-        plan = self._record(root)
+        plan = self._record(root, spark_type)
 
         def build(record: Column) -> NativeOutcome:
             from pyspark.sql import functions as F
@@ -328,49 +348,59 @@ class NativePlanner:
 
         return build
 
-    def _record(self, record: Record) -> _RecordPlan | None:
+    def _record(self, record: Record, struct: StructType) -> _RecordPlan | None:
         fields = []
         for field in record.fields:
-            plan = self._node(field.node, field, record)
+            plan = self._node(field.node, struct[field.name].dataType, field, struct)
             if plan is not None:
                 fields.append((field, plan))
         return _RecordPlan(fields) if fields else None
 
-    def _node(self, node: Node, field: Field, record: Record) -> _Plan | None:
+    def _node(self, node: Node, dtype: DataType, field: Field, container: StructType) -> _Plan | None:
+        """The plan of a value of `node`'s schema held in a Column of type `dtype`, inside
+        `field` of the record `container` (the `message` of its primitives)."""
+        from pyspark.sql import types as T
+
         if isinstance(node, Record):
-            return self._record(node)
-        if isinstance(node, Array | Map):
-            items = self._node(node.items if isinstance(node, Array) else node.values, field, record)
-            return None if items is None else _ArrayPlan(items, isinstance(node, Map))
+            assert isinstance(dtype, T.StructType)
+            return self._record(node, dtype)
+        if isinstance(node, Array):
+            assert isinstance(dtype, T.ArrayType)
+            items = self._node(node.items, dtype.elementType, field, container)
+            return None if items is None else _ArrayPlan(items, False)
+        if isinstance(node, Map):
+            assert isinstance(dtype, T.MapType)
+            values = self._node(node.values, dtype.valueType, field, container)
+            return None if values is None else _ArrayPlan(values, True)
         if isinstance(node, Leaf):
             return self._slot(
                 [(None, node)],
                 _Slot(frozenset({node.type_name}), _SPARK_TYPES.get(node.type_name)),
                 field,
-                record,
+                container,
             )
-        return self._union(node, field, record)
+        return self._union(node, dtype, field, container)
 
-    def _union(self, union: Union, field: Field, record: Record) -> _Plan | None:
+    def _union(self, union: Union, dtype: DataType, field: Field, container: StructType) -> _Plan | None:
         branches = [branch for branch in union.branches if branch != NULL]
         nullable = len(branches) < len(union.branches)
         null_slot_kinds = frozenset(["NULL", *(b.type_name for b in branches if isinstance(b, Leaf))])
         is_null: Callable[[Column], Column] = lambda v: v.isNull()  # noqa: E731
         is_set: Callable[[Column], Column] = lambda v: v.isNotNull()  # noqa: E731
         if not branches:
-            return self._slot([(None, NULL)], _Slot(frozenset({"NULL"}), None), field, record)
+            return self._slot([(None, NULL)], _Slot(frozenset({"NULL"}), None), field, container)
         if len(branches) == 1:
             (branch,) = branches
             if isinstance(branch, Leaf):
                 spark = _SPARK_TYPES.get(branch.type_name)
                 options = [(is_null, NULL), (is_set, branch)] if nullable else [(None, branch)]
-                return self._slot(options, _Slot(null_slot_kinds, spark), field, record)
+                return self._slot(options, _Slot(null_slot_kinds, spark), field, container)
             if not nullable:
-                return self._node(branch, field, record)
+                return self._node(branch, dtype, field, container)
             null = self._slot(
-                [(is_null, NULL)], _Slot(frozenset({"NULL", _kind(branch)}), None), field, record
+                [(is_null, NULL)], _Slot(frozenset({"NULL", _kind(branch)}), None), field, container
             )
-            inner = self._node(branch, field, record)
+            inner = self._node(branch, dtype, field, container)
             return None if null is None and inner is None else _NullablePlan(null, inner)
         kinds = [_kind(branch) for branch in branches]
         if (
@@ -378,12 +408,13 @@ class NativePlanner:
             and len(kinds) == 2
             and all(isinstance(branch, Leaf) and branch.logical is None for branch in branches)
         ):
-            return self._widened(union, kinds, nullable, field, record)
-        return self._members(branches, kinds, nullable, field, record)
+            return self._widened(kinds, nullable, field, container)
+        from pyspark.sql import types as T
 
-    def _widened(
-        self, union: Union, kinds: list[str], nullable: bool, field: Field, record: Record
-    ) -> _Plan | None:
+        assert isinstance(dtype, T.StructType)
+        return self._members(branches, kinds, nullable, dtype, field, container)
+
+    def _widened(self, kinds: list[str], nullable: bool, field: Field, container: StructType) -> _Plan | None:
         # spark-avro widens [int, long] / [float, double] to one column; the reference still
         # names the first branch that validates the value: an int-first union says INT in range.
         first = kinds[0]
@@ -396,25 +427,31 @@ class NativePlanner:
         else:
             options.append((lambda v: v.isNotNull(), Leaf(first, None)))
         accepts = frozenset([*kinds, *(["NULL"] if nullable else [])])
-        return self._slot(options, _Slot(accepts, "long" if "LONG" in kinds else "double"), field, record)
+        return self._slot(options, _Slot(accepts, "long" if "LONG" in kinds else "double"), field, container)
 
     def _members(
-        self, branches: list[Node], kinds: list[str], nullable: bool, field: Field, record: Record
+        self,
+        branches: list[Node],
+        kinds: list[str],
+        nullable: bool,
+        dtype: StructType,
+        field: Field,
+        container: StructType,
     ) -> _Plan | None:
         members = []
         for index, branch in enumerate(branches):
             if isinstance(branch, Leaf):
                 slot = _Slot(frozenset({branch.type_name}), _SPARK_TYPES.get(branch.type_name), rigid=True)
-                plan = self._slot([(None, branch)], slot, field, record)
+                plan = self._slot([(None, branch)], slot, field, container)
             else:
-                plan = self._node(branch, field, record)
+                plan = self._node(branch, dtype[f"member{index}"].dataType, field, container)
             if plan is None:
                 continue
             members.append((index, plan))
         null = None
         if nullable:
             null_slot = _Slot(frozenset({"NULL"}), None, rigid=True)
-            null = self._slot([(lambda v: v.isNull(), NULL)], null_slot, field, record)
+            null = self._slot([(lambda v: v.isNull(), NULL)], null_slot, field, container)
         if not members and null is None:
             return None
         # The reference takes the first branch that validates a value: when one branch may accept
@@ -433,7 +470,7 @@ class NativePlanner:
         options: list[tuple[Callable[[Column], Column] | None, Leaf]],
         slot: _Slot,
         field: Field,
-        record: Record,
+        container: StructType,
     ) -> _Plan | None:
         if self.rule_tags and self.rule_tags.isdisjoint(field.tags):
             # The reference hands an unvisited field's own value back as its "result", so in a
@@ -443,36 +480,62 @@ class NativePlanner:
             return _UnvisitedFalsePlan(booleans) if booleans and self.kind is RuleKind.CONDITION else None
         variants = []
         for presence, leaf in options:
-            variant = self._variant(presence, leaf, field, record)
+            variant = self._variant(presence, leaf, field, container)
             if variant is not None:
-                if self.kind is RuleKind.TRANSFORM and variant.body is not None:
-                    slot.check(variant.body.type)
+                if self.kind is RuleKind.TRANSFORM and variant.body is not None and not variant.body.error:
+                    slot.check(variant.body.type.kind)
                 variants.append(variant)
         return _LeafPlan(variants, slot, self.kind) if variants else None
 
     def _variant(
-        self, presence: Callable[[Column], Column] | None, leaf: Leaf, field: Field, record: Record
+        self, presence: Callable[[Column], Column] | None, leaf: Leaf, field: Field, container: StructType
     ) -> _Variant | None:
         if not leaf.primitive:
             return None  # enums and fixed are left alone (SEMANTICS.md §4)
-        scope = Scope(field.name, field.full_name, leaf.type_name, field.tags, record)
+        variables, constants = _bindings(leaf, field)
         guard: Term | None = None
-        if self.expression.guard_tree is not None:
-            guard = compile_term(self.expression.guard_tree, scope)
+        if self.guard is not None:
+            guard = compile_term(self.guard, container, variables=variables, constants=constants)
             if guard.error:
                 return _Variant(presence, None, True, None)
             if guard.is_constant:
                 if not guard.constant:
                     return None
                 guard = None
-            elif guard.type != "bool":
+            elif guard.type.kind not in ("bool", "null"):
                 raise Unsupported("a per-row guard that is not a boolean")
         if leaf.logical is not None:
             raise Unsupported(f"a visited {leaf.logical} value")
-        body = compile_term(self.expression.body_tree, scope)
-        if body.type == "list":
-            raise Unsupported("a list result")
-        return _Variant(presence, guard, False, body)
+        body = compile_term(self.body, container, variables=variables, constants=constants)
+        if not body.error:
+            _check_result(body.type, self.kind)
+        cast = _VALUE_TYPES[leaf.type_name][1] if leaf.type_name in _VALUE_TYPES else None
+        return _Variant(presence, guard, False, body, cast)
+
+
+def _bindings(leaf: Leaf, field: Field) -> tuple[dict[str, CelType], dict[str, Any]]:
+    """The per-row variables and plan-time constants of one visited field and type name.
+
+    The constants are the Python twin's own activation (`_runtime.field_activation`), so a folded
+    sub-expression sees exactly what the twin sees; `value` is a constant only for typeName NULL.
+    """
+    activation = _runtime.field_activation(
+        None, field.name, field.full_name, leaf.type_name, sorted(field.tags), None
+    )
+    del activation["message"]
+    if leaf.type_name == "NULL":
+        return {}, activation
+    del activation["value"]
+    return {"value": CelType(_VALUE_TYPES[leaf.type_name][0])}, activation
+
+
+def _check_result(result: CelType, kind: RuleKind) -> None:
+    """Refuse results whose native handling is not exact: a TRANSFORM writes only scalar values
+    of a definite type (null results only as the literal null), a CONDITION tests scalars."""
+    if result.kind not in _ACCEPTING:
+        raise Unsupported(f"a field result of type {result.kind}")
+    if kind is RuleKind.TRANSFORM and result.nullable and result.kind != "null":
+        raise Unsupported("a transform result that may be null")
 
 
 def _kind(node: Node) -> str:

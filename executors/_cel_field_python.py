@@ -14,20 +14,28 @@ from dataclasses import dataclass
 from typing import Any
 
 from contracts.model import RuleKind
-from executors._cel_field_expr import FieldExpression
 from executors._cel_field_schema import Array, Field, Leaf, Map, Node, Record, Union, schema_tree
 from executors._protocol import BatchEvaluator, Outcome
+from executors.cel import _runtime
 
 
 class _ConditionFailed(Exception):
     """A visited field's expression returned a plain false: the CONDITION fails (RuleConditionError)."""
 
 
+class _EvaluationFailed(Exception):
+    """A visited field's guard or expression raised a CEL error: the rule fails with its text."""
+
+    def __init__(self, reason: str | None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 @dataclass(frozen=True)
 class CelFieldBatch:
     """Picklable factory of the Python evaluator of one CEL_FIELD rule."""
 
-    expression: FieldExpression
+    expr: str
     kind: RuleKind
     rule_tags: frozenset[str]
     schema: Any
@@ -46,7 +54,10 @@ class _Walker:
         self.spec = spec
         self.tree = tree
         self.condition = spec.kind is RuleKind.CONDITION
-        self.evaluate_field = spec.expression.python()
+        # The shared CEL runtime: compiled once per worker, with the Confluent builtins (SEMANTICS.md §3).
+        self.program = _runtime.compile_program(spec.expr)
+        # Converting the containing record per field is the walk's main cost: only when it is read.
+        self.reads_message = "message" in spec.expr
 
     def __call__(self, records: Sequence[Any]) -> Sequence[Outcome]:
         return [self._one(record) for record in records]
@@ -56,6 +67,8 @@ class _Walker:
             result = self._visit(self.tree, record, None, None)
         except _ConditionFailed:
             return Outcome(False, record, self.spec.failure_message)
+        except _EvaluationFailed as e:
+            return Outcome(False, record, e.reason)
         except Exception as e:  # an evaluation error is a rule failure (SEMANTICS.md §2.2)
             return Outcome(False, record, f"{type(e).__name__}: {e}")
         return Outcome(True, record if self.condition else result)
@@ -97,4 +110,15 @@ class _Walker:
             return value
         if self.spec.rule_tags and self.spec.rule_tags.isdisjoint(field.tags):
             return value
-        return self.evaluate_field(value, field.name, field.full_name, leaf.type_name, field.tags, message)
+        activation = _runtime.field_activation(
+            value,
+            field.name,
+            field.full_name,
+            leaf.type_name,
+            sorted(field.tags),
+            message if self.reads_message else None,
+        )
+        outcome = self.program.field(activation, value, condition=self.condition)
+        if not outcome.passed:
+            raise _EvaluationFailed(outcome.reason)
+        return outcome.value

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from contracts.model import Rule, RuleKind, RuleMode
-from executors._cel_field_columns import Unsupported
-from executors._cel_field_expr import FieldExpression
 from executors._cel_field_native import NativePlanner
 from executors._cel_field_python import CelFieldBatch
 from executors._cel_field_schema import schema_tree
 from executors._protocol import BatchStep, NativeStep, RuleContext, Step, condition_failure_message
+from executors.cel import _runtime
+from executors.cel._native_types import Unsupported
 
 __all__ = ["CelFieldExecutor", "superseded_field_transforms"]
 
@@ -28,10 +28,12 @@ class CelFieldExecutor:
 
     def compile(self, ctx: RuleContext) -> Step:
         rule = ctx.rule
-        expression = FieldExpression.parse(rule.expr or "", rule.kind)
+        expr = rule.expr or ""
+        # Compiling on the driver reports syntax errors at load, with their position.
+        _runtime.compile_program(expr, subject=ctx.subject, version=ctx.version, rule=rule.name)
         batch = BatchStep(
             CelFieldBatch(
-                expression,
+                expr,
                 rule.kind,
                 frozenset(rule.tags),
                 ctx.schema,
@@ -41,7 +43,7 @@ class CelFieldExecutor:
         )
         tree = schema_tree(ctx.schema, ctx.metadata_tags)
         try:
-            build = NativePlanner(expression, rule.kind, frozenset(rule.tags)).plan(tree)
+            build = NativePlanner(expr, rule.kind, frozenset(rule.tags)).plan(tree, ctx.spark_type)
         except Unsupported:
             return batch
         return NativeStep(build, batch=batch)

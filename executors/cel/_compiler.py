@@ -10,7 +10,7 @@ the executor runs that rule with cel-python instead; a field the schema lacks is
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column
     from pyspark.sql.types import StructType
 
-__all__ = ["Unsupported", "compile_expression", "compile_rule"]
+__all__ = ["Unsupported", "compile_expression", "compile_rule", "compile_term", "split_rule"]
 
 _PASS_THROUGH = frozenset(
     {
@@ -97,6 +97,32 @@ def compile_expression(expr: str, record_type: StructType) -> tuple[CelType, Cal
     """One expression (no guard) as its CEL type and its (value, error) Columns over the record."""
     term = _Compiler(record_type, expr).root(expr, 0)
     return term.type, lambda record: term.emit({"message": record})
+
+
+def compile_term(
+    text: str,
+    record_type: StructType,
+    *,
+    variables: Mapping[str, CelType] | None = None,
+    constants: Mapping[str, Any] | None = None,
+) -> Term:
+    """One expression (no guard) over `message` and further variables, as a typed term; raises Unsupported.
+
+    `variables` are per-row values, typed here and given as Columns in the emit environment
+    under their names; `constants` are plan-time values bound as cel-python binds them, so every
+    sub-expression reading only constants is evaluated once, by cel-python with the reference's
+    functions. This is how CEL_FIELD compiles (SEMANTICS.md §4): `name`, `typeName`, `tags` …
+    are constants per field, `value` a variable. A field `message` lacks is an evaluation error
+    there (the reference's map lookup fails), not a contract error: the containing record varies.
+    """
+    compiler = _Compiler(record_type, text, variables=variables, constants=constants, strict_fields=False)
+    return compiler.root(text, 0)
+
+
+def split_rule(expr: str) -> tuple[str | None, str]:
+    """A rule's guard (None when absent or blank) and body, split as the reference does (SEMANTICS.md §3)."""
+    guard, body, _ = _split(expr)
+    return guard, body
 
 
 def _split(expr: str) -> tuple[str | None, str, int]:
@@ -175,11 +201,22 @@ class _Scope:
 class _Compiler:
     """Walks cel-python's parse tree into typed terms over the record's Spark type."""
 
-    def __init__(self, record_type: StructType, text: str) -> None:
+    def __init__(
+        self,
+        record_type: StructType,
+        text: str,
+        *,
+        variables: Mapping[str, CelType] | None = None,
+        constants: Mapping[str, Any] | None = None,
+        strict_fields: bool = True,
+    ) -> None:
         self.record = CelType("map", key=CelType("string"), fields=record_type)
         self.text = text
         self.part = text
         self.offset = 0
+        self.variables = dict(variables or {})
+        self.constants = dict(constants or {})
+        self.strict_fields = strict_fields
 
     def root(self, text: str, offset: int) -> Term:
         self.part, self.offset = text, offset
@@ -212,12 +249,24 @@ class _Compiler:
         children = tree.children
         if rule in _PASS_THROUGH and len(children) == 1:
             return self.term(children[0], scope)
-        if _foldable(tree):
-            return functions.fold(_as_expr(tree))
+        if self.foldable(tree, scope):
+            return functions.fold(_as_expr(tree), self.constants)
         handler = getattr(self, f"_{rule}", None)
         if handler is None:
             raise Unsupported(f"no native form for CEL {rule}")
         return handler(tree, scope)
+
+    def foldable(self, tree: Tree, scope: _Scope) -> bool:
+        """Whether cel-python can evaluate `tree` at plan time: it reads no per-row variable.
+
+        A sub-expression reading plan-time constants is folded whatever functions it calls: the
+        plan-time evaluator has the reference's functions, and folding is what keeps a guard on
+        `name` or `typeName` off the rows (DESIGN.md principle 2).
+        """
+        free = _free_variables(tree)
+        if not free:
+            return _foldable(tree)
+        return all(name in self.constants and scope.lookup(name) is None for name in free)
 
     def _expr(self, tree: Tree, scope: _Scope) -> Term:
         condition, then, otherwise = (self.term(child, scope) for child in tree.children)
@@ -249,6 +298,8 @@ class _Compiler:
         bound = scope.lookup(name)
         if bound is not None:
             return Term(bound, lambda env: Val(env[name]))
+        if name in self.variables:
+            return Term(self.variables[name], lambda env: Val(env[name]))
         if name == "message":
             return Term(self.record, lambda env: Val(env["message"]))
         raise Unsupported(f"the variable {name}")
@@ -265,6 +316,8 @@ class _Compiler:
         rt = receiver.type
         if rt.fields is not None:
             field = next((f for f in rt.fields.fields if f.name == name), None)
+            if field is None and not self.strict_fields:
+                return error_term()
             if field is None:
                 raise ContractError(
                     f"the expression reads field {name!r}, which the schema lacks", position=self.where(token)
@@ -364,6 +417,25 @@ def _as_expr(tree: Tree) -> Tree:
 
 def _arguments(exprlist: Tree | None) -> list[Tree]:
     return [] if exprlist is None else list(exprlist.children)
+
+
+def _free_variables(tree: Tree) -> frozenset[str]:
+    """The identifiers `tree` reads that no comprehension inside it binds."""
+    from lark import Tree
+
+    if tree.data == "ident":
+        return frozenset({str(tree.children[0])})
+    if tree.data == "member_dot_arg" and str(tree.children[1]) in functions.MACROS:
+        arguments = _arguments(tree.children[2] if len(tree.children) > 2 else None)
+        variable = _unwrap(arguments[0]) if len(arguments) == 2 else None
+        if variable is not None and variable.data == "ident":
+            body = _free_variables(arguments[1]) - {str(variable.children[0])}
+            return _free_variables(tree.children[0]) | body
+    free: frozenset[str] = frozenset()
+    for child in tree.children:
+        if isinstance(child, Tree):
+            free |= _free_variables(child)
+    return free
 
 
 def _foldable(tree: Tree) -> bool:

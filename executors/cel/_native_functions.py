@@ -7,6 +7,7 @@ whole macro fail unless CEL's && / || absorption decides it (all / exists).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from executors.cel import _native_builtins as builtins
@@ -53,10 +54,11 @@ TIMESTAMP_ACCESSORS = frozenset(
 _DAY_MICROS = 86_400_000_000
 
 
-def fold(tree: Tree) -> Term:
-    """A literal-only expression, evaluated once by cel-python: a constant or a constant failure."""
+def fold(tree: Tree, variables: Mapping[str, Any] | None = None) -> Term:
+    """A literal-only expression (or one reading only plan-time `variables`), evaluated once by
+    cel-python: a constant or a constant failure."""
     try:
-        value = reference_evaluate(tree, {})
+        value = reference_evaluate(tree, variables or {})
     except Exception:
         return error_term()
     return constant_term(value)
