@@ -4,8 +4,10 @@ Every visited field and type name is decided when the rule compiles: skipped by 
 skipped because its guard is statically false (such fields are not touched at all), failing
 because its guard errors, or compiled to Columns (DESIGN.md principle 2). Nested values are
 rebuilt natively: `withField` for records, `transform` for arrays, `transform_values` for maps,
-member structs for multi-branch unions. A shape or expression with no exact native form raises
-`Unsupported` and the executor falls back to the Python walk for the whole rule.
+member structs for multi-branch unions. Guards and bodies compile through the shared CEL
+compiler (`executors.cel._compiler.compile_term`), so CEL_FIELD has every construct and builtin
+CEL has. A shape or expression with no exact native form raises `Unsupported` and the executor
+falls back to the Python walk for the whole rule.
 """
 
 from __future__ import annotations
