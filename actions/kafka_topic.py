@@ -1,0 +1,238 @@
+"""KafkaTopicSink: the DLQ sink that produces dead-letter records to real Kafka topics (SEMANTICS.md §7).
+
+The sink is only configuration, pickled to the Spark tasks; each task's writer creates its own
+confluent-kafka `Producer` in the executor process (`open`), idempotent with `acks=all`, and its
+`commit` returns only once the broker has acknowledged every record, raising `DlqError` otherwise
+(DESIGN.md principle 4: an undelivered DLQ record fails the task, so the job — never a silent drop).
+
+Delivery is at least once: a task attempt that fails after some of its records reached the broker,
+or a task Spark re-executes, produces its records again. Consumers of a DLQ topic should expect
+duplicates (transactions cannot help here: a committed attempt's records stay, and librdkafka's
+mock cluster, the broker these tests run against, does not fence zombie producers).
+
+confluent-kafka is the optional extra `kafka`; it is imported only when a sink is built or opened,
+so this module imports without it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from actions.sink import DlqError, DlqRecord, DlqWriter, validate_topic
+
+ConfigValue = str | int | float | bool
+
+_FORCED = {"enable.idempotence": "true", "acks": "all"}
+_ACCEPTED = {"enable.idempotence": ("true", "True"), "acks": ("all", "-1")}
+# These settings would contradict what the sink promises (one timeout, every record reported,
+# no shared transactional id across tasks); the sink's own parameters cover the first.
+_REJECTED = {
+    "message.timeout.ms": "use delivery_timeout_s",
+    "delivery.timeout.ms": "use delivery_timeout_s",
+    "transactional.id": "the sink does not use transactions (delivery is at least once)",
+    "delivery.report.only.error": "the sink needs every delivery report",
+    "on_delivery": "the sink installs its own delivery callback",
+    "dr_cb": "the sink installs its own delivery callback",
+    "dr_msg_cb": "the sink installs its own delivery callback",
+}
+_SECRET_MARKERS = ("password", "secret", "passphrase", "token", "private", "key.pem", "jaas", "credential")
+_SECRET_KEYS = frozenset({"sasl.oauthbearer.config", "ssl_key"})
+# librdkafka checks message timeouts about once a second, so the final reports may come a moment
+# after `delivery_timeout_s`; commit waits that much longer before calling records undelivered.
+_REPORT_GRACE_S = 1.5
+_INSTALL_HINT = "KafkaTopicSink needs confluent-kafka: pip install 'spark-data-contracts[kafka]'"
+REDACTED = "***"
+
+
+def is_secret(key: str) -> bool:
+    """Whether a producer setting holds a credential that must never be shown (passwords, keys, tokens)."""
+    lowered = key.lower()
+    return lowered in _SECRET_KEYS or any(marker in lowered for marker in _SECRET_MARKERS)
+
+
+@dataclass(frozen=True, init=False, repr=False)
+class KafkaTopicSink:
+    """Produces DLQ records to Kafka; holds the producer configuration, never a producer.
+
+    `config` is passed to confluent-kafka's `Producer` as given (bootstrap.servers, security.protocol,
+    SASL/SSL settings, …) with `enable.idempotence=true` and `acks=all` forced. A record not
+    acknowledged within `delivery_timeout_s` of being written fails the task with a `DlqError`.
+    """
+
+    config: Mapping[str, ConfigValue]
+    delivery_timeout_s: float
+    _secrets: tuple[str, ...] = field(compare=False)
+
+    def __init__(self, config: Mapping[str, ConfigValue], *, delivery_timeout_s: float = 30.0) -> None:
+        settings = dict(config)
+        secrets = tuple(str(v) for k, v in settings.items() if is_secret(k) and str(v))
+        object.__setattr__(self, "_secrets", secrets)
+        if not settings.get("bootstrap.servers") and not settings.get("metadata.broker.list"):
+            raise DlqError("KafkaTopicSink needs 'bootstrap.servers' in its producer configuration")
+        for key, why in _REJECTED.items():
+            if key in settings:
+                raise DlqError(f"KafkaTopicSink does not accept {key!r}: {why}")
+        for key, accepted in _ACCEPTED.items():
+            if key in settings and str(settings[key]) not in accepted:
+                raise DlqError(
+                    f"KafkaTopicSink requires {key}={_FORCED[key]} (SEMANTICS.md §7), got {settings[key]!r}"
+                )
+        if not delivery_timeout_s > 0:
+            raise DlqError(f"delivery_timeout_s must be positive, got {delivery_timeout_s!r}")
+        _confluent_kafka()  # fail on the driver, before Spark runs, when the extra is missing
+        settings.update(_FORCED)
+        object.__setattr__(self, "config", settings)
+        object.__setattr__(self, "delivery_timeout_s", float(delivery_timeout_s))
+
+    def __repr__(self) -> str:
+        shown = {key: REDACTED if is_secret(key) else value for key, value in self.config.items()}
+        return f"KafkaTopicSink({shown!r}, delivery_timeout_s={self.delivery_timeout_s!r})"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """The brokers the producers connect to first, for error messages."""
+        return str(self.config.get("bootstrap.servers") or self.config.get("metadata.broker.list"))
+
+    def open(self, writer_id: str) -> KafkaTopicWriter:
+        """Create this task attempt's producer (in the executor process) and its writer."""
+        return KafkaTopicWriter(self, writer_id)
+
+    def redact(self, text: str) -> str:
+        """`text` with every credential of the configuration replaced, for error messages."""
+        for secret in self._secrets:
+            text = text.replace(secret, REDACTED)
+        return text
+
+
+class KafkaTopicWriter(DlqWriter):
+    """One task attempt's producer: `write` produces, `commit` waits for every delivery report."""
+
+    def __init__(self, sink: KafkaTopicSink, writer_id: str) -> None:
+        self.sink = sink
+        self.writer_id = writer_id
+        self._failures: list[tuple[str, str]] = []
+        self._broker_error: str | None = None
+        self._written = 0
+        self._outcome: str | None = None
+        kafka = _confluent_kafka()
+        settings: dict[str, Any] = dict(sink.config)
+        settings["message.timeout.ms"] = max(1, round(sink.delivery_timeout_s * 1000))
+        settings["error_cb"] = self._error_callback(settings.get("error_cb"))
+        try:
+            self._producer: Any = kafka.Producer(settings)
+        except (kafka.KafkaException, ValueError, TypeError) as e:
+            raise self._error(f"cannot create a Kafka producer: {e}") from None
+
+    def write(self, record: DlqRecord) -> None:
+        """Produce `record` (key, value, headers in order, timestamp) and serve pending delivery reports."""
+        if self._outcome is not None:
+            raise self._error(f"cannot write to a writer already {self._outcome}")
+        try:
+            validate_topic(record.topic)
+        except DlqError as e:
+            raise self._error(e.reason, topic=record.topic) from e
+        kafka = _confluent_kafka()
+        deadline = time.monotonic() + self.sink.delivery_timeout_s
+        while True:
+            try:
+                self._producer.produce(
+                    record.topic,
+                    value=record.value,
+                    key=record.key,
+                    headers=list(record.headers),
+                    timestamp=record.timestamp_ms,
+                    on_delivery=self._on_delivery,
+                )
+                break
+            except BufferError:
+                # The producer's local queue is full: wait for deliveries to make room.
+                if time.monotonic() >= deadline:
+                    raise self._error(
+                        f"producer queue still full after {self.sink.delivery_timeout_s:g}s",
+                        topic=record.topic,
+                    ) from None
+                self._producer.poll(0.1)
+            except kafka.KafkaException as e:
+                raise self._error(f"cannot produce a DLQ record: {e}", topic=record.topic) from None
+        self._written += 1
+        self._producer.poll(0)
+        if self._failures:
+            self._raise_failures(undelivered=0)
+
+    def commit(self) -> None:
+        """Wait for every delivery report; raise DlqError naming the topic and the Kafka error if a
+        record failed or is still unacknowledged after the delivery timeout."""
+        if self._outcome == "committed":
+            return
+        if self._outcome == "aborted":
+            raise self._error("cannot commit a writer already aborted")
+        undelivered = self._producer.flush(self.sink.delivery_timeout_s + _REPORT_GRACE_S)
+        if undelivered or self._failures:
+            self.abort()
+            self._raise_failures(undelivered)
+        self._outcome = "committed"
+        self._close()
+
+    def abort(self) -> None:
+        """Purge every record not yet acknowledged; ones already sent may still reach the topic."""
+        if self._outcome is not None:
+            return
+        self._outcome = "aborted"
+        self._producer.purge(in_queue=True, in_flight=True, blocking=True)
+        self._producer.poll(0)  # serve the purged records' reports
+        self._close()
+
+    def _close(self) -> None:
+        # Release the producer's threads and sockets now, as Spark reuses the worker process
+        # (`close` is newer than the oldest supported confluent-kafka; without it, GC releases them).
+        close = getattr(self._producer, "close", None)
+        if close is not None:
+            close()
+
+    def _on_delivery(self, error: Any, message: Any) -> None:
+        if error is not None:
+            self._failures.append((message.topic() or "?", str(error)))
+
+    def _error_callback(self, chained: Callable[[Any], None] | None) -> Callable[[Any], None]:
+        def on_error(error: Any) -> None:
+            self._broker_error = str(error)
+            if chained is not None:
+                chained(error)
+
+        return on_error
+
+    def _raise_failures(self, undelivered: int) -> None:
+        failed = len(self._failures)
+        parts = []
+        if failed:
+            topics = sorted({topic for topic, _ in self._failures})
+            parts.append(
+                f"{failed} of {self._written} DLQ records failed to reach {', '.join(topics)}:"
+                f" {self._failures[0][1]}"
+            )
+        if undelivered:
+            parts.append(
+                f"{undelivered} of {self._written} DLQ records still unacknowledged after"
+                f" {self.sink.delivery_timeout_s:g}s"
+            )
+        if self._broker_error is not None:
+            parts.append(f"last broker error: {self._broker_error}")
+        parts.append(f"bootstrap.servers {self.sink.bootstrap_servers}")
+        topic = self._failures[0][0] if self._failures else None
+        raise self._error("; ".join(parts), topic=topic)
+
+    def _error(self, message: str, topic: str | None = None) -> DlqError:
+        return DlqError(self.sink.redact(message), topic=topic, writer_id=self.writer_id)
+
+
+def _confluent_kafka() -> ModuleType:
+    """The confluent_kafka module, or a DlqError saying how to install the `kafka` extra."""
+    try:
+        import confluent_kafka
+    except ImportError as e:
+        raise DlqError(_INSTALL_HINT) from e
+    return confluent_kafka
