@@ -128,7 +128,10 @@ class KafkaTopicWriter(DlqWriter):
             raise self._error(f"cannot create a Kafka producer: {e}") from None
 
     def write(self, record: DlqRecord) -> None:
-        """Produce `record` (key, value, headers in order, timestamp) and serve pending delivery reports."""
+        """Produce `record` (key, value, headers in order, timestamp) and serve pending delivery reports.
+
+        librdkafka reads a timestamp of 0 as "now"; the router stamps records with the current time.
+        """
         if self._outcome is not None:
             raise self._error(f"cannot write to a writer already {self._outcome}")
         try:
