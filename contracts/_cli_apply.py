@@ -1,0 +1,116 @@
+"""`spark-contracts apply`: a contract's WRITE or READ rules over a file dataset, with its DLQ and counts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TextIO
+
+from actions.local_topic import LocalTopicSink
+from contracts._cli_progress import Progress
+from contracts._cli_registry import open_registry
+from contracts.dataframe import DataContract, RuleCounts
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+# Record formats hold the record's fields as columns; wire formats hold Confluent frames in `value`.
+RECORD_FORMATS = ("parquet", "json")
+WIRE_FORMATS = ("avro-parquet", "avro-json")
+FORMATS = RECORD_FORMATS + WIRE_FORMATS
+
+
+@dataclass(frozen=True)
+class ApplyJob:
+    """What to run: the contract (registry, subject, version), the mode, input, output and DLQ."""
+
+    registry: str
+    subject: str
+    mode: str
+    input: str
+    format: str
+    output: str
+    dlq_dir: str
+    version: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("WRITE", "READ"):
+            raise ValueError(f"mode must be WRITE or READ, not {self.mode!r}")
+        if self.format not in FORMATS:
+            raise ValueError(f"unknown input format {self.format!r}; expected one of {', '.join(FORMATS)}")
+        if self.format in WIRE_FORMATS and self.mode != "READ":
+            # Wire-format records are decoded by `deserialize`, which runs the READ side (SEMANTICS.md §6).
+            raise ValueError(f"{self.format} input is decoded with the READ rules: use --mode READ")
+
+
+def run_apply(job: ApplyJob, spark: SparkSession, out: TextIO, err: TextIO) -> int:
+    """Enforce the contract on the input, write the valid rows as Parquet to `job.output`, send
+    rejected rows to the DLQ topics under `job.dlq_dir`, and print a per-rule summary. The Spark
+    job runs once (the valid rows and the DLQ in one pass); errors propagate to the caller."""
+    sink = LocalTopicSink(job.dlq_dir)
+    contract = DataContract(open_registry(job.registry), job.subject, version=job.version, dlq_sink=sink)
+    valid = _enforced(contract, read_input(spark, job.format, job.input, contract), job)
+    before = {topic: sink.count(topic) for topic in sink.topics()}
+    label = f"{job.mode} rules of {job.subject} version {contract.version} on {job.input}"
+    with Progress(label, err, spark):
+        valid.write.parquet(job.output)
+    written = spark.read.parquet(job.output).count()
+    metrics = contract.metrics
+    out.write(summary_table(metrics.get() if metrics is not None else {}))
+    out.write(f"valid rows: {written} -> {job.output}\n")
+    for topic in sink.topics():
+        added = sink.count(topic) - before.get(topic, 0)
+        if added:
+            out.write(f"DLQ {topic}: {added} rows -> {sink.root}/{topic}\n")
+    return 0
+
+
+def read_input(spark: SparkSession, fmt: str, path: str, contract: DataContract) -> DataFrame:
+    """The input dataset: records as columns (JSON lines read with the contract's types, failing on
+    a malformed line rather than nulling it), or Kafka-shaped rows with binary `value` frames (a
+    base64 string in JSON lines)."""
+    from pyspark.sql import functions as F
+
+    if fmt == "parquet" or fmt == "avro-parquet":
+        return spark.read.parquet(path)
+    if fmt == "json":
+        return spark.read.schema(contract.spark_schema).option("mode", "FAILFAST").json(path)
+    if fmt == "avro-json":
+        rows = spark.read.option("mode", "FAILFAST").json(path)
+        return rows.withColumn("value", F.unbase64(F.col("value")))
+    raise ValueError(f"unknown input format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+def _enforced(contract: DataContract, df: DataFrame, job: ApplyJob) -> DataFrame:
+    """The valid rows; wire-format input is decoded (and migrated) to the contract's version first."""
+    if job.format in WIRE_FORMATS:
+        return contract.deserialize(df)
+    return contract.write(df) if job.mode == "WRITE" else contract.read(df)
+
+
+def summary_table(counts: dict[str, RuleCounts]) -> str:
+    """Per rule, in running order: mode, rows passed, rows failed, rows per action that ran."""
+    header = ("rule", "mode", "passed", "failed", "actions")
+    rows = [
+        (
+            c.rule,
+            c.mode,
+            str(c.passed),
+            str(c.failed),
+            " ".join(f"{action}={n}" for action, n in c.by_action.items() if n) or "-",
+        )
+        for c in counts.values()
+    ]
+    if not rows:
+        return "no rules ran\n"
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+    numeric = {2, 3}
+
+    def render(row: tuple[str, ...]) -> str:
+        cells = (
+            cell.rjust(w) if i in numeric else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        )
+        return "  ".join(cells).rstrip()
+
+    rule_line = "  ".join("-" * w for w in widths)
+    return "\n".join([render(header), rule_line, *(render(row) for row in rows)]) + "\n"

@@ -1,0 +1,24 @@
+"""The CLI's registry argument: an http(s) URL is a Schema Registry, else a LocalRegistry directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from contracts.errors import RegistryError
+from contracts.registry import LocalRegistry, Registry, SchemaRegistryClient
+
+
+def is_url(spec: str) -> bool:
+    """Whether `spec` names a REST registry (one URL, or several comma-separated for failover)."""
+    return spec.split(",", 1)[0].strip().lower().startswith(("http://", "https://"))
+
+
+def open_registry(spec: str, *, must_exist: bool = True) -> Registry:
+    """The registry `spec` names. Credentials go in the URL (`https://key:secret@host`), as the
+    client accepts them; a directory must already exist unless `must_exist` is False, so a typo
+    does not silently create an empty registry."""
+    if is_url(spec):
+        return SchemaRegistryClient(spec)
+    if must_exist and not Path(spec).is_dir():
+        raise RegistryError(f"registry directory {spec!r} does not exist")
+    return LocalRegistry(spec)

@@ -1,0 +1,126 @@
+"""`spark-contracts push` / `pull`: sync a LocalRegistry directory of contracts with a real registry."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import quote
+
+from contracts.errors import DataContractError, RegistryError
+from contracts.registry import LocalRegistry, Registry
+
+_CONFIG_FILE = "config.json"
+# Confluent's "subject not found" and "schema not found": the version is not registered yet.
+_NOT_REGISTERED = (40401, 40403)
+
+
+def push(directory: Path, remote: Registry, out: TextIO) -> int:
+    """Register every version of every subject in `directory`, in version order, with `remote`.
+
+    A version the registry already holds is skipped (looked up first); one it refuses — an
+    incompatible schema (409), an invalid one — is reported and the rest still go. A subject's
+    `config.json` (its compatibility, compatibilityGroup, …) is set first, as the versions may need
+    it. Returns 1 when anything failed, else 0.
+    """
+    local = LocalRegistry(directory)
+    failures = 0
+    for subject in local.get_subjects():
+        config = _subject_config(directory, subject)
+        if config:
+            try:
+                remote.set_config(subject, **config)
+                print(f"{subject}: config set {json.dumps(config, sort_keys=True)}", file=out)
+            except RegistryError as error:
+                failures += 1
+                print(f"{subject}: config FAILED: {error}", file=out)
+        for version in local.get_versions(subject):
+            failures += not _push_version(local, remote, subject, version, out)
+    print(f"push: {failures} failed" if failures else "push: done", file=out)
+    return 1 if failures else 0
+
+
+def _push_version(local: Registry, remote: Registry, subject: str, version: int, out: TextIO) -> bool:
+    """Register one local version unless the registry has it; False when the registry refused it."""
+    schema = local.get_version(subject, version).schema
+    where = f"{subject} version {version}"
+    try:
+        found = remote.lookup_schema(subject, schema)
+    except RegistryError as error:
+        if error.error_code not in _NOT_REGISTERED:
+            print(f"{where}: FAILED: {error}", file=out)
+            return False
+    else:
+        print(f"{where}: already registered as version {found.version} (id {found.schema_id})", file=out)
+        return True
+    try:
+        schema_id = remote.register_schema(subject, schema)
+    except RegistryError as error:
+        label = "INCOMPATIBLE" if error.status == 409 else "FAILED"
+        print(f"{where}: {label}: {error}", file=out)
+        return False
+    print(f"{where}: registered (id {schema_id})", file=out)
+    return True
+
+
+def pull(remote: Registry, directory: Path, subjects: Iterable[str] | None, out: TextIO) -> int:
+    """Write every version of `subjects` (default: all), and the versions they reference, into
+    `directory` in LocalRegistry's layout, ids included, so LocalRegistry reads them back as the
+    registry serves them. Returns 1 when a subject could not be exported, else 0."""
+    failures = 0
+    pending: list[tuple[str, int]] = []
+    for subject in remote.get_subjects() if subjects is None else subjects:
+        try:
+            pending.extend((subject, version) for version in remote.get_versions(subject))
+        except RegistryError as error:
+            failures += 1
+            print(f"{subject}: FAILED: {error}", file=out)
+    done: set[tuple[str, int]] = set()
+    while pending:
+        subject, version = pending.pop(0)
+        if (subject, version) in done:
+            continue
+        done.add((subject, version))
+        try:
+            registered = remote.get_version(subject, version)
+        except DataContractError as error:
+            failures += 1
+            print(f"{subject} version {version}: FAILED: {error}", file=out)
+            continue
+        path = directory / quote(subject, safe="") / f"{version}.json"
+        _write_json(path, {**registered.schema.to_dict(), "id": registered.schema_id})
+        print(f"{subject} version {version} (id {registered.schema_id}) -> {path}", file=out)
+        pending.extend((ref.subject, ref.version) for ref in registered.schema.references)
+    try:
+        LocalRegistry(directory)
+    except DataContractError as error:
+        failures += 1
+        print(f"pull: the directory does not load as a LocalRegistry: {error}", file=out)
+    print(f"pull: {failures} failed" if failures else f"pull: {len(done)} versions", file=out)
+    return 1 if failures else 0
+
+
+def _subject_config(directory: Path, subject: str) -> dict[str, Any] | None:
+    """The subject's own config file in the directory, if it has one."""
+    path = directory / quote(subject, safe="") / _CONFIG_FILE
+    if not path.is_file():
+        return None
+    config = json.loads(path.read_text(encoding="utf-8"))
+    return config if isinstance(config, dict) else None
+
+
+def _write_json(path: Path, payload: Any) -> None:
+    """Write atomically (temp file, then rename), so a reader never sees half a version."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(payload, handle, indent=2, ensure_ascii=False)
+            handle.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

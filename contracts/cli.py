@@ -1,0 +1,193 @@
+"""The `spark-contracts` command line: lint, apply, push and pull data contracts.
+
+    spark-contracts lint DIR | --registry URL [--subject S ...]
+    spark-contracts apply --registry DIR_OR_URL --subject S [--version N] --mode WRITE|READ
+                          --input PATH --format parquet|json|avro-parquet|avro-json --output PATH
+                          [--dlq-dir DIR]
+    spark-contracts push DIR --registry URL
+    spark-contracts pull --registry URL DIR [--subject S ...]
+
+Exit status: 0 success, 1 problems found or something failed, 2 a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from contracts._cli_apply import FORMATS, ApplyJob, run_apply
+from contracts._cli_lint import lint_directory, lint_registry
+from contracts._cli_registry import open_registry
+from contracts._cli_sync import pull, push
+from contracts.dataframe import DEFAULT_DLQ_DIR
+from contracts.errors import DataContractError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+_USAGE_ERROR = 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The console script: run one subcommand and return its exit status."""
+    return run(argv)
+
+
+def run(
+    argv: list[str] | None = None,
+    *,
+    spark: SparkSession | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """`main` with the session and streams injectable: `apply` uses `spark` when given (tests and
+    notebooks already have one) and otherwise starts, and afterwards stops, its own."""
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else _USAGE_ERROR
+    try:
+        return int(args.handler(args, spark, out, err))
+    except _UsageError as error:
+        print(f"spark-contracts {args.command}: error: {error}", file=err)
+        return _USAGE_ERROR
+    except DataContractError as error:
+        print(f"spark-contracts {args.command}: {type(error).__name__}: {error}", file=err)
+        return 1
+
+
+class _UsageError(Exception):
+    """Arguments that parse but do not make sense together."""
+
+
+def _lint(args: argparse.Namespace, spark: Any, out: TextIO, err: TextIO) -> int:
+    if (args.directory is None) == (args.registry is None):
+        raise _UsageError("give a directory or --registry, not both")
+    if args.directory is not None and args.subject:
+        raise _UsageError("--subject goes with --registry")
+    if args.directory is not None:
+        problems = lint_directory(Path(args.directory))
+    else:
+        problems = lint_registry(open_registry(args.registry), args.subject or None)
+    for problem in problems:
+        print(problem.line(), file=out)
+    print(f"lint: {len(problems)} problem(s)" if problems else "lint: no problems", file=err)
+    return 1 if problems else 0
+
+
+def _apply(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, err: TextIO) -> int:
+    from pyspark.errors import PySparkException
+
+    try:
+        job = ApplyJob(
+            registry=args.registry,
+            subject=args.subject,
+            mode=args.mode,
+            input=args.input,
+            format=args.format,
+            output=args.output,
+            dlq_dir=args.dlq_dir,
+            version=args.version,
+        )
+    except ValueError as error:
+        raise _UsageError(str(error)) from error
+    own = spark is None
+    session = _session() if spark is None else spark
+    try:
+        return run_apply(job, session, out, err)
+    except PySparkException as error:
+        # A Spark failure (an ERROR action fired, a missing input, an existing output) carries the
+        # JVM or worker trace; its first line says what happened.
+        print(f"spark-contracts apply: {type(error).__name__}: {_first_line(error)}", file=err)
+        return 1
+    finally:
+        if own:
+            session.stop()
+
+
+def _push(args: argparse.Namespace, spark: Any, out: TextIO, err: TextIO) -> int:
+    return push(Path(args.directory), open_registry(args.registry, must_exist=False), out)
+
+
+def _pull(args: argparse.Namespace, spark: Any, out: TextIO, err: TextIO) -> int:
+    return pull(open_registry(args.registry), Path(args.directory), args.subject or None, out)
+
+
+def _session() -> SparkSession:
+    """A session for the CLI: Spark Connect when SPARK_REMOTE is set, else SPARK_MASTER (local[2])."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName("spark-contracts").config("spark.ui.showConsoleProgress", "false")
+    if os.environ.get("SPARK_REMOTE"):
+        return builder.remote(os.environ["SPARK_REMOTE"]).getOrCreate()
+    return builder.master(os.environ.get("SPARK_MASTER", "local[2]")).getOrCreate()
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="spark-contracts",
+        description="Lint, apply and sync Confluent Schema Registry data contracts on Spark.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    lint = commands.add_parser(
+        "lint",
+        help="parse every contract version and compile every rule; report every problem",
+        description="Report every problem loading would hit, one per line; exit 1 when there are any.",
+    )
+    lint.add_argument("directory", nargs="?", help="a LocalRegistry directory (<subject>/<version>.json)")
+    lint.add_argument("--registry", help="a registry URL (or directory) instead of DIR")
+    lint.add_argument("--subject", action="append", help="a subject to lint (repeatable; default: all)")
+    lint.set_defaults(handler=_lint)
+
+    apply = commands.add_parser(
+        "apply",
+        help="run a contract's rules over a file dataset, writing valid rows and the DLQ",
+        description="Valid rows are written as Parquet to --output, rejected rows to the DLQ topics.",
+    )
+    apply.add_argument("--registry", required=True, help="a LocalRegistry directory or a registry URL")
+    apply.add_argument("--subject", required=True)
+    apply.add_argument("--version", type=int, help="the contract version (default: the latest)")
+    apply.add_argument("--mode", required=True, type=str.upper, choices=("WRITE", "READ"))
+    apply.add_argument("--input", required=True, help="the input dataset path")
+    apply.add_argument(
+        "--format",
+        required=True,
+        choices=FORMATS,
+        help="parquet / json (JSON lines): records as columns; avro-parquet / avro-json: Confluent"
+        " wire-format frames in a binary `value` column (base64 in JSON lines), read with --mode READ",
+    )
+    apply.add_argument("--output", required=True, help="where the valid rows go (Parquet)")
+    apply.add_argument("--dlq-dir", default=DEFAULT_DLQ_DIR, help="the local DLQ topics directory")
+    apply.set_defaults(handler=_apply)
+
+    push_ = commands.add_parser(
+        "push",
+        help="register every contract version of a directory with a registry",
+        description="Versions already registered are skipped; refused ones are reported; exit 1 if any.",
+    )
+    push_.add_argument("directory", help="a LocalRegistry directory")
+    push_.add_argument("--registry", required=True, help="the registry URL")
+    push_.set_defaults(handler=_push)
+
+    pull_ = commands.add_parser(
+        "pull",
+        help="export a registry's subjects into a LocalRegistry directory",
+        description="Every version (schema, metadata, ruleSet, references, id) in <subject>/<version>.json.",
+    )
+    pull_.add_argument("directory", help="the directory to write")
+    pull_.add_argument("--registry", required=True, help="the registry URL")
+    pull_.add_argument("--subject", action="append", help="a subject to export (repeatable; default: all)")
+    pull_.set_defaults(handler=_pull)
+    return parser
