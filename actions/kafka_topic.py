@@ -63,7 +63,7 @@ class KafkaTopicSink:
     acknowledged within `delivery_timeout_s` of being written fails the task with a `DlqError`.
     """
 
-    config: Mapping[str, ConfigValue]
+    config: Mapping[str, ConfigValue] = field(hash=False)
     delivery_timeout_s: float
     _secrets: tuple[str, ...] = field(compare=False)
 
@@ -118,13 +118,13 @@ class KafkaTopicWriter(DlqWriter):
         self._broker_error: str | None = None
         self._written = 0
         self._outcome: str | None = None
-        kafka = _confluent_kafka()
-        settings: dict[str, Any] = dict(sink.config)
+        self._kafka = _confluent_kafka()
+        settings: dict[str, Any] = {**sink.config, **_FORCED}
         settings["message.timeout.ms"] = max(1, round(sink.delivery_timeout_s * 1000))
         settings["error_cb"] = self._error_callback(settings.get("error_cb"))
         try:
-            self._producer: Any = kafka.Producer(settings)
-        except (kafka.KafkaException, ValueError, TypeError) as e:
+            self._producer: Any = self._kafka.Producer(settings)
+        except (self._kafka.KafkaException, ValueError, TypeError) as e:
             raise self._error(f"cannot create a Kafka producer: {e}") from None
 
     def write(self, record: DlqRecord) -> None:
@@ -138,7 +138,6 @@ class KafkaTopicWriter(DlqWriter):
             validate_topic(record.topic)
         except DlqError as e:
             raise self._error(e.reason, topic=record.topic) from e
-        kafka = _confluent_kafka()
         deadline = time.monotonic() + self.sink.delivery_timeout_s
         while True:
             try:
@@ -159,7 +158,7 @@ class KafkaTopicWriter(DlqWriter):
                         topic=record.topic,
                     ) from None
                 self._producer.poll(0.1)
-            except kafka.KafkaException as e:
+            except self._kafka.KafkaException as e:
                 raise self._error(f"cannot produce a DLQ record: {e}", topic=record.topic) from None
         self._written += 1
         self._producer.poll(0)

@@ -221,6 +221,23 @@ def test_an_unreachable_broker_fails_the_commit_within_the_timeout() -> None:
         writer.write(record("bad-users", 2))
 
 
+def test_a_failed_delivery_fails_the_next_write_without_waiting_for_commit() -> None:
+    writer = KafkaTopicSink({"bootstrap.servers": UNREACHABLE}, delivery_timeout_s=0.2).open("run-00007")
+    with pytest.raises(DlqError, match="Message timed out"):
+        for n in range(50):  # the first record times out after 0.2 s, reported within about a second
+            writer.write(record("bad-users", n))
+            time.sleep(0.1)
+    writer.abort()
+
+
+def test_a_record_the_producer_refuses_fails_the_write_naming_its_topic(bootstrap: str) -> None:
+    writer = KafkaTopicSink({"bootstrap.servers": bootstrap, "message.max.bytes": "2000"}).open("run-00008")
+    with pytest.raises(DlqError, match=r"cannot produce a DLQ record: .*too large") as raised:
+        writer.write(record("bad-users", 0, value=bytes(5000)))
+    assert (raised.value.topic, raised.value.writer_id) == ("bad-users", "run-00008")
+    writer.abort()
+
+
 def test_abort_purges_what_was_not_sent_without_waiting() -> None:
     writer = KafkaTopicSink({"bootstrap.servers": UNREACHABLE}, delivery_timeout_s=30).open("run-00004")
     writer.write(record("bad-users", 0))
