@@ -6,9 +6,10 @@ confluent-kafka `Producer` in the executor process (`open`), idempotent with `ac
 (DESIGN.md principle 4: an undelivered DLQ record fails the task, so the job — never a silent drop).
 
 Delivery is at least once: a task attempt that fails after some of its records reached the broker,
-or a task Spark re-executes, produces its records again. Consumers of a DLQ topic should expect
-duplicates (transactions cannot help here: a committed attempt's records stay, and librdkafka's
-mock cluster, the broker these tests run against, does not fence zombie producers).
+or a task Spark re-executes, produces its records again, so DLQ consumers should expect duplicates.
+No transactions: they would hide only a failed attempt's records, only from read_committed
+consumers, at the price of a transactional id per task (and librdkafka's mock cluster, the broker
+the tests run against, does not fence zombie producers, so fencing could not be tested).
 
 confluent-kafka is the optional extra `kafka`; it is imported only when a sink is built or opened,
 so this module imports without it.
@@ -17,6 +18,7 @@ so this module imports without it.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -115,6 +117,7 @@ class KafkaTopicWriter(DlqWriter):
         self.sink = sink
         self.writer_id = writer_id
         self._failures: list[tuple[str, str]] = []
+        self._pending: Counter[str] = Counter()  # records per topic still awaiting their report
         self._broker_error: str | None = None
         self._written = 0
         self._outcome: str | None = None
@@ -125,6 +128,7 @@ class KafkaTopicWriter(DlqWriter):
         try:
             self._producer: Any = self._kafka.Producer(settings)
         except (self._kafka.KafkaException, ValueError, TypeError) as e:
+            # Not chained: librdkafka's text may quote a credential, and Spark prints whole chains.
             raise self._error(f"cannot create a Kafka producer: {e}") from None
 
     def write(self, record: DlqRecord) -> None:
@@ -161,9 +165,10 @@ class KafkaTopicWriter(DlqWriter):
             except self._kafka.KafkaException as e:
                 raise self._error(f"cannot produce a DLQ record: {e}", topic=record.topic) from None
         self._written += 1
+        self._pending[record.topic] += 1
         self._producer.poll(0)
         if self._failures:
-            self._raise_failures(undelivered=0)
+            raise self._failure(undelivered=0)
 
     def commit(self) -> None:
         """Wait for every delivery report; raise DlqError naming the topic and the Kafka error if a
@@ -174,8 +179,9 @@ class KafkaTopicWriter(DlqWriter):
             raise self._error("cannot commit a writer already aborted")
         undelivered = self._producer.flush(self.sink.delivery_timeout_s + _REPORT_GRACE_S)
         if undelivered or self._failures:
+            error = self._failure(undelivered)  # before the purge reports its own errors
             self.abort()
-            self._raise_failures(undelivered)
+            raise error
         self._outcome = "committed"
         self._close()
 
@@ -196,8 +202,10 @@ class KafkaTopicWriter(DlqWriter):
             close()
 
     def _on_delivery(self, error: Any, message: Any) -> None:
+        topic = message.topic() or "?"
+        self._pending[topic] -= 1
         if error is not None:
-            self._failures.append((message.topic() or "?", str(error)))
+            self._failures.append((topic, str(error)))
 
     def _error_callback(self, chained: Callable[[Any], None] | None) -> Callable[[Any], None]:
         def on_error(error: Any) -> None:
@@ -207,7 +215,8 @@ class KafkaTopicWriter(DlqWriter):
 
         return on_error
 
-    def _raise_failures(self, undelivered: int) -> None:
+    def _failure(self, undelivered: int) -> DlqError:
+        """The error for records that failed or are still unacknowledged: topics, counts, Kafka's words."""
         failed = len(self._failures)
         parts = []
         if failed:
@@ -216,16 +225,17 @@ class KafkaTopicWriter(DlqWriter):
                 f"{failed} of {self._written} DLQ records failed to reach {', '.join(topics)}:"
                 f" {self._failures[0][1]}"
             )
+        waiting = sorted(topic for topic, count in self._pending.items() if count > 0)
         if undelivered:
             parts.append(
-                f"{undelivered} of {self._written} DLQ records still unacknowledged after"
-                f" {self.sink.delivery_timeout_s:g}s"
+                f"{undelivered} of {self._written} DLQ records to {', '.join(waiting)} still"
+                f" unacknowledged after {self.sink.delivery_timeout_s + _REPORT_GRACE_S:g}s"
             )
         if self._broker_error is not None:
             parts.append(f"last broker error: {self._broker_error}")
         parts.append(f"bootstrap.servers {self.sink.bootstrap_servers}")
-        topic = self._failures[0][0] if self._failures else None
-        raise self._error("; ".join(parts), topic=topic)
+        topic = self._failures[0][0] if self._failures else (waiting[0] if waiting else None)
+        return self._error("; ".join(parts), topic=topic)
 
     def _error(self, message: str, topic: str | None = None) -> DlqError:
         return DlqError(self.sink.redact(message), topic=topic, writer_id=self.writer_id)

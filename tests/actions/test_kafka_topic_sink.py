@@ -238,6 +238,43 @@ def test_a_record_the_producer_refuses_fails_the_write_naming_its_topic(bootstra
     writer.abort()
 
 
+class SilentProducer:
+    """A producer whose records never get a delivery report, as when a broker stops answering."""
+
+    def __init__(self) -> None:
+        self.queued: list[str] = []
+        self.purged = False
+
+    def produce(self, topic: str, **_: Any) -> None:
+        self.queued.append(topic)
+
+    def poll(self, timeout: float = 0) -> int:
+        return 0
+
+    def flush(self, timeout: float) -> int:
+        return len(self.queued)
+
+    def purge(self, **_: Any) -> None:
+        self.purged = True
+
+    def close(self) -> None:
+        self.queued.clear()
+
+
+def test_records_still_unacknowledged_at_the_timeout_fail_the_commit() -> None:
+    writer = KafkaTopicSink({"bootstrap.servers": UNREACHABLE}, delivery_timeout_s=1.0).open("run-00009")
+    writer._producer.close()
+    writer._producer = silent = SilentProducer()
+    writer.write(record("bad-users", 0))
+    writer.write(record("bad-users", 1))
+    with pytest.raises(
+        DlqError, match=r"2 of 2 DLQ records to bad-users still unacknowledged after 2\.5s"
+    ) as raised:
+        writer.commit()
+    assert (raised.value.topic, raised.value.writer_id) == ("bad-users", "run-00009")
+    assert silent.purged
+
+
 def test_abort_purges_what_was_not_sent_without_waiting() -> None:
     writer = KafkaTopicSink({"bootstrap.servers": UNREACHABLE}, delivery_timeout_s=30).open("run-00004")
     writer.write(record("bad-users", 0))
