@@ -30,13 +30,16 @@ def spark() -> Iterator[object]:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
-        .config("spark.executor.extraJavaOptions", "-Duser.timezone=UTC")
     )
     if os.environ.get("SPARK_REMOTE"):
         builder = builder.remote(os.environ["SPARK_REMOTE"])
     else:
-        builder = builder.master("local[2]")
+        # JVM options are fixed when the JVM starts; a Connect session cannot set them (it warns).
+        builder = (
+            builder.master("local[2]")
+            .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
+            .config("spark.executor.extraJavaOptions", "-Duser.timezone=UTC")
+        )
     session = builder.getOrCreate()
     yield session
     session.stop()
