@@ -47,6 +47,7 @@ __all__ = [
     "SchemaReference",
     "SchemaRegistryClient",
     "SerializationError",
+    "remap_schema_ids",
 ]
 
 # The engine and the actions import contracts' model and errors, so their public names are
@@ -67,6 +68,7 @@ _LAZY = {
     "DlqError": "actions.sink",
     "DlqRecord": "actions.sink",
     "DlqSink": "actions.sink",
+    "remap_schema_ids": "contracts.remap",
 }
 
 
