@@ -6,6 +6,7 @@ import io
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -233,22 +234,50 @@ def test_remapping_again_reuses_the_registered_schemas(
     assert destination.get_versions("orders-key") == [1]
 
 
+class RendezvousRegistry(LocalRegistry):
+    """A LocalRegistry directory whose first lookup in each process waits (up to 3 s) until two
+    processes have arrived, so two Spark tasks then register at the same moment."""
+
+    def __init__(self, path: Path, arrivals: Path) -> None:
+        super().__init__(path)
+        self.arrivals = arrivals
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**super().__getstate__(), "arrivals": self.arrivals}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self.arrivals = state["arrivals"]
+
+    def lookup_schema(self, subject: str, schema: Schema) -> RegisteredSchema:
+        mine = self.arrivals / str(os.getpid())
+        if not mine.exists():
+            mine.touch()
+            deadline = time.monotonic() + 3
+            while len(list(self.arrivals.iterdir())) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+        return super().lookup_schema(subject, schema)
+
+
 def test_two_tasks_registering_different_schemas_at_once_get_distinct_ids(
     spark: Any, source: CountingRegistry, tmp_path: Path
 ) -> None:
-    # LocalRegistry locks only threads: two processes registering at once in one directory would
-    # hand the same id to both schemas, so remap serializes its registrations with a file lock.
-    for n in range(6):
-        target = LocalRegistry(tmp_path / f"empty-{n}")
-        rows = [(None, frame(source, 1 + p, RECORDS[1 + p]), "orders", p, 0, None) for p in range(2)]
-        df = spark.createDataFrame(rows, ROWS).repartition(2, "partition")
-        remapped = remap_schema_ids(df, source, target, key_col=None).collect()
-        fresh = LocalRegistry(tmp_path / f"empty-{n}")  # reads the files anew: fails on a duplicate id
-        new_ids = {decode_frame(row.value)[0]: 1 + row.partition for row in remapped}
-        assert len(new_ids) == 2
-        for new_id, source_id in new_ids.items():
-            assert fresh.get_schema(new_id).schema_str == source.get_schema(source_id).schema_str
-        assert fresh.get_versions("orders-value") == [1, 2]
+    # LocalRegistry locks only threads: two processes registering at once in one directory hand
+    # both schemas the same id (or write one version file twice), so remap holds a file lock.
+    arrivals = tmp_path / "arrivals"
+    arrivals.mkdir()
+    target = RendezvousRegistry(tmp_path / "target", arrivals)
+    rows = [(None, frame(source, 1 + p, RECORDS[1 + p]), "orders", p, 0, None) for p in range(2)]
+    df = spark.createDataFrame(rows, ROWS).repartitionByRange(2, "partition")
+    remapped = remap_schema_ids(df, source, target, key_col=None).collect()
+
+    assert len(list(arrivals.iterdir())) == 2, "the two tasks did not run in two processes"
+    fresh = LocalRegistry(tmp_path / "target")  # reads the files anew: a duplicate id fails here
+    new_ids = {decode_frame(row.value)[0]: 1 + row.partition for row in remapped}
+    assert len(new_ids) == 2
+    for new_id, source_id in new_ids.items():
+        assert fresh.get_schema(new_id).schema_str == source.get_schema(source_id).schema_str
+    assert fresh.get_versions("orders-value") == [1, 2]
 
 
 @pytest.mark.parametrize(
