@@ -21,7 +21,14 @@ from contracts.errors import RegistryError, SerializationError
 from contracts.model import RegisteredSchema, Schema, SchemaReference
 from contracts.registry import LocalRegistry, Registry
 from contracts.serde import _position
-from contracts.wire import HEADER_SIZE, SubjectNameStrategy, decode_frame, encode_frame, writer_schema
+from contracts.wire import (
+    HEADER_SIZE,
+    MAGIC_BYTE,
+    SubjectNameStrategy,
+    decode_frame,
+    encode_frame,
+    writer_schema,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -62,6 +69,8 @@ def remap_schema_ids(
     columns = tuple((name, name == key_col) for name in (key_col, value_col) if name is not None)
     if not columns:
         raise ValueError("nothing to remap: key_col and value_col are both None")
+    if key_col == value_col:
+        raise ValueError(f"key_col and value_col are both {key_col!r}: a column holds keys or values")
     for name, _ in columns:
         if name not in df.columns:
             raise ValueError(f"column {name!r} is not in the DataFrame (columns: {df.columns})")
@@ -135,28 +144,34 @@ class _Remapper:
         validity, offsets_buffer, data = array.buffers()
         offsets = memoryview(offsets_buffer).cast("q" if pa.types.is_large_binary(array.type) else "i")
         out = bytearray(data) if data is not None else bytearray()
-        framed: list[tuple[int, int, tuple[int, str | None]]] = []  # (row, start, (source id, topic))
-        for row, present in enumerate(array.is_valid().to_pylist()):
-            if present:
-                start, end = offsets[array.offset + row], offsets[array.offset + row + 1]
+        valid = array.is_valid().to_pylist() if array.null_count else None
+        starts: list[int] = []
+        seen: list[tuple[bytes, str | None]] = []  # per framed row: (its 4 id bytes, its topic)
+        first_rows: dict[tuple[bytes, str | None], int] = {}
+        for row in range(len(array)):
+            if valid is not None and not valid[row]:
+                continue
+            start, end = offsets[array.offset + row], offsets[array.offset + row + 1]
+            if end - start < HEADER_SIZE or out[start] != MAGIC_BYTE:
                 try:
-                    source_id, _ = decode_frame(out[start : min(end, start + HEADER_SIZE)])
+                    decode_frame(out[start:end])  # raises, saying what is wrong with the frame
                 except SerializationError as e:
                     raise _unremappable(batch, row, is_key, e) from e
-                framed.append((row, start, (source_id, self.topic if topics is None else topics[row])))
-        first_rows: dict[tuple[int, str | None], int] = {}
-        for row, _, seen in framed:
-            first_rows.setdefault(seen, row)
-        headers: dict[tuple[int, str | None], bytes] = {}
+            key = (bytes(out[start + 1 : start + HEADER_SIZE]), self.topic if topics is None else topics[row])
+            starts.append(start)
+            seen.append(key)
+            first_rows.setdefault(key, row)
+        new_ids: dict[tuple[bytes, str | None], bytes] = {}
         # Registries hand out ids in ascending order, so registering a batch's new ids in that
         # order keeps the source's version order in the destination (when one batch has them all).
-        for seen, row in sorted(first_rows.items(), key=lambda item: (item[0][0], item[0][1] or "")):
+        for key, row in sorted(first_rows.items(), key=lambda item: (item[0][0], item[0][1] or "")):
             try:
-                headers[seen] = encode_frame(self.destination_id(*seen, is_key), b"")
+                source_id = int.from_bytes(key[0], "big")
+                new_ids[key] = encode_frame(self.destination_id(source_id, key[1], is_key), b"")[1:]
             except SerializationError as e:
                 raise _unremappable(batch, row, is_key, e) from e
-        for _, start, seen in framed:
-            out[start : start + HEADER_SIZE] = headers[seen]
+        for start, key in zip(starts, seen, strict=True):
+            out[start + 1 : start + HEADER_SIZE] = new_ids[key]
         return pa.Array.from_buffers(
             array.type,
             len(array),
@@ -172,8 +187,16 @@ class _Remapper:
         if known is None:
             schema = writer_schema(self.source, source_id)
             subject = self._subject(topic, is_key, schema)
-            with _registration_lock(self.destination):
-                known = _DESTINATION_IDS[key] = self._copy(subject, schema, ()).schema_id
+            try:
+                with _registration_lock(self.destination):
+                    known = _DESTINATION_IDS[key] = self._copy(subject, schema, ()).schema_id
+            except RegistryError as e:
+                raise RegistryError(
+                    f"cannot register source schema id {source_id} under destination subject"
+                    f" {subject!r}: {e.reason}",
+                    status=e.status,
+                    error_code=e.error_code,
+                ) from e
         return known
 
     def _subject(self, topic: str | None, is_key: bool, schema: Schema) -> str:

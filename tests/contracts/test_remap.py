@@ -392,6 +392,19 @@ def test_a_corrupt_key_is_named_as_the_key(
     assert remapped[0].key == b"plain-key"
 
 
+def test_a_schema_the_destination_refuses_fails_the_job_naming_id_and_subject(
+    spark: Any, source: CountingRegistry, destination: CountingRegistry
+) -> None:
+    # Under BACKWARD compatibility an Order cannot follow a Payment in one subject (409).
+    destination.register_schema("orders-value", _schema(PAYMENT))
+    df = spark.createDataFrame([(None, frame(source, 1, RECORDS[1]), "orders", 0, 0, None)], ROWS)
+    with pytest.raises(
+        Exception, match="cannot register source schema id 1 under destination subject 'orders-value'"
+    ):
+        remap_schema_ids(df, source, destination).collect()
+    assert destination.get_versions("orders-value") == [1]
+
+
 def test_arguments_are_checked_before_spark_runs(
     spark: Any, source: CountingRegistry, destination: CountingRegistry
 ) -> None:
@@ -404,6 +417,8 @@ def test_arguments_are_checked_before_spark_runs(
         remap_schema_ids(df, source, destination, value_col=None)
     with pytest.raises(ValueError, match="in-memory"):
         remap_schema_ids(df, source, LocalRegistry(), topic="t", value_col=None)
+    with pytest.raises(ValueError, match="key_col and value_col are both 'key'"):
+        remap_schema_ids(df, source, destination, topic="t", value_col="key")
     with pytest.raises(ValueError, match="unknown subject name strategy 'TopicStrategy'"):
         remap_schema_ids(df, source, destination, topic="t", value_col=None, subject_strategy="TopicStrategy")
 
