@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -33,6 +34,9 @@ _USAGE_ERROR = 2
 
 def main(argv: list[str] | None = None) -> int:
     """The console script: run one subcommand and return its exit status."""
+    # PySpark 4 warns that pandas 3 is not fully supported; this project only uses Arrow paths,
+    # where it works (README), so a command's output is not cluttered with it.
+    warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
     return run(argv)
 
 
@@ -120,10 +124,20 @@ def _pull(args: argparse.Namespace, spark: Any, out: TextIO, err: TextIO) -> int
 
 
 def _session() -> SparkSession:
-    """A session for the CLI: Spark Connect when SPARK_REMOTE is set, else SPARK_MASTER (local[2])."""
+    """A session for the CLI: Spark Connect when SPARK_REMOTE is set, else SPARK_MASTER (local[2]).
+
+    Spark's own log is off unless SPARK_LOG_LEVEL says otherwise: the CLI prints the progress,
+    the summary and the first line of a failure itself.
+    """
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.appName("spark-contracts").config("spark.ui.showConsoleProgress", "false")
+    # Local Python workers must run this interpreter, the one with the project installed.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.appName("spark-contracts")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.log.level", os.environ.get("SPARK_LOG_LEVEL", "OFF"))
+    )
     if os.environ.get("SPARK_REMOTE"):
         return builder.remote(os.environ["SPARK_REMOTE"]).getOrCreate()
     return builder.master(os.environ.get("SPARK_MASTER", "local[2]")).getOrCreate()
