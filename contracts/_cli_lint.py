@@ -26,6 +26,7 @@ from contracts.registry import LocalRegistry, Registry
 from executors import as_executor
 
 _CONFIG_FILE = "config.json"
+_MALFORMED = object()  # what _read_json answers for a file that is not JSON (`null` is JSON)
 _RULE_LISTS = ("migrationRules", "domainRules", "encodingRules")
 # Domain rules run in WRITE and READ, migration rules in UPGRADE and DOWNGRADE (SEMANTICS.md §2).
 _MODES = (
@@ -79,7 +80,7 @@ def lint_directory(root: Path) -> list[Problem]:
         originals: dict[tuple[str, int], str] = {}
         for path, subject, version in _layout(root, problems):
             payload = _read_json(path, subject, version, problems)
-            if payload is None:
+            if payload is _MALFORMED:
                 continue
             if version is None and not isinstance(payload, dict):
                 problems.append(
@@ -193,12 +194,12 @@ def _layout(root: Path, problems: list[Problem]) -> Iterator[tuple[Path, str, in
 
 
 def _read_json(path: Path, subject: str, version: int | None, problems: list[Problem]) -> Any:
-    """The file's JSON, or None (and a problem naming the file) when it is not JSON."""
+    """The file's JSON, or _MALFORMED (and a problem naming the file) when it is not JSON."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         problems.append(Problem(f"malformed JSON: {error}", subject or None, version, path=str(path)))
-        return None
+        return _MALFORMED
 
 
 def _checked_version(

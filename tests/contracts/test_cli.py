@@ -134,6 +134,7 @@ def test_lint_reports_every_problem_with_subject_version_rule_and_position(tmp_p
         ),
     )
     write_version(root, "a-value", 2, '{"schema": ')
+    write_version(root, "a-value", 3, "null")
     write_version(root, "b-value", 1, {"schema": json.dumps({"type": "record", "name": "B", "fields": 3})})
     (root / "b-value" / "notes.json").write_text("{}")
 
@@ -150,6 +151,7 @@ def test_lint_reports_every_problem_with_subject_version_rule_and_position(tmp_p
         "subject=a-value version=1 rule=jsonata position=8: invalid JSONata expression",
         "subject=a-value version=1 rule=noTopic position=params.dlq.topic: DLQ action has no topic",
         f"{root / 'a-value' / '2.json'}: subject=a-value version=2 rule=- position=-: malformed JSON",
+        "subject=a-value version=3 rule=- position=-: a version file must hold a JSON object",
         "subject=b-value version=1 rule=- position=schema: Invalid schema",
         f"{root / 'b-value' / 'notes.json'}: subject=b-value version=- rule=- position=-: unexpected file",
     ]
