@@ -12,7 +12,6 @@ import json
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -37,7 +36,6 @@ if TYPE_CHECKING:
 SubjectStrategy = Callable[[str | None, bool, Schema], str]
 
 _TOPIC_COLUMN = "topic"
-_LOCK_FILE = ".remap.lock"  # LocalRegistry ignores dot files in its directory
 
 # Per Python worker: (remap call, source id, topic, is_key) -> destination id, so each distinct
 # id is looked up and registered once per worker however many batches and tasks carry it.
@@ -82,7 +80,7 @@ def remap_schema_ids(
     topic_column = _TOPIC_COLUMN if topic is None and _TOPIC_COLUMN in df.columns else None
     if topic is None and topic_column is None and strategy in _NEEDS_TOPIC:
         raise ValueError(f"{strategy.value} needs a topic: pass topic=… or give the rows a 'topic' column")
-    if isinstance(destination_registry, LocalRegistry) and _directory(destination_registry) is None:
+    if isinstance(destination_registry, LocalRegistry) and destination_registry.path is None:
         # Each Spark worker would register into its own pickled copy, and the ids written would
         # point at schemas the destination never holds.
         raise ValueError("the destination LocalRegistry must have a directory: an in-memory one cannot be")
@@ -188,7 +186,7 @@ class _Remapper:
             schema = writer_schema(self.source, source_id)
             subject = self._subject(topic, is_key, schema)
             try:
-                with _registration_lock(self.destination):
+                with _held(self.destination):
                     known = _DESTINATION_IDS[key] = self._copy(subject, schema, ()).schema_id
             except RegistryError as e:
                 raise RegistryError(
@@ -257,26 +255,7 @@ def _record_name(schema: Schema) -> str | None:
     return name if "." in name or not namespace else f"{namespace}.{name}"
 
 
-def _directory(registry: LocalRegistry) -> Path | None:
-    """The registry's directory, None when it lives in memory (LocalRegistry does not expose it)."""
-    path: Path | None = registry.__getstate__()["path"]
-    return path
-
-
-@contextlib.contextmanager
-def _registration_lock(registry: Registry) -> Iterator[None]:
-    """Hold an exclusive file lock on a LocalRegistry directory while registering: LocalRegistry
-    locks only threads, and two worker processes registering at once would give different
-    schemas the same id (or one version file to both). Other registries need no lock here."""
-    directory = _directory(registry) if isinstance(registry, LocalRegistry) else None
-    if directory is None:
-        yield
-        return
-    import fcntl  # POSIX only, and needed only here, so the module still imports elsewhere
-
-    with open(directory / _LOCK_FILE, "a+b") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+def _held(registry: Registry) -> contextlib.AbstractContextManager[None]:
+    """A LocalRegistry held across the lookup and the registration, so each distinct id is
+    registered once however many tasks meet it; a registry server needs no such hold."""
+    return registry.exclusive() if isinstance(registry, LocalRegistry) else contextlib.nullcontext()

@@ -32,6 +32,11 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from contracts.errors import ContractError, RegistryError
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: only threads of one process are kept apart
+    fcntl = None  # type: ignore[assignment]
 from contracts.model import (
     Metadata,
     RegisteredSchema,
@@ -233,11 +238,17 @@ class LocalRegistry:
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self._path = None if path is None else Path(path)
         self._lock = threading.RLock()
+        self._held = False
         self._state = _State()
         self._signature: tuple[Any, ...] = ()
         if self._path is not None:
             self._path.mkdir(parents=True, exist_ok=True)
             self._refresh()
+
+    @property
+    def path(self) -> Path | None:
+        """The registry's directory; None when it lives in memory."""
+        return self._path
 
     def __repr__(self) -> str:
         return f"LocalRegistry({str(self._path) if self._path else None!r})"
@@ -249,6 +260,7 @@ class LocalRegistry:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._path = state["path"]
         self._lock = threading.RLock()
+        self._held = False
         self._state = state["state"] or _State()
         self._signature = ()
         if self._path is not None:
@@ -258,7 +270,7 @@ class LocalRegistry:
 
     def register_schema(self, subject: str, schema: Schema, normalize: bool = False) -> int:
         """Register `schema` under `subject` (a new version unless already there); return its id."""
-        with self._lock:
+        with self.exclusive():
             self._refresh()
             state = self._state
             config = self.get_config(subject)
@@ -356,7 +368,7 @@ class LocalRegistry:
         """Soft-delete a subject (ids keep resolving; its config goes), or permanently delete a
         soft-deleted one (files removed); returns the versions deleted. As Confluent: a permanent
         delete needs a soft delete first (40405), a second soft delete is 40404."""
-        with self._lock:
+        with self.exclusive():
             self._refresh()
             versions = self._state.subjects.get(subject, [])
             if not versions:
@@ -390,7 +402,7 @@ class LocalRegistry:
         """Update config keys (camelCase, as the REST API names them; None removes one); returns
         the effective config."""
         _validate_config(config)
-        with self._lock:
+        with self.exclusive():
             self._refresh()
             current = {**self._state.config.get(subject, {}), **config}
             current = {k: v for k, v in current.items() if v is not None}
@@ -529,6 +541,27 @@ class LocalRegistry:
         if path is not None:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the registry for a change, or for a lookup and the registration that follows it:
+        this process's threads, and on a directory every process too (an advisory lock on the
+        directory), so two Spark tasks registering at once cannot give two schemas one id. Reentrant."""
+        with self._lock:
+            if self._path is None or fcntl is None or self._held:
+                yield
+                return
+            handle = os.open(self._path, os.O_RDONLY)
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+                self._held = True
+                try:
+                    yield
+                finally:
+                    self._held = False
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+            finally:
+                os.close(handle)
 
     def _scan(self) -> tuple[Any, ...]:
         """What the directory holds now (names, sizes, mtimes): a change means another writer."""

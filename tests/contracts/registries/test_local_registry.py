@@ -668,3 +668,38 @@ def test_metadata_and_rule_set_types_round_trip(registry: LocalRegistry) -> None
     schema = Schema(V1, metadata=Metadata(properties={"k": "v"}), rule_set=RuleSet())
     schema_id = registry.register_schema("a", schema)
     assert registry.get_schema(schema_id).properties == {"k": "v"}
+
+
+def _register_after(barrier: Any, root: str, subject: str, field: str, ids: Any) -> None:
+    """In another process: wait for the others, then register one schema into the shared directory."""
+    registry = LocalRegistry(root)
+    barrier.wait()
+    ids.put((subject, registry.register_schema(subject, contract(avro((field, "int"))))))
+
+
+@pytest.mark.parametrize("same_subject", [False, True])
+def test_processes_registering_at_once_get_distinct_ids(tmp_path: Path, same_subject: bool) -> None:
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    for attempt in range(3):
+        root = tmp_path / str(attempt)
+        LocalRegistry(root).set_config(compatibility="NONE")
+        barrier, ids = context.Barrier(4), context.Queue()
+        processes = [
+            context.Process(
+                target=_register_after,
+                args=(barrier, str(root), "s" if same_subject else f"s{n}", f"f{n}", ids),
+            )
+            for n in range(4)
+        ]
+        for process in processes:
+            process.start()
+        for process in processes:
+            process.join(60)
+            assert process.exitcode == 0
+        registered = [ids.get(timeout=5) for _ in processes]
+        assert len({schema_id for _, schema_id in registered}) == 4
+        reloaded = LocalRegistry(root)  # the directory still loads: no id given to two schemas
+        for subject, schema_id in registered:
+            assert reloaded.lookup_schema(subject, reloaded.get_schema(schema_id)).schema_id == schema_id
