@@ -68,7 +68,10 @@ def load_version(registry: Registry, registered: RegisteredSchema) -> ContractVe
     where = {"subject": registered.subject, "version": registered.version}
     if schema.schema_type.upper() != "AVRO":
         raise ContractError(f"schema type {schema.schema_type} is not supported (only AVRO)", **where)
-    named = tuple(_referenced_schemas(registry, schema))
+    try:
+        named = tuple(_referenced_schemas(registry, schema))
+    except ContractError as e:
+        raise e.at(**where) from e.__cause__
     try:
         parsed = avro.parse_schema(schema.schema_str, named)
         spark_type = avro.struct_type(parsed)

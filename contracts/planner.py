@@ -92,7 +92,9 @@ class PlannedRule:
         """The text an ERROR action fails the job with: subject, version, rule, mode and reason."""
         ctx = self.ctx
         return str(
-            RuleError(reason, subject=ctx.subject, version=ctx.version, rule=self.rule.name, mode=ctx.mode)
+            RuleError(
+                reason, subject=ctx.subject, version=ctx.version, rule=self.rule.name, mode=ctx.mode.value
+            )
         )
 
     def status(self, action: ActionPlan, reason: str | None) -> dict[str, Any]:

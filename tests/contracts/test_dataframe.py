@@ -120,7 +120,7 @@ def test_error_fails_the_job_naming_subject_version_rule_and_mode(
     with pytest.raises(Exception) as caught:
         valid.collect()
     message = str(caught.value)
-    for part in ("positiveAge", SUBJECT, "version 1", "WRITE", "Rule expr failed: message.age > 0"):
+    for part in ("positiveAge", SUBJECT, "version 1", "in WRITE on", "Rule expr failed: message.age > 0"):
         assert part in message
 
 
@@ -211,6 +211,21 @@ def test_dlq_topic_falls_back_to_the_metadata_property(sink: LocalTopicSink, use
     )
     contract = DataContract(registry, SUBJECT, dlq_sink=sink)
     assert {row["_contract"]["topic"] for row in contract.apply(users).rejected.collect()} == {"from-meta"}
+
+
+def test_an_unresolvable_reference_fails_at_load_naming_subject_and_version(sink: LocalTopicSink) -> None:
+    registry = LocalRegistry()
+    registry.register_schema("address-value", Schema.from_dict({"schema": json.dumps(USER)}))
+    payload = {
+        "schema": json.dumps({**USER, "name": "Holder"}),
+        "references": [{"name": "com.acme.User", "subject": "address-value", "version": 1}],
+    }
+    registry.register_schema(SUBJECT, Schema.from_dict(payload))
+    registry.delete_subject("address-value")
+    registry.delete_subject("address-value", permanent=True)
+    with pytest.raises(ContractError, match="cannot be resolved") as caught:
+        DataContract(registry, SUBJECT, dlq_sink=sink)
+    assert (caught.value.subject, caught.value.version) == (SUBJECT, 1)
 
 
 def test_dlq_without_a_topic_fails_at_load(sink: LocalTopicSink) -> None:
