@@ -79,6 +79,7 @@ def pull(remote: Registry, directory: Path, subjects: Iterable[str] | None, out:
             failures += 1
             print(f"{subject}: FAILED: {error}", file=out)
     done: set[tuple[str, int]] = set()
+    configured: set[str] = set()
     while pending:
         subject, version = pending.pop(0)
         if (subject, version) in done:
@@ -94,6 +95,9 @@ def pull(remote: Registry, directory: Path, subjects: Iterable[str] | None, out:
         _write_json(path, {**registered.schema.to_dict(), "id": registered.schema_id})
         print(f"{subject} version {version} (id {registered.schema_id}) -> {path}", file=out)
         pending.extend((ref.subject, ref.version) for ref in registered.schema.references)
+        if subject not in configured:
+            configured.add(subject)
+            failures += _pull_config(remote, directory, subject, out)
     try:
         LocalRegistry(directory)
     except DataContractError as error:
@@ -101,6 +105,20 @@ def pull(remote: Registry, directory: Path, subjects: Iterable[str] | None, out:
         print(f"pull: the directory does not load as a LocalRegistry: {error}", file=out)
     print(f"pull: {failures} failed" if failures else f"pull: {len(done)} versions", file=out)
     return 1 if failures else 0
+
+
+def _pull_config(remote: Registry, directory: Path, subject: str, out: TextIO) -> int:
+    """Write the subject's own config (not the global one it falls back to) as its config.json;
+    returns 1 when it could not be read."""
+    try:
+        config = remote.get_config(subject, default_to_global=False)
+    except DataContractError as error:
+        print(f"{subject}: config FAILED: {error}", file=out)
+        return 1
+    if config:
+        _write_json(directory / quote(subject, safe="") / _CONFIG_FILE, config)
+        print(f"{subject}: config {json.dumps(config, sort_keys=True)}", file=out)
+    return 0
 
 
 def _subject_config(directory: Path, subject: str) -> dict[str, Any] | None:

@@ -453,7 +453,13 @@ def _global_config(registry: Registry, request: RecordedRequest, args: list[str]
 
 @_route_for("GET", f"/config/{_SEGMENT}")
 def _subject_config(registry: Registry, request: RecordedRequest, args: list[str]) -> Any:
-    return _config_answer(registry.get_config(args[0]))
+    if request.query.get("defaultToGlobal", ["false"])[0] == "true":
+        return _config_answer(registry.get_config(args[0]))
+    own = registry.get_config(args[0], default_to_global=False)
+    if not own:
+        message = f"Subject '{args[0]}' does not have subject-level compatibility configured"
+        raise _ApiError(404, 40408, message)
+    return _config_answer(own)
 
 
 @_route_for("PUT", "/config")

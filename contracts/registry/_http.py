@@ -21,6 +21,8 @@ from contracts.registry._cache import LoadingCache
 _log = logging.getLogger(__name__)
 
 _CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+SUBJECT_CONFIG_NOT_FOUND = 40408
+"""Confluent's error code for a subject without config of its own (asked with defaultToGlobal=false)."""
 _ACCEPT = "application/vnd.schemaregistry.v1+json, application/vnd.schemaregistry+json, application/json"
 
 # Connection-level failures: nothing reached the server, so the next base URL may do better.
@@ -175,12 +177,19 @@ class SchemaRegistryClient:
             raise _unexpected("DELETE /subjects/{subject}", "a list of version numbers", deleted)
         return deleted
 
-    def get_config(self, subject: str | None = None) -> dict[str, Any]:
-        """The global config, or the subject's effective config (falling back to the global one)."""
+    def get_config(self, subject: str | None = None, default_to_global: bool = True) -> dict[str, Any]:
+        """The global config, or the subject's effective config (falling back to the global one), or
+        with `default_to_global=False` only the subject's own ({} when it has none: 40408)."""
         if subject is None:
             return self._config_answer(self._request("GET", "/config"))
         path = _path("config", subject)
-        return self._config_answer(self._request("GET", path, params={"defaultToGlobal": "true"}))
+        params = {"defaultToGlobal": "true" if default_to_global else "false"}
+        try:
+            return self._config_answer(self._request("GET", path, params=params))
+        except RegistryError as e:
+            if not default_to_global and e.error_code == SUBJECT_CONFIG_NOT_FOUND:
+                return {}
+            raise
 
     def set_config(self, subject: str | None = None, **config: Any) -> dict[str, Any]:
         """Update config keys (`compatibility`, `compatibilityGroup`, `defaultRuleSet`, …); returns the

@@ -391,11 +391,14 @@ class LocalRegistry:
                 self._signature = self._scan()
             return [entry.version for entry in live]
 
-    def get_config(self, subject: str | None = None) -> dict[str, Any]:
-        """The subject's config falling back, key by key, to the global one and then the defaults."""
+    def get_config(self, subject: str | None = None, default_to_global: bool = True) -> dict[str, Any]:
+        """The subject's config falling back, key by key, to the global one and then the defaults
+        (or, with `default_to_global=False`, only the keys set on the subject itself)."""
         with self._lock:
             self._refresh()
             scoped = self._state.config.get(subject, {}) if subject is not None else {}
+            if subject is not None and not default_to_global:
+                return dict(scoped)
             return {**_DEFAULT_CONFIG, **self._state.config.get(None, {}), **scoped}
 
     def set_config(self, subject: str | None = None, **config: Any) -> dict[str, Any]:

@@ -47,8 +47,9 @@ class Registry(Protocol):
         """Delete a subject; returns the versions deleted."""
         ...
 
-    def get_config(self, subject: str | None = None) -> dict[str, Any]:
-        """The config (compatibility, compatibilityGroup, default/override metadata and ruleSet)."""
+    def get_config(self, subject: str | None = None, default_to_global: bool = True) -> dict[str, Any]:
+        """The config (compatibility, compatibilityGroup, default/override metadata and ruleSet);
+        with `default_to_global=False` only what was set on the subject itself ({} if nothing)."""
         ...
 
     def set_config(self, subject: str | None = None, **config: Any) -> dict[str, Any]:

@@ -210,6 +210,12 @@ def test_push_then_pull_round_trips_every_version(server: RegistryServer, tmp_pa
             "orders-value", version
         )
     assert cli("lint", str(pulled)).status == 0
+    # The subject's own config came along (not the global one it falls back to): a pushed-back
+    # copy would accept version 3 again.
+    assert json.loads((pulled / "orders-value" / "config.json").read_text()) == json.loads(
+        (EXAMPLES / "orders-value" / "config.json").read_text()
+    )
+    assert not (pulled / "config.json").exists()
 
 
 def test_push_reports_an_incompatible_version_and_goes_on(server: RegistryServer, tmp_path: Path) -> None:

@@ -220,6 +220,17 @@ def test_subject_config_falls_back_to_the_global_one(registry_server: RegistrySe
     assert client.get_config("never-configured")["compatibility"] == "FORWARD"
 
 
+def test_a_subjects_own_config_without_the_global_fallback(registry_server: RegistryServer) -> None:
+    client = client_for(registry_server)
+    client.set_config(compatibility="FORWARD")
+    client.set_config("grouped", compatibilityGroup="application.major.version")
+    assert client.get_config("never-configured", default_to_global=False) == {}
+    own = client.get_config("grouped", default_to_global=False)
+    assert own == {"compatibilityGroup": "application.major.version"}
+    query = registry_server.requests[-1].query
+    assert query["defaultToGlobal"] == ["false"]
+
+
 def test_delete_subject_returns_versions_and_forgets_cached_answers(registry_server: RegistryServer) -> None:
     client = client_for(registry_server)
     client.register_schema("users-value", user_schema())
