@@ -29,6 +29,7 @@ RECORD = "__contract_record"
 ORIGINAL = "__contract_original"
 STATUS = "_contract"
 OUTCOME_PREFIX = "__contract_outcome_"
+FIELD_PREFIX = "__contract_field_"
 
 
 def status_type() -> StructType:
@@ -173,8 +174,7 @@ class Plan:
         the name its query reports them under (`observedMetrics` of each progress)."""
         for native, group in itertools.groupby(self._operations(), key=lambda op: op[0]):
             if native:
-                for _, rule in group:
-                    staged = _apply_native(staged, rule)
+                staged = _apply_native_run(staged, [rule for _, rule in group], self.record_type)
             else:
                 staged = _batch.apply_batch_rules(staged, tuple(rule for _, rule in group), self.plan_id)
         outcome_columns = [OUTCOME_PREFIX + str(rule.index) for rule in self.rules]
@@ -250,31 +250,51 @@ def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _apply_native(staged: DataFrame, rule: PlannedRule) -> DataFrame:
-    """Evaluate one native rule: an outcome column, then the record and status it implies."""
+def _apply_native_run(staged: DataFrame, rules: list[PlannedRule], record_type: StructType) -> DataFrame:
+    """Evaluate consecutive native rules. With a transform among them the record's fields travel
+    as separate columns and are read only through field accesses, so Spark collapses packing,
+    transforms and unpacking into one projection, as it does for the same query written by hand
+    (a struct column read field by field with computed fields is never inlined)."""
+    from pyspark.sql import functions as F
+
+    if not any(rule.rule.kind is RuleKind.TRANSFORM for rule in rules):
+        for rule in rules:
+            staged = _apply_native(staged, rule, F.col(RECORD), None)
+        return staged
+    fields = {f"{FIELD_PREFIX}{i}": f.name for i, f in enumerate(record_type.fields)}
+    staged = staged.withColumns({column: F.col(RECORD)[name] for column, name in fields.items()})
+    record = F.struct(*[F.col(column).alias(name) for column, name in fields.items()])
+    for rule in rules:
+        staged = _apply_native(staged, rule, record, fields)
+    return staged.withColumn(RECORD, record).drop(*fields)
+
+
+def _apply_native(
+    staged: DataFrame, rule: PlannedRule, record: Column, fields: dict[str, str] | None
+) -> DataFrame:
+    """Evaluate one native rule on `record`: an outcome column, then the status it implies and,
+    for a transform, the new record (into the field columns `fields` when given, else RECORD)."""
     from pyspark.sql import functions as F
 
     outcome_name = OUTCOME_PREFIX + str(rule.index)
     active = F.col(STATUS).isNull()
-    new_record = "__contract_new_record"
     if rule.step is None:
         passed: Column = F.lit(False)
         transformed = None
     else:
         assert isinstance(rule.step, NativeStep)
-        result = rule.step.build(F.col(RECORD))
+        result = rule.step.build(record)
         passed = F.coalesce(result.passed, F.lit(False))
         transformed = result.record
-    extra = [F.when(active, passed).alias(outcome_name)]
-    if transformed is not None:
-        extra.append(transformed.alias(new_record))
-    staged = staged.select("*", *extra)
+    staged = staged.select("*", F.when(active, passed).alias(outcome_name))
     outcome = F.col(outcome_name)
     updates: dict[str, Column] = {STATUS: _native_status(rule, outcome)}
-    if transformed is not None:
-        updates[RECORD] = F.when(outcome, F.col(new_record)).otherwise(F.col(RECORD))
-    staged = staged.withColumns(updates)
-    return staged.drop(new_record) if transformed is not None else staged
+    if transformed is not None and fields is None:
+        updates[RECORD] = F.when(outcome, transformed).otherwise(F.col(RECORD))
+    elif transformed is not None:
+        for column, name in (fields or {}).items():
+            updates[column] = F.when(outcome, transformed[name]).otherwise(F.col(column))
+    return staged.withColumns(updates)
 
 
 def _native_status(rule: PlannedRule, outcome: Column) -> Column:
