@@ -251,3 +251,61 @@ def _in_schema_order(contract: Contract, value: Mapping[str, Any]) -> dict[str, 
     (the WRITE-side DLQ value is the record's JSON, whose key order follows the dict's)."""
     names = [f["name"] for f in contract.schema["fields"]]
     return {name: copy.deepcopy(value[name]) for name in names if name in value}
+
+
+def mock_client(url: str = "mock://migrations") -> Any:
+    """A fresh mock registry whose `get_latest_with_metadata` answers the newest matching version, as
+    a real registry does (the mock's own answers any match, in the order of a set hashed by guid)."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+    client = SchemaRegistryClient.new_client({"url": url})
+
+    def latest_with_metadata(
+        subject: str, metadata: Mapping[str, str], deleted: bool = False, fmt: str | None = None
+    ) -> Any:
+        for version in sorted(client.get_versions(subject), reverse=True):
+            registered = client.get_version(subject, version)
+            held = registered.schema.metadata
+            properties = held.properties.properties if held is not None and held.properties else {}
+            if metadata.items() <= properties.items():
+                return registered
+        raise SchemaRegistryError(404, 40403, "Schema Not Found")
+
+    client.get_latest_with_metadata = latest_with_metadata
+    return client
+
+
+def written_with_version(
+    client: Any, subject: str, version: int, records: Sequence[SourceRecord], topic: str
+) -> list[bytes]:
+    """The records as the reference serializer writes them with one registered version of `subject`."""
+    return [_plain_writer(client, client.get_version(subject, version).schema, topic)(r) for r in records]
+
+
+def read_by_reference(
+    client: Any, frames: Sequence[bytes], records: Sequence[SourceRecord], topic: str, conf: Mapping[str, Any]
+) -> list[Outcome]:
+    """Each frame read by the reference AvroDeserializer with `conf` (e.g. use.latest.with.metadata)
+    on `client`, with its record's key and headers: migrations, READ rules, DLQ; one outcome each."""
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+    from confluent_kafka.schema_registry.common.serde import set_original_key
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    producer = CapturingProducer()
+    deserializer = AvroDeserializer(client, conf=dict(conf), rule_registry=_rule_registry(producer))
+
+    def run(framed: tuple[bytes, SourceRecord]) -> RecordOutcome:
+        data, record = framed
+        ctx = SerializationContext(topic, MessageField.VALUE, list(record.headers))
+        # A key deserializer of this client would have left the raw key bytes for the DLQ record.
+        set_original_key(record.key)
+        read = deserializer(data, ctx)
+        assert isinstance(read, dict)
+        return ("record", read)
+
+    outcomes: list[Outcome] = []
+    for framed in zip(frames, records, strict=True):
+        producer.sent.clear()
+        outcomes.append(_outcome(run, framed, producer))
+    return outcomes
