@@ -54,7 +54,7 @@ def outcome(kind: RuleKind, expression: jsonata.Jsonata, record: Any, bounds: Bo
     try:
         result = evaluate(expression, record, bounds)
     except Exception as e:  # any JSONata, type or recursion error is a rule failure (DESIGN.md §3)
-        return Outcome(False, record, f"{type(e).__name__}: {e}")
+        return Outcome(False, record, str(e) or type(e).__name__)  # the reference's text: str(error)
     if kind is RuleKind.CONDITION:
         return Outcome(bool(result), record)
     if result is None:
