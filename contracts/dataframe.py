@@ -266,7 +266,8 @@ class DataContract:
         packed = Plan(self.subject, writer_version, RuleMode.READ, writer_plan.spark_type, ()).pack(df)
         migrated = serde.migrate_decoded(packed, writer, self.target)
         staged = plan.run(migrated, self._observe(plan, df))
-        routed = self._route(staged, DlqLayout(record_column=ORIGINAL, schema=writer.schema), plan)
+        layout = DlqLayout(record_column=ORIGINAL, schema=writer.schema)
+        routed = self._route(staged, layout, plan, also=writer.migrations)
         return routed.select(*_record_then_passthrough(df, writer_plan.spark_type, self.spark_schema))
 
     def deserialize(
@@ -303,7 +304,8 @@ class DataContract:
             headers_column=_present(df, "headers"),
             topic_column=_present(df, "topic"),
         )
-        routed = self._route(staged, layout, plan)
+        # Decode failures and migrations of writers met only on the workers may reject rows too.
+        routed = self._route(staged, layout, plan, always=True)
         passthrough = [name for name in df.columns if name != value_col]
         return routed.select(*_record_then_passthrough_names(passthrough, self.spark_schema))
 
@@ -360,7 +362,18 @@ class DataContract:
             topic_column=_present(df, "topic"),
         )
 
-    def _route(self, staged: DataFrame, layout: DlqLayout, plan: Plan) -> DataFrame:
+    def _route(
+        self,
+        staged: DataFrame,
+        layout: DlqLayout,
+        plan: Plan,
+        also: Iterable[Plan] = (),
+        always: bool = False,
+    ) -> DataFrame:
+        """Rejected rows to their DLQ topics. When no rule can reject one there is no Python pass,
+        only the filter on `_contract` that makes Spark evaluate it (an ERROR action fires there)."""
+        if not always and not any(p.can_reject for p in (plan, *also)):
+            return staged.filter(_status().isNull())
         return route_rejected(staged, self.dlq_sink, self._run_id or uuid.uuid4().hex, layout, plan)
 
     def __repr__(self) -> str:

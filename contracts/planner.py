@@ -147,6 +147,12 @@ class Plan:
         return self.explain()
 
     @property
+    def can_reject(self) -> bool:
+        """Whether any rule's action can send a row to a dead-letter topic."""
+        actions = (action for rule in self.rules for action in (rule.on_success, rule.on_failure))
+        return any(action.effect is Effect.REJECT for action in actions)
+
+    @property
     def has_transforms(self) -> bool:
         return any(rule.rule.kind is RuleKind.TRANSFORM for rule in self.rules)
 

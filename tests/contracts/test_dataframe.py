@@ -306,6 +306,20 @@ class _ReadCounter:
         yield from batches
 
 
+def test_write_adds_no_python_pass_when_no_rule_can_reject(
+    sink: LocalTopicSink, users: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    without_dlq = make_contract(sink, [rule("positiveAge", "message.age > -5", onFailure="ERROR")])
+    without_dlq.write(users).explain()
+    assert "MapInArrow" not in capsys.readouterr().out
+    with_dlq = make_contract(
+        sink, [rule("positiveAge", "message.age > 0", onFailure="DLQ", params={"dlq.topic": "t"})]
+    )
+    with_dlq.write(users).explain()
+    assert "MapInArrow" in capsys.readouterr().out
+    assert ids(without_dlq.write(users)) == [1, 2, 3]
+
+
 def test_write_composes_with_transform(sink: LocalTopicSink, users: Any) -> None:
     contract = make_contract(
         sink, [rule("positiveAge", "message.age > 0", onFailure="DLQ", params={"dlq.topic": "b"})]
