@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
@@ -12,6 +10,7 @@ from urllib.parse import quote
 
 from contracts.errors import DataContractError, RegistryError
 from contracts.registry import LocalRegistry, Registry
+from contracts.registry._local import write_json
 
 _CONFIG_FILE = "config.json"
 # Confluent's "subject not found" and "schema not found": the version is not registered yet.
@@ -92,7 +91,7 @@ def pull(remote: Registry, directory: Path, subjects: Iterable[str] | None, out:
             print(f"{subject} version {version}: FAILED: {error}", file=out)
             continue
         path = directory / quote(subject, safe="") / f"{version}.json"
-        _write_json(path, {**registered.schema.to_dict(), "id": registered.schema_id})
+        write_json(path, {**registered.schema.to_dict(), "id": registered.schema_id})
         print(f"{subject} version {version} (id {registered.schema_id}) -> {path}", file=out)
         pending.extend((ref.subject, ref.version) for ref in registered.schema.references)
         if subject not in configured:
@@ -116,7 +115,7 @@ def _pull_config(remote: Registry, directory: Path, subject: str, out: TextIO) -
         print(f"{subject}: config FAILED: {error}", file=out)
         return 1
     if config:
-        _write_json(directory / quote(subject, safe="") / _CONFIG_FILE, config)
+        write_json(directory / quote(subject, safe="") / _CONFIG_FILE, config)
         print(f"{subject}: config {json.dumps(config, sort_keys=True)}", file=out)
     return 0
 
@@ -128,17 +127,3 @@ def _subject_config(directory: Path, subject: str) -> dict[str, Any] | None:
         return None
     config = json.loads(path.read_text(encoding="utf-8"))
     return config if isinstance(config, dict) else None
-
-
-def _write_json(path: Path, payload: Any) -> None:
-    """Write atomically (temp file, then rename), so a reader never sees half a version."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(payload, handle, indent=2, ensure_ascii=False)
-            handle.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -412,7 +412,7 @@ class LocalRegistry:
             self._state.config[subject] = current
             if self._path is not None:
                 target = self._path if subject is None else self._subject_dir(subject)
-                _write_json(target / _CONFIG_FILE, current)
+                write_json(target / _CONFIG_FILE, current)
                 self._signature = self._scan()
             return self.get_config(subject)
 
@@ -537,7 +537,7 @@ class LocalRegistry:
         payload = {**entry.schema.to_dict(), "id": entry.schema_id}
         if entry.deleted:
             payload["deleted"] = True
-        _write_json(path, payload)
+        write_json(path, payload)
         self._signature = self._scan()
 
     def _remove(self, path: Path | None) -> None:
@@ -700,7 +700,7 @@ def _explicit_ids(parsed: Iterable[tuple[str, int, tuple[Schema, int | None, boo
     return by_key
 
 
-def _write_json(path: Path, payload: Any) -> None:
+def write_json(path: Path, payload: Any) -> None:
     """Write atomically: a temp file in the same directory, fsynced, then renamed over `path`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
