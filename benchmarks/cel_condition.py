@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from _session import session
+
 EXPR = "size(message.ssn) == 9 && message.age > 0 && message.email.isEmail()"
 SCHEMA = {
     "type": "record",
@@ -26,20 +28,6 @@ SCHEMA = {
 }
 # What an engineer would write by hand for the same check.
 HAND_EMAIL = r"^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$"
-
-
-def session() -> Any:
-    from pyspark.sql import SparkSession
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    return (
-        SparkSession.builder.master("local[2]")
-        .appName("cel-condition-benchmark")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
 
 
 def generate(spark: Any, rows: int, path: str) -> None:
@@ -80,7 +68,7 @@ def main() -> None:
 
     rows = int(sys.argv[1]) if len(sys.argv) > 1 else 5_000_000
     python_rows = int(sys.argv[2]) if len(sys.argv) > 2 else 200_000
-    spark = session()
+    spark = session("cel-condition-benchmark")
     path = os.path.join(tempfile.mkdtemp(prefix="cel-bench-"), "users")
     generate(spark, rows, path)
     df = spark.read.parquet(path)

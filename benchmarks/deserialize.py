@@ -19,19 +19,19 @@ import io
 import json
 import os
 import random
-import struct
 import sys
 import tempfile
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from _session import session
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
 from contracts import DataContract, LocalRegistry, Schema
+from contracts.wire import encode_frame
 
 MAJOR = "application.major.version"
 READ_EXPR = "size(message.ssn) == 9 && message.amount >= 0.0"
@@ -111,28 +111,6 @@ def bodies(rows: list[dict[str, Any]], schema: dict[str, Any], rename: bool = Fa
         schemaless_writer(buffer, parsed, row)
         out.append(buffer.getvalue())
     return out
-
-
-def framed(schema_id: int, body: bytes) -> bytes:
-    return struct.pack(">bI", 0, schema_id) + body
-
-
-def session() -> Any:
-    from pyspark.sql import SparkSession
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("deserialize-benchmark")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
 
 
 def topic(spark: Any, frames: list[bytes], path: str) -> Any:
@@ -229,7 +207,7 @@ def reference(subject: str, ours: list[int], frames: list[bytes], rules: bool) -
     deserializer = AvroDeserializer(client, conf=conf, rule_registry=rule_registry)
     # The default subject name strategy reads subject `<topic>-value`.
     ctx = SerializationContext(subject.removesuffix("-value"), MessageField.VALUE)
-    data = [framed(theirs[int.from_bytes(f[1:5], "big")], f[5:]) for f in frames]
+    data = [encode_frame(theirs[int.from_bytes(f[1:5], "big")], f[5:]) for f in frames]
 
     def run() -> list[Any]:
         return [deserializer(value, ctx) for value in data]
@@ -262,7 +240,7 @@ def decode_pass_only(contract: DataContract, df: Any) -> Any:
 def main() -> None:
     rows = int(sys.argv[1]) if len(sys.argv) > 1 else 300_000
     python_rows = int(sys.argv[2]) if len(sys.argv) > 2 else 20_000
-    spark = session()
+    spark = session("deserialize-benchmark")
     registry = LocalRegistry()
     registry.set_config("migrated-value", compatibilityGroup=MAJOR)
     ids: dict[str, list[int]] = {}
@@ -271,14 +249,15 @@ def main() -> None:
     data = records(rows)
     v1 = bodies(data, V1)
     work = tempfile.mkdtemp(prefix="deserialize-bench-")
-    plain_frames = [framed(ids["plain-value"][0], b) for b in v1]
-    checked_frames = [framed(ids["checked-value"][0], b) for b in v1]
+    plain_frames = [encode_frame(ids["plain-value"][0], b) for b in v1]
+    checked_frames = [encode_frame(ids["checked-value"][0], b) for b in v1]
     # Writer versions alternate record by record, as on a topic whose producers upgrade one by one.
     m1, m2 = ids["migrated-value"]
     migration_rows = 3 * python_rows
     v2 = bodies(data[1:migration_rows:2], V2, rename=True)
     mixed_frames = [
-        framed(m1, b) if i % 2 == 0 else framed(m2, v2[i // 2]) for i, b in enumerate(v1[:migration_rows])
+        encode_frame(m1, b) if i % 2 == 0 else encode_frame(m2, v2[i // 2])
+        for i, b in enumerate(v1[:migration_rows])
     ]
     plain_df = topic(spark, plain_frames, os.path.join(work, "plain"))
     checked_df = topic(spark, checked_frames, os.path.join(work, "checked"))

@@ -24,11 +24,11 @@ import os
 import sys
 import tempfile
 import time
-import warnings
 from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from _session import session
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -95,21 +95,6 @@ def registry() -> LocalRegistry:
     return registry
 
 
-def session() -> SparkSession:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("jsonata-migration-benchmark")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
-
 def generate(spark: SparkSession, rows: int, path: str) -> None:
     """Version 1 users (with `ssn`), written once to Parquet."""
     ids = F.col("id")
@@ -155,7 +140,7 @@ def same_rows(left: DataFrame, right: DataFrame) -> bool:
 def main() -> None:
     rows = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
     python_rows = int(sys.argv[2]) if len(sys.argv) > 2 else 40_000
-    spark = session()
+    spark = session("jsonata-migration-benchmark")
     path = os.path.join(tempfile.mkdtemp(prefix="jsonata-bench-"), "users")
     generate(spark, rows, path)
     v1 = spark.read.parquet(path)
