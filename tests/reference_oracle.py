@@ -309,3 +309,16 @@ def read_by_reference(
         producer.sent.clear()
         outcomes.append(_outcome(run, framed, producer))
     return outcomes
+
+
+def add_dlq_outcomes(sink: Any, outcomes: dict[int, Outcome], row_header: str) -> None:
+    """Our engine's DLQ records (in a LocalTopicSink), as outcomes by the row number each carries
+    in `row_header`; a row both kept and in a DLQ fails the test."""
+    for topic in sink.topics():
+        for dlq in sink.read(topic):
+            headers = dict(dlq.headers)
+            rule = headers["__rule.name"]
+            assert rule is not None
+            row_number = int(headers[row_header] or b"")
+            assert row_number not in outcomes, f"record {row_number} both kept and in a DLQ"
+            outcomes[row_number] = ("dlq", rule.decode(), topic, dlq.key, dlq.value, dlq.headers)

@@ -23,6 +23,7 @@ from parity_corpus import Difference
 from reference_oracle import (
     Outcome,
     SourceRecord,
+    add_dlq_outcomes,
     mock_client,
     read_by_reference,
     written_with_version,
@@ -279,14 +280,7 @@ class _Engine:
                 "record",
                 avro.spark_to_avro_value({name: row[name] for name in names}, self.parsed),
             )
-        for topic in self.sink.topics():
-            for dlq in self.sink.read(topic):
-                headers = dict(dlq.headers)
-                rule = headers["__rule.name"]
-                assert rule is not None
-                row_number = int(headers[ROW_HEADER] or b"")
-                assert row_number not in outcomes, f"record {row_number} both kept and in a DLQ"
-                outcomes[row_number] = ("dlq", rule.decode(), topic, dlq.key, dlq.value, dlq.headers)
+        add_dlq_outcomes(self.sink, outcomes, ROW_HEADER)
         return outcomes
 
     def expect_error(self, frame: bytes, record: SourceRecord, outcome: Outcome) -> None:

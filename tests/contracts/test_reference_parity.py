@@ -22,6 +22,7 @@ from reference_oracle import (
     PLAIN_VERSION_ID,
     Outcome,
     SourceRecord,
+    add_dlq_outcomes,
     decode,
     reference_outcomes,
     written_by_reference,
@@ -84,14 +85,7 @@ class _Engine:
             return outcomes
         for row in self._run(records).collect():
             outcomes[row["row"]] = ("record", self._record(row))
-        for topic in self.sink.topics():
-            for dlq in self.sink.read(topic):
-                headers = dict(dlq.headers)
-                rule = headers["__rule.name"]
-                assert rule is not None
-                row_number = int(headers[ROW_HEADER] or b"")
-                assert row_number not in outcomes, f"record {row_number} both kept and in a DLQ"
-                outcomes[row_number] = ("dlq", rule.decode(), topic, dlq.key, dlq.value, dlq.headers)
+        add_dlq_outcomes(self.sink, outcomes, ROW_HEADER)
         return outcomes
 
     def expect_error(self, record: SourceRecord, outcome: Outcome) -> None:
