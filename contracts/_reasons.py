@@ -58,12 +58,11 @@ class NativeReasons:
         if not pending:
             return statuses
         refined = list(statuses)
-        values = avro.arrow_to_records(
-            pa.RecordBatch.from_struct_array(records), self.plan.rules[0].ctx.schema
-        )
         for key, rows in pending.items():
             rule = twins[key]
-            outcomes = _batch.evaluator_for(self.plan.plan_id, rule)([values[i] for i in rows])
+            seen = pa.RecordBatch.from_struct_array(records.take(pa.array(rows, type=pa.int64())))
+            values = avro.arrow_to_records(seen, self.plan.rules[0].ctx.schema)
+            outcomes = _batch.evaluator_for(self.plan.plan_id, rule)(values)
             for i, outcome in zip(rows, outcomes, strict=True):
                 if not outcome.passed and outcome.reason:
                     refined[i] = {**statuses[i], "reason": outcome.reason}

@@ -51,10 +51,22 @@ class DlqLayout:
     topic_column: str | None = None
 
 
-def route_rejected(staged: DataFrame, sink: DlqSink, run_id: str, layout: DlqLayout, plan: Plan) -> DataFrame:
-    """Send every row with a `_contract` status to its DLQ topic and keep only the valid rows;
-    `plan`'s native rules get their exact failure reasons (contracts._reasons)."""
-    router = _Router(sink, run_id, layout, staged.schema.json(), NativeReasons(plan))
+def route_rejected(
+    staged: DataFrame,
+    sink: DlqSink,
+    run_id: str,
+    layout: DlqLayout,
+    plan: Plan,
+    migration_reasons: tuple[tuple[NativeReasons, str], ...] = (),
+) -> DataFrame:
+    """Send every row with a `_contract` status to its DLQ topic and keep only the valid rows.
+
+    `plan`'s native rules get their exact failure reasons (contracts._reasons), and so do native
+    migration rules: `migration_reasons` pairs each with the column of the record it saw."""
+    from contracts.planner import RECORD
+
+    reasons = ((NativeReasons(plan), RECORD), *migration_reasons)
+    router = _Router(sink, run_id, layout, staged.schema.json(), reasons)
     return staged.mapInArrow(router, staged.schema)
 
 
@@ -66,7 +78,7 @@ class _Router:
     run_id: str
     layout: DlqLayout
     schema_json: str
-    reasons: NativeReasons
+    reasons: tuple[tuple[NativeReasons, str], ...]
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
@@ -92,10 +104,12 @@ class _Router:
         writer.commit()
 
     def _dlq_records(self, rejected: pa.RecordBatch) -> Iterator[DlqRecord]:
-        from contracts.planner import RECORD, STATUS
+        from contracts.planner import STATUS
 
         layout = self.layout
-        statuses = self.reasons.refine(rejected.column(STATUS).to_pylist(), rejected.column(RECORD))
+        statuses = rejected.column(STATUS).to_pylist()
+        for reasons, column in self.reasons:
+            statuses = reasons.refine(statuses, rejected.column(column))
         values = self._values(rejected)
         keys = _column(rejected, layout.key_column)
         incoming = _column(rejected, layout.headers_column)

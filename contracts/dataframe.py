@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from actions._protocol import Action, ActionContext, ActionPlan
 from contracts import loader, migration, serde
-from contracts._reasons import with_exact_reasons
+from contracts._native_migration import NativeMigration, native_migration
+from contracts._reasons import NativeReasons, with_exact_reasons
 from contracts._routing import DlqLayout, route_rejected
 from contracts.errors import ContractError
 from contracts.model import RegisteredSchema, RuleMode
@@ -154,7 +155,8 @@ class _Compiler:
         low, high = sorted((writer, target))
         versions = {number: self.load(number) for number in range(low, high + 1)}
         plans = migration.migration_plans(versions, writer, target, self.executors, self.resolve_action)
-        return WriterVersion(writer, versions[writer].avro_schema, plans)
+        native = native_migration(versions, writer, target, self.executors, self.resolve_action)
+        return WriterVersion(writer, versions[writer].avro_schema, plans, native)
 
     def writers(self) -> dict[int, WriterVersion]:
         """Every version of the subject by schema id, prefetched on the driver."""
@@ -257,6 +259,8 @@ class DataContract:
     def read(self, df: DataFrame, writer_version: int | None = None) -> DataFrame:
         """Migrate an already-decoded DataFrame written with `writer_version` (default: the target)
         to the target version, then READ rules (in reverse order); rejected rows go to their DLQ."""
+        from pyspark.sql import functions as F
+
         plan = self.plan(RuleMode.READ)
         if writer_version is None or writer_version == self.version:
             routed = self._route(plan.stage(df, self._observe(plan, df)), self._json_layout(df, plan), plan)
@@ -264,10 +268,15 @@ class DataContract:
         writer = self._compiler.writer(self.registry.get_version(self.subject, writer_version))
         writer_plan = self._compiler.load(writer_version)
         packed = Plan(self.subject, writer_version, RuleMode.READ, writer_plan.spark_type, ()).pack(df)
-        migrated = serde.migrate_decoded(packed, writer, self.target)
+        native = writer.native.resolved(df.sparkSession) if writer.native is not None else None
+        if native is not None:
+            migrated = native.apply(packed.withColumn(ORIGINAL, F.col(RECORD)), ORIGINAL)
+        else:
+            migrated = serde.migrate_decoded(packed, writer, self.target)
         staged = plan.run(migrated, self._observe(plan, df))
         layout = DlqLayout(record_column=ORIGINAL, schema=writer.schema)
-        routed = self._route(staged, layout, plan, also=writer.migrations)
+        reasons = _migration_reasons({ORIGINAL: native})
+        routed = self._route(staged, layout, plan, also=writer.migrations, reasons=reasons)
         return routed.select(*_record_then_passthrough(df, writer_plan.spark_type, self.spark_schema))
 
     def deserialize(
@@ -369,12 +378,14 @@ class DataContract:
         plan: Plan,
         also: Iterable[Plan] = (),
         always: bool = False,
+        reasons: tuple[tuple[NativeReasons, str], ...] = (),
     ) -> DataFrame:
         """Rejected rows to their DLQ topics. When no rule can reject one there is no Python pass,
         only the filter on `_contract` that makes Spark evaluate it (an ERROR action fires there)."""
         if not always and not any(p.can_reject for p in (plan, *also)):
             return staged.filter(_status().isNull())
-        return route_rejected(staged, self.dlq_sink, self._run_id or uuid.uuid4().hex, layout, plan)
+        run_id = self._run_id or uuid.uuid4().hex
+        return route_rejected(staged, self.dlq_sink, run_id, layout, plan, reasons)
 
     def __repr__(self) -> str:
         return f"DataContract(subject={self.subject!r}, version={self.version}, id={self.schema_id})"
@@ -406,6 +417,18 @@ def _observation(plan: Plan, df: DataFrame) -> Observation | str | None:
         return None
     name = f"contract_{plan.plan_id}_{uuid.uuid4().hex[:8]}"
     return name if df.isStreaming else Observation(name)
+
+
+def _migration_reasons(
+    migrations: Mapping[str, NativeMigration | None],
+) -> tuple[tuple[NativeReasons, str], ...]:
+    """Exact-reason twins of native migration rules, each with the column of the record it read."""
+    pairs = []
+    for column, native in migrations.items():
+        reasons = native.reasons() if native is not None else None
+        if reasons is not None:
+            pairs.append((reasons, column))
+    return tuple(pairs)
 
 
 def _present(df: DataFrame, name: str) -> str | None:

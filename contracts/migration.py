@@ -75,6 +75,10 @@ def migrate(plans: tuple[Plan, ...], records: list[Any], statuses: list[dict[str
             _batch.run_rule(rule, _batch.evaluator_for(plan.plan_id, rule), records, statuses)
 
 
+def missing_field_message(name: str) -> str:
+    return f"migrated record has no field {name!r} and the target schema gives it no default"
+
+
 def project(value: Any, schema: Any) -> Any:
     """A migrated value read as the target schema: records keep the target's fields, taking
     defaults for missing ones; a missing field without default is a SerializationError."""
@@ -87,9 +91,7 @@ def project(value: Any, schema: Any) -> Any:
             elif "default" in field:
                 out[name] = field["default"]
             else:
-                raise SerializationError(
-                    f"migrated record has no field {name!r} and the target schema gives it no default"
-                )
+                raise SerializationError(missing_field_message(name))
         return out
     if isinstance(schema, list):
         records = [branch for branch in schema if isinstance(branch, dict) and branch.get("type") == "record"]

@@ -294,7 +294,7 @@ def _apply_native(
         transformed = result.record
     staged = staged.select("*", F.when(active, passed).alias(outcome_name))
     outcome = F.col(outcome_name)
-    updates: dict[str, Column] = {STATUS: _native_status(rule, outcome)}
+    updates: dict[str, Column] = {STATUS: native_status(rule, outcome)}
     if transformed is not None and fields is None:
         updates[RECORD] = F.when(outcome, transformed).otherwise(F.col(RECORD))
     elif transformed is not None:
@@ -303,7 +303,7 @@ def _apply_native(
     return staged.withColumns(updates)
 
 
-def _native_status(rule: PlannedRule, outcome: Column) -> Column:
+def native_status(rule: PlannedRule, outcome: Column) -> Column:
     """The `_contract` column after this rule: unchanged, rejected (DLQ) or the job failed (ERROR)."""
     from pyspark.sql import functions as F
 

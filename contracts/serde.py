@@ -29,16 +29,20 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
+    from contracts._native_migration import NativeMigration
+
 DECODE_RULE = "deserialize"
 
 
 @dataclass(frozen=True)
 class WriterVersion:
-    """A version records may have been written with: its parsed schema and the migrations to the target."""
+    """A version records may have been written with: its parsed schema and the migrations to the
+    target, as plans for the Python passes and, where exact, as Columns (`native`)."""
 
     version: int
     schema: Any
     migrations: tuple[Plan, ...] = ()
+    native: NativeMigration | None = None
 
 
 @dataclass(frozen=True)

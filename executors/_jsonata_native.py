@@ -6,7 +6,8 @@ rule the object must fit the record's own type exactly as the batch path's check
 (missing nullable fields become null; a value of the wrong type fails). For a migration rule the
 result is plain data of another version's shape: the native record is a struct of the object's
 keys in JSONata's order, typed by their expressions (a key JSONata leaves out because its value is
-undefined is null there), for the engine to project onto the target as it projects plain data.
+undefined is null there and flagged in the outcome's `undefined`), for the engine to project onto
+the target as it projects plain data.
 """
 
 from __future__ import annotations
@@ -103,13 +104,15 @@ def _transform(ast: Any, ctx: RuleContext, schema: Any, migration: bool) -> Call
         if entries is None:
             raise Unsupported("a transform whose result is always undefined")
         errors = _errors(entries)
+        undefined: dict[str, Column] = {}
         if migration:
             passed, result = errors, _plain_struct(entries)
+            undefined = {k: as_column(v.missing) for k, v in entries.items() if v.missing is not False}
         else:
             ok, result = _conforming_struct(entries, ctx)
             passed = either(errors, negated(ok))
         passed = both(json_only(schema, record), negated(passed))
-        return NativeOutcome(F.coalesce(as_column(passed), F.lit(False)), result)
+        return NativeOutcome(F.coalesce(as_column(passed), F.lit(False)), result, undefined)
 
     return build
 

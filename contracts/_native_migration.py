@@ -1,0 +1,265 @@
+"""Migrations as Spark expressions, where they give exactly what the Python path gives.
+
+The Python path (`migration.migrate`, then `migration.project`) runs each rule per record and
+projects the result onto the target schema. A chain of at most one JSONata rule that compiles
+natively against the writer's record — and a chain of none, pure schema resolution — runs
+instead as Columns: the rule's outcome and status as the planner computes them for any native
+rule, then the projection (fields by name, defaults for missing ones, an error where the target
+gives none). Anything the projection cannot reproduce exactly (a value Python would convert or
+refuse differently, a default that is not a plain literal) keeps the Python path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from actions._protocol import Effect
+from contracts._reasons import NativeReasons
+from contracts.loader import ContractVersion
+from contracts.migration import Resolver, migration_steps, missing_field_message
+from contracts.planner import OUTCOME_PREFIX, RECORD, STATUS, Plan, PlannedRule, build_plan, native_status
+from executors._protocol import NativeStep, RuleContext
+from executors.jsonata import JsonataExecutor
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import DataType, StructType
+
+_OUTCOME = OUTCOME_PREFIX + "migration"
+# Source → target Spark types whose Python values the target's Arrow conversion takes exactly.
+_WIDENINGS = frozenset({("int", "bigint"), ("int", "double"), ("float", "double")})
+_LITERAL_TYPES = frozenset({"null", "boolean", "int", "long", "float", "double", "string", "enum"})
+_NOT_PLAIN = frozenset({"bytes", "fixed"})
+
+
+class _Inexact(Exception):
+    """The projection has no native form that is provably the Python path's."""
+
+
+@dataclass(frozen=True)
+class _Field:
+    """How one target field is filled: copied from `source` (cast when widened), else `default`."""
+
+    name: str
+    dtype: DataType
+    source: str | None
+    widen: bool
+    default: Any
+    has_default: bool
+
+
+@dataclass(frozen=True)
+class Projection:
+    """Plain data of a known Spark type read as the target record (Java's re-decode, SEMANTICS §6)."""
+
+    fields: tuple[_Field, ...]
+
+    def build(self, record: Column, undefined: Mapping[str, Column] | None = None) -> Column:
+        """The target struct from `record`; a key flagged undefined counts as missing on that row."""
+        from pyspark.sql import functions as F
+
+        columns = []
+        for f in self.fields:
+            missing = _missing(f)
+            if f.source is None:
+                column = missing
+            else:
+                column = record.getField(f.source)
+                column = column.cast(f.dtype) if f.widen else column
+                if undefined and f.source in undefined:
+                    column = F.when(undefined[f.source], missing).otherwise(column)
+            columns.append(column.alias(f.name))
+        return F.struct(*columns)
+
+
+def projection(source: StructType, target: ContractVersion, source_schema: Any = None) -> Projection:
+    """The projection of records of Spark type `source` (Avro schema `source_schema` when it is a
+    registered version) onto `target`; raises _Inexact where only Python gives the exact answer."""
+    named = _named(target.avro_schema)
+    available = {f.name: f.dataType for f in source.fields}
+    source_fields = _avro_fields(source_schema) if source_schema is not None else {}
+    fields = []
+    for avro_field, spark_field in zip(target.avro_schema["fields"], target.spark_type.fields, strict=True):
+        name = avro_field["name"]
+        if not _plain(avro_field["type"], named):
+            raise _Inexact(f"field {name} holds values Python converts")
+        if name in source_fields and not _plain(source_fields[name]["type"], _named(source_schema)):
+            raise _Inexact(f"writer field {name} holds values Python converts")
+        widen = False
+        if name in available:
+            have, want = available[name].simpleString(), spark_field.dataType.simpleString()
+            if have != want and (have, want) not in _WIDENINGS:
+                raise _Inexact(f"field {name}: {have} into {want}")
+            widen = have != want
+        has_default = "default" in avro_field
+        if has_default and not _literal_default(avro_field["type"], named):
+            raise _Inexact(f"default of field {name}")
+        fields.append(
+            _Field(
+                name,
+                spark_field.dataType,
+                name if name in available else None,
+                widen,
+                avro_field.get("default"),
+                has_default,
+            )
+        )
+    return Projection(tuple(fields))
+
+
+def _missing(f: _Field) -> Column:
+    """A missing field: its default, or the error the Python projection raises."""
+    from pyspark.sql import functions as F
+
+    if f.has_default:
+        return F.lit(f.default).cast(f.dtype)
+    return F.raise_error(F.lit(missing_field_message(f.name))).cast(f.dtype)
+
+
+def _named(schema: Any) -> Mapping[str, Any]:
+    return schema.get("__named_schemas", {}) if isinstance(schema, Mapping) else {}
+
+
+def _avro_fields(schema: Any) -> dict[str, Any]:
+    return {f["name"]: f for f in schema["fields"]}
+
+
+def _plain(schema: Any, named: Mapping[str, Any], seen: frozenset[str] = frozenset()) -> bool:
+    """Whether values of this Avro type are plain JSON data (no bytes, no logical types), which
+    fastavro and the Arrow conversion pass through unchanged."""
+    if isinstance(schema, list):
+        return all(_plain(branch, named, seen) for branch in schema)
+    if isinstance(schema, str):
+        if schema in named:
+            return schema in seen or _plain(named[schema], named, seen | {schema})
+        return schema not in _NOT_PLAIN
+    if schema.get("logicalType") is not None or schema["type"] in _NOT_PLAIN:
+        return False
+    kind = schema["type"]
+    if kind == "record":
+        inner = seen | {schema.get("name", "")}
+        return all(_plain(f["type"], named, inner) for f in schema["fields"])
+    if kind == "array":
+        return _plain(schema["items"], named, seen)
+    if kind == "map":
+        return _plain(schema["values"], named, seen)
+    return True
+
+
+def _literal_default(schema: Any, named: Mapping[str, Any]) -> bool:
+    """Whether the field's default is a scalar literal (a union's default belongs to its first branch)."""
+    first = schema[0] if isinstance(schema, list) else schema
+    if isinstance(first, str) and first in named:
+        first = named[first]
+    kind = first if isinstance(first, str) else first.get("type")
+    return kind in _LITERAL_TYPES
+
+
+@dataclass(frozen=True)
+class NativeMigration:
+    """A writer version's migration to the target as Columns: its one rule (None for schema
+    resolution alone), the projection of the rule's result (`migrated`, fixed by `resolved`) and
+    the projection of a record the rule left unchanged (None when a failure never continues)."""
+
+    target: ContractVersion
+    rule: PlannedRule | None
+    unchanged: Projection | None
+    migrated: Projection | None = None
+
+    def resolved(self, spark: SparkSession) -> NativeMigration | None:
+        """With the rule's result type analysed by Spark (on the driver): None when that result
+        has no exact native projection, and the Python path must run."""
+        from pyspark.sql import functions as F
+
+        if self.rule is None:
+            return self
+        writer_type = self.rule.ctx.spark_type
+        probe = spark.createDataFrame([], writer_type)
+        record = F.struct(*[F.col(f"`{name}`") for name in writer_type.fieldNames()])
+        result = self._step.build(record).record
+        assert result is not None
+        result_type = probe.select(result.alias("r")).schema["r"].dataType
+        try:
+            return replace(self, migrated=projection(result_type, self.target))
+        except _Inexact:
+            return None
+
+    def apply(self, staged: DataFrame, source: str, otherwise: Column | None = None) -> DataFrame:
+        """Migrate the writer's records in column `source` (null on rows of other writers) into
+        RECORD, setting `_contract` as the rule's action says; other rows keep `otherwise`."""
+        from pyspark.sql import functions as F
+
+        writer = F.col(source)
+        active = F.col(STATUS).isNull() & writer.isNotNull()
+        fallback = otherwise if otherwise is not None else F.lit(None)
+        if self.rule is None:
+            assert self.unchanged is not None
+            return staged.withColumn(RECORD, F.when(active, self.unchanged.build(writer)).otherwise(fallback))
+        assert self.migrated is not None, "resolve the migration on the driver first"
+        result = self._step.build(writer)
+        assert result.record is not None
+        staged = staged.withColumn(_OUTCOME, F.when(active, F.coalesce(result.passed, F.lit(False))))
+        outcome = F.col(_OUTCOME)
+        record = F.when(outcome, self.migrated.build(result.record, result.undefined))
+        if self.unchanged is not None:
+            record = record.when(~outcome, self.unchanged.build(writer))
+        record = record.when(outcome.isNull(), fallback)
+        return staged.withColumns({RECORD: record, STATUS: native_status(self.rule, outcome)}).drop(_OUTCOME)
+
+    def reasons(self) -> NativeReasons | None:
+        """Exact failure reasons for the rows this rule rejects (its Python twin sees the writer's record)."""
+        if self.rule is None:
+            return None
+        ctx = self.rule.ctx
+        return NativeReasons(Plan(ctx.subject, ctx.version, ctx.mode, ctx.spark_type, (self.rule,)))
+
+    @property
+    def _step(self) -> NativeStep:
+        assert self.rule is not None and isinstance(self.rule.step, NativeStep)
+        return self.rule.step
+
+
+def native_migration(
+    versions: Mapping[int, ContractVersion],
+    writer: int,
+    target: int,
+    executors: Any,
+    resolve_action: Resolver,
+) -> NativeMigration | None:
+    """The migration from `writer` to `target` as Columns, or None when it must run in Python."""
+    steps = migration_steps(versions, writer, target)
+    rules = [(version, mode, rule) for version, mode, step_rules in steps for rule in step_rules]
+    source, goal = versions[writer], versions[target]
+    try:
+        unchanged = projection(source.spark_type, goal, source.avro_schema)
+    except _Inexact:
+        unchanged = None
+    if not rules:
+        return NativeMigration(goal, None, unchanged) if unchanged is not None else None
+    if len(rules) > 1:
+        return None
+    version, mode, rule = rules[0]
+    executor = executors.find(rule.type, rule_name=rule.name)
+    if not isinstance(executor, JsonataExecutor):
+        return None
+    ctx = RuleContext(
+        rule=rule,
+        subject=version.subject,
+        version=version.version,
+        mode=mode,
+        schema=source.avro_schema,
+        spark_type=source.spark_type,
+        metadata_tags=version.metadata_tags,
+        properties=version.properties,
+        named_schemas=source.named_schemas,
+    )
+    step = executor.compile(ctx)
+    where = (version.subject, version.version, mode, source.spark_type)
+    (planned,) = build_plan(*where, [(ctx, step)], resolve_action).rules
+    if not isinstance(step, NativeStep) or planned.has_callbacks:
+        return None
+    if planned.on_failure.effect is Effect.CONTINUE and unchanged is None:
+        return None
+    return NativeMigration(goal, planned, unchanged if planned.on_failure.effect is Effect.CONTINUE else None)

@@ -1,0 +1,190 @@
+"""Native migrations give what the Python path gives: same records, same rejections, same errors.
+
+`read(df, writer_version=N)` runs a migration as Columns when it can (contracts._native_migration);
+each case here runs it that way and again with the native form switched off, on hypothesis
+records, and the two must agree row for row.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from actions.local_topic import LocalTopicSink
+from contracts import DataContract, LocalRegistry, Schema
+from contracts import dataframe as dataframe_module
+from contracts.avro import avro_to_spark_value, parse_schema, struct_type
+
+SUBJECT = "people-value"
+MAJOR = "application.major.version"
+ADDR = {
+    "type": "record",
+    "name": "Addr",
+    "fields": [{"name": "city", "type": "string"}, {"name": "zip", "type": ["null", "int"]}],
+}
+WRITER = {
+    "type": "record",
+    "name": "Person",
+    "namespace": "t",
+    "fields": [
+        {"name": "name", "type": "string"},
+        {"name": "ssn", "type": ["null", "string"]},
+        {"name": "age", "type": "int"},
+        {"name": "score", "type": "double"},
+        {"name": "addr", "type": ["null", ADDR]},
+        {"name": "level", "type": {"type": "enum", "name": "Level", "symbols": ["LOW", "HIGH"]}},
+        {"name": "tags", "type": {"type": "array", "items": "string"}},
+        {"name": "blob", "type": ["null", "bytes"], "default": None},
+    ],
+}
+RENAME = (
+    "$merge([$sift($, function($v, $k) {$k != 'ssn' and $k != 'blob'}), {'socialSecurityNumber': $.'ssn'}])"
+)
+RENAMED_FIELDS = [
+    {"name": "name", "type": "string"},
+    {"name": "socialSecurityNumber", "type": ["null", "string"], "default": None},
+    {"name": "age", "type": "long"},
+    {"name": "score", "type": "double"},
+    WRITER["fields"][4],
+    WRITER["fields"][5],
+    {"name": "tags", "type": {"type": "array", "items": "string"}},
+    {"name": "country", "type": "string", "default": "NZ"},
+]
+FLATTENED = "{'fullName': name & ' ' & ssn, 'years': age, 'city': addr.city, 'zip': addr.zip}"
+
+
+def _flat(city: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"name": "fullName", "type": "string"},
+        {"name": "years", "type": "long"},
+        {"name": "city", **city},
+        {"name": "zip", "type": ["null", "int"], "default": None},
+    ]
+
+
+# (case, the UPGRADE rule's expression or None, the target's fields)
+CASES = [
+    ("schema resolution only", None, [*WRITER["fields"][:4], {"name": "extra", "type": "int", "default": 7}]),
+    ("rename, widen, default", RENAME, RENAMED_FIELDS),
+    ("nested path with default", FLATTENED, _flat({"type": "string", "default": "nowhere"})),
+    ("nested path without default", FLATTENED, _flat({"type": "string"})),
+]
+NAMES = st.text(st.characters(blacklist_categories=("Cs",)), max_size=4) | st.sampled_from(["", "ann", "é"])
+PEOPLE = st.fixed_dictionaries(
+    {
+        "name": NAMES,
+        "ssn": st.none() | NAMES,
+        "age": st.integers(-(2**31), 2**31 - 1),
+        "score": st.floats(allow_nan=False) | st.sampled_from([0.0, -0.0, 1.5]),
+        "addr": st.none() | st.fixed_dictionaries({"city": NAMES, "zip": st.none() | st.integers(0, 99999)}),
+        "level": st.sampled_from(["LOW", "HIGH"]),
+        "tags": st.lists(NAMES, max_size=2),
+        "blob": st.none() | st.binary(max_size=3),
+    }
+)
+SETTINGS = settings(
+    max_examples=3,
+    deadline=None,
+    phases=(Phase.explicit, Phase.generate),
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
+)
+
+
+def contract(
+    tmp_path: Path, expr: str | None, fields: list[dict[str, Any]], on_failure: str = "NONE"
+) -> DataContract:
+    registry = LocalRegistry()
+    registry.set_config(SUBJECT, compatibilityGroup=MAJOR)
+    target = {**WRITER, "fields": fields}
+    rules = []
+    if expr is not None:
+        rule = {"name": "up", "kind": "TRANSFORM", "type": "JSONATA", "mode": "UPGRADE", "expr": expr}
+        rules.append({**rule, "onFailure": on_failure, "params": {"dlq.topic": "people-dlq"}})
+    for major, schema, migrations in (("1", WRITER, []), ("2", target, rules)):
+        payload = {
+            "schema": json.dumps(schema),
+            "metadata": {"properties": {MAJOR: major}},
+            "ruleSet": {"migrationRules": migrations},
+        }
+        registry.register_schema(SUBJECT, Schema.from_dict(payload))
+    return DataContract(registry, SUBJECT, version=2, dlq_sink=LocalTopicSink(tmp_path / "dlq"))
+
+
+def writer_rows(spark: Any, people: list[dict[str, Any]]) -> Any:
+    from pyspark.sql.types import IntegerType
+
+    parsed = parse_schema(WRITER)
+    names = [f["name"] for f in WRITER["fields"]]
+    converted = [avro_to_spark_value(person, parsed) for person in people]
+    rows = [(*(values[name] for name in names), i) for i, values in enumerate(converted)]
+    schema = struct_type(parsed).add("row", IntegerType())
+    return spark.createDataFrame(rows, schema)
+
+
+def read_both(monkeypatch: pytest.MonkeyPatch, reader: DataContract, df: Any) -> tuple[Any, Any]:
+    """(native rows or error text, Python rows or error text), ordered by the `row` column."""
+    assert reader._compiler.writer(reader.registry.get_version(SUBJECT, 1)).native is not None
+    native = _outcome(lambda: reader.read(df, writer_version=1))
+    with monkeypatch.context() as patched:
+        patched.setattr(dataframe_module, "native_migration", lambda *args: None)
+        assert reader._compiler.writer(reader.registry.get_version(SUBJECT, 1)).native is None
+        python = _outcome(lambda: reader.read(df, writer_version=1))
+    return native, python
+
+
+def _outcome(read: Any) -> Any:
+    try:
+        return sorted((row.asDict(recursive=True) for row in read().collect()), key=lambda r: r["row"])
+    except Exception as e:  # both paths must fail alike; the message is compared by the caller
+        return ("failed", "no field" in str(e) and "no default" in str(e))
+
+
+@SETTINGS
+@given(people=st.lists(PEOPLE, min_size=25, max_size=25))
+@pytest.mark.parametrize(("case", "expr", "fields"), CASES, ids=[c[0] for c in CASES])
+def test_native_migrations_equal_the_python_path(
+    spark: Any, tmp_path: Path, monkeypatch: Any, case: str, expr: Any, fields: Any, people: Any
+) -> None:
+    people[0] = {**people[0], "addr": None, "blob": None}
+    native, python = read_both(monkeypatch, contract(tmp_path, expr, fields), writer_rows(spark, people))
+    assert native == python
+
+
+@pytest.mark.parametrize("on_failure", ["NONE", "DLQ", "ERROR"])
+def test_a_failing_native_migration_follows_its_action_as_python_does(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, on_failure: str
+) -> None:
+    """A record holding bytes fails every JSONata rule (jsonata-python refuses it)."""
+    base = {"name": "a", "ssn": "1", "age": 1, "score": 0.5, "addr": None, "level": "LOW", "tags": []}
+    people = [{**base, "blob": None}, {**base, "name": "b", "blob": b"\x00"}]
+    fields = [f for f in RENAMED_FIELDS if f["name"] != "socialSecurityNumber"]
+    reader = contract(tmp_path, RENAME, fields, on_failure)
+    native, python = read_both(monkeypatch, reader, writer_rows(spark, people))
+    assert native == python
+    if on_failure == "ERROR":
+        assert native[0] == "failed"
+    else:
+        assert [row["name"] for row in native] == (["a", "b"] if on_failure == "NONE" else ["a"])
+    if on_failure == "DLQ":  # one record from each path, with the same headers and JSON value
+        from_native, from_python = reader.dlq_sink.read("people-dlq")
+        assert dict(from_native.headers) == dict(from_python.headers)
+        assert from_native.value == from_python.value
+        assert b"Only JSON types" in dict(from_native.headers)["__rule.exception"]
+
+
+def test_shapes_without_an_exact_native_form_stay_in_python(tmp_path: Path) -> None:
+    chained = contract(tmp_path, "$sift($, function($v, $k) {$k != 'blob'})", WRITER["fields"][:-1])
+    assert chained._compiler.writer(chained.registry.get_version(SUBJECT, 1)).native is not None
+    doubled = contract(tmp_path, "{'name': name, 'twice': age * 2}", [WRITER["fields"][0]])
+    assert doubled._compiler.writer(doubled.registry.get_version(SUBJECT, 1)).native is None
+    bytes_kept = contract(tmp_path, None, WRITER["fields"])
+    assert bytes_kept._compiler.writer(bytes_kept.registry.get_version(SUBJECT, 1)).native is None
