@@ -215,28 +215,6 @@ def reference(subject: str, ours: list[int], frames: list[bytes], rules: bool) -
     return run
 
 
-def decode_pass_only(contract: DataContract, df: Any) -> Any:
-    """`deserialize`'s decode pass alone (no READ plan, no routing pass), as deserialize builds it:
-    to show what the second (routing) pass costs."""
-    from pyspark.sql import functions as F
-
-    from contracts import serde
-    from contracts.planner import RECORD
-
-    decoder = serde.Decoder(
-        subject=contract.subject,
-        target_version=contract.version,
-        target_schema=contract.target.avro_schema,
-        target_type_json=contract.spark_schema.json(),
-        writers=contract._compiler.writers(),
-        late=serde.LateWriters(contract.registry, contract.subject, contract._compiler.writer),
-        policy=serde.DecodePolicy(),
-        value_column="value",
-    )
-    fields = [F.col(RECORD).getField(name).alias(name) for name in contract.spark_schema.fieldNames()]
-    return serde.decode(df, decoder).select(*fields, "key", "topic", "partition", "offset")
-
-
 def main() -> None:
     rows = int(sys.argv[1]) if len(sys.argv) > 1 else 300_000
     python_rows = int(sys.argv[2]) if len(sys.argv) > 2 else 20_000
@@ -288,7 +266,6 @@ def main() -> None:
         noop(fastavro_in_spark(plain_df, V1, plain.spark_schema)),
     )
     measure("(a) deserialize, no rules, local[2]", rows, noop(plain.deserialize(plain_df)))
-    measure("(a') its decode pass alone, local[2]", rows, noop(decode_pass_only(plain, plain_df)))
     measure("(b) deserialize + READ CEL (native), local[2]", rows, noop(checked.deserialize(checked_df)))
     measure(
         "(e) deserialize, half upgraded (JSONata), local[2]",

@@ -163,10 +163,17 @@ class NativeMigration:
     resolution alone), the projection of the rule's result (`migrated`, fixed by `resolved`) and
     the projection of a record the rule left unchanged (None when a failure never continues)."""
 
+    writer_type: StructType
     target: ContractVersion
     rule: PlannedRule | None
     unchanged: Projection | None
     migrated: Projection | None = None
+
+    @property
+    def can_reject(self) -> bool:
+        """Whether the rule's action can send a row to a dead-letter topic."""
+        actions = (self.rule.on_success, self.rule.on_failure) if self.rule is not None else ()
+        return any(action.effect is Effect.REJECT for action in actions)
 
     def resolved(self, spark: SparkSession) -> NativeMigration | None:
         """With the rule's result type analysed by Spark (on the driver): None when that result
@@ -175,9 +182,8 @@ class NativeMigration:
 
         if self.rule is None:
             return self
-        writer_type = self.rule.ctx.spark_type
-        probe = spark.createDataFrame([], writer_type)
-        record = F.struct(*[F.col(f"`{name}`") for name in writer_type.fieldNames()])
+        probe = spark.createDataFrame([], self.writer_type)
+        record = F.struct(*[F.col(f"`{name}`") for name in self.writer_type.fieldNames()])
         result = self._step.build(record).record
         assert result is not None
         result_type = probe.select(result.alias("r")).schema["r"].dataType
@@ -237,7 +243,7 @@ def native_migration(
     except _Inexact:
         unchanged = None
     if not rules:
-        return NativeMigration(goal, None, unchanged) if unchanged is not None else None
+        return NativeMigration(source.spark_type, goal, None, unchanged) if unchanged is not None else None
     if len(rules) > 1:
         return None
     version, mode, rule = rules[0]
@@ -262,4 +268,5 @@ def native_migration(
         return None
     if planned.on_failure.effect is Effect.CONTINUE and unchanged is None:
         return None
-    return NativeMigration(goal, planned, unchanged if planned.on_failure.effect is Effect.CONTINUE else None)
+    continues = planned.on_failure.effect is Effect.CONTINUE
+    return NativeMigration(source.spark_type, goal, planned, unchanged if continues else None)

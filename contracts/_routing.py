@@ -66,19 +66,18 @@ def route_rejected(
     from contracts.planner import RECORD
 
     reasons = ((NativeReasons(plan), RECORD), *migration_reasons)
-    router = _Router(sink, run_id, layout, staged.schema.json(), reasons)
-    return staged.mapInArrow(router, staged.schema)
+    return staged.mapInArrow(Router(sink, run_id, layout, reasons), staged.schema)
 
 
 @dataclass(frozen=True)
-class _Router:
-    """The picklable per-partition function of route_rejected."""
+class Router:
+    """The picklable per-partition function of route_rejected; a Python pass that sets statuses
+    itself (the decode pass) chains it over its own output batches instead of adding a pass."""
 
     sink: DlqSink
     run_id: str
     layout: DlqLayout
-    schema_json: str
-    reasons: tuple[tuple[NativeReasons, str], ...]
+    reasons: tuple[tuple[NativeReasons, str], ...] = ()
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
@@ -93,7 +92,8 @@ class _Router:
                 if pc.any(rejected).as_py():
                     for record in self._dlq_records(batch.filter(rejected)):
                         writer.write(record)
-                yield batch.filter(pc.invert(rejected))
+                    batch = batch.filter(pc.invert(rejected))
+                yield batch
         except GeneratorExit:
             # The consumer stopped early (a `limit`): what was processed is still delivered.
             writer.commit()

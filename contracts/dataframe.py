@@ -14,7 +14,7 @@ from actions._protocol import Action, ActionContext, ActionPlan
 from contracts import loader, migration, serde
 from contracts._native_migration import NativeMigration, native_migration
 from contracts._reasons import NativeReasons, with_exact_reasons
-from contracts._routing import DlqLayout, route_rejected
+from contracts._routing import DlqLayout, Router, route_rejected
 from contracts.errors import ContractError
 from contracts.model import RegisteredSchema, RuleMode
 from contracts.planner import ORIGINAL, RECORD, STATUS, Plan, build_plan
@@ -293,18 +293,22 @@ class DataContract:
         Undecodable records follow `on_decode_error`: "ERROR" fails the job, "DLQ" sends their raw
         bytes to `decode_dlq_topic`.
         """
+        from pyspark.sql import functions as F
+
+        writers = self._compiler.writers()
+        natives = _resolved_natives(writers.values(), df)
         decoder = serde.Decoder(
             subject=self.subject,
             target_version=self.version,
             target_schema=self.target.avro_schema,
             target_type_json=self.spark_schema.json(),
-            writers=self._compiler.writers(),
+            writers=writers,
             late=serde.LateWriters(self.registry, self.subject, self._compiler.writer),
             policy=serde.DecodePolicy(on_decode_error, decode_dlq_topic),
             value_column=value_col,
+            native_types={version: native.writer_type.json() for version, native in natives.items()},
         )
         plan = self.plan(RuleMode.READ)
-        staged = plan.run(serde.decode(df, decoder), self._observe(plan, df))
         layout = DlqLayout(
             record_column=RECORD,
             schema=self.target.avro_schema,
@@ -313,8 +317,14 @@ class DataContract:
             headers_column=_present(df, "headers"),
             topic_column=_present(df, "topic"),
         )
-        # Decode failures and migrations of writers met only on the workers may reject rows too.
-        routed = self._route(staged, layout, plan, always=True)
+        run_id = self._run_id or uuid.uuid4().hex
+        # Decode failures and Python migrations are routed inside the decode pass itself.
+        decoded = serde.decode(df, decoder, Router(self.dlq_sink, f"{run_id}-decode", layout))
+        for version, native in natives.items():
+            decoded = native.apply(decoded, serde.writer_column(version), otherwise=F.col(RECORD))
+        staged = plan.run(decoded, self._observe(plan, df))
+        reasons = _migration_reasons({serde.writer_column(v): native for v, native in natives.items()})
+        routed = self._route(staged, layout, plan, also=natives.values(), reasons=reasons, run_id=run_id)
         passthrough = [name for name in df.columns if name != value_col]
         return routed.select(*_record_then_passthrough_names(passthrough, self.spark_schema))
 
@@ -376,15 +386,15 @@ class DataContract:
         staged: DataFrame,
         layout: DlqLayout,
         plan: Plan,
-        also: Iterable[Plan] = (),
-        always: bool = False,
+        also: Iterable[Plan | NativeMigration] = (),
         reasons: tuple[tuple[NativeReasons, str], ...] = (),
+        run_id: str | None = None,
     ) -> DataFrame:
         """Rejected rows to their DLQ topics. When no rule can reject one there is no Python pass,
         only the filter on `_contract` that makes Spark evaluate it (an ERROR action fires there)."""
-        if not always and not any(p.can_reject for p in (plan, *also)):
+        if not any(p.can_reject for p in (plan, *also)):
             return staged.filter(_status().isNull())
-        run_id = self._run_id or uuid.uuid4().hex
+        run_id = run_id or self._run_id or uuid.uuid4().hex
         return route_rejected(staged, self.dlq_sink, run_id, layout, plan, reasons)
 
     def __repr__(self) -> str:
@@ -417,6 +427,16 @@ def _observation(plan: Plan, df: DataFrame) -> Observation | str | None:
         return None
     name = f"contract_{plan.plan_id}_{uuid.uuid4().hex[:8]}"
     return name if df.isStreaming else Observation(name)
+
+
+def _resolved_natives(writers: Iterable[WriterVersion], df: DataFrame) -> dict[int, NativeMigration]:
+    """The writer versions whose migration to the target runs as Columns, by version."""
+    natives = {}
+    for writer in writers:
+        native = writer.native.resolved(df.sparkSession) if writer.native is not None else None
+        if native is not None:
+            natives[writer.version] = native
+    return natives
 
 
 def _migration_reasons(

@@ -19,6 +19,7 @@ import pyarrow as pa
 from fastavro import schemaless_reader, schemaless_writer
 
 from contracts import avro, migration
+from contracts._routing import Router
 from contracts.errors import RegistryError, SerializationError
 from contracts.loader import ContractVersion
 from contracts.planner import ORIGINAL, RECORD, STATUS, Plan, status_type
@@ -94,6 +95,9 @@ class Decoder:
     late: LateWriters
     policy: DecodePolicy
     value_column: str
+    native_types: Mapping[int, str] = field(default_factory=dict)
+    """Writer versions migrated natively after the pass, with their Spark record types (JSON):
+    their records leave the pass in their own shape, in `writer_column(version)`."""
     _cache: dict[int, WriterVersion] = field(default_factory=dict, compare=False, repr=False)
 
     def writer(self, schema_id: int) -> WriterVersion:
@@ -103,28 +107,44 @@ class Decoder:
         return known
 
 
-def decode(df: DataFrame, decoder: Decoder) -> DataFrame:
-    """Add the decoded record (target shape) and `_contract` to `df`, keeping every column."""
+def writer_column(version: int) -> str:
+    """The column holding the records of a natively migrated writer version, in its own shape."""
+    return f"__contract_writer_{version}"
+
+
+def decode(df: DataFrame, decoder: Decoder, router: Router) -> DataFrame:
+    """Add the decoded record (target shape) and `_contract` to `df`, keeping every column; the
+    records the pass itself rejects (decode failures under DLQ, migrations in Python) go through
+    `router` in the same pass, so every row leaving it is still valid."""
     from pyspark.sql.types import StructField, StructType
 
     target = StructType.fromJson(json.loads(decoder.target_type_json))
+    writers = [
+        StructField(writer_column(version), StructType.fromJson(json.loads(type_json)), True)
+        for version, type_json in decoder.native_types.items()
+    ]
     output = StructType(
-        [*df.schema.fields, StructField(RECORD, target, True), StructField(STATUS, status_type(), True)]
+        [
+            *df.schema.fields,
+            *writers,
+            StructField(RECORD, target, True),
+            StructField(STATUS, status_type(), True),
+        ]
     )
-    return df.mapInArrow(_DecodePass(decoder, output.json()), output)
+    return df.mapInArrow(_DecodePass(decoder, output.json(), router), output)
 
 
 @dataclass(frozen=True)
 class _DecodePass:
     decoder: Decoder
     output_json: str
+    router: Router
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.types import StructType
 
         output = avro.arrow_schema(StructType.fromJson(json.loads(self.output_json)))
-        for batch in batches:
-            yield _decode_batch(self.decoder, batch, output)
+        yield from self.router(_decode_batch(self.decoder, batch, output) for batch in batches)
 
 
 def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) -> pa.RecordBatch:
@@ -140,12 +160,29 @@ def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) ->
             continue
         if writer.version != decoder.target_version:
             to_migrate.setdefault(writer.version, (writer, []))[1].append(i)
+    natives: dict[int, pa.Array] = {}
     for writer, rows in to_migrate.values():
-        _migrate_rows(decoder, writer, rows, records, statuses, batch)
+        if writer.version in decoder.native_types:
+            column = writer_column(writer.version)
+            natives[writer.version] = _packed_rows(records, rows, writer.schema, output.field(column).type)
+            for i in rows:
+                records[i] = None
+        else:
+            _migrate_rows(decoder, writer, rows, records, statuses, batch)
     kept = [record if status is None else None for record, status in zip(records, statuses, strict=True)]
+    writers = [
+        natives.get(version, pa.nulls(batch.num_rows, output.field(writer_column(version)).type))
+        for version in decoder.native_types
+    ]
     record_column = _packed(kept, decoder.target_schema, output.field(RECORD).type)
-    columns = [*batch.columns, record_column, pa.array(statuses, type=output.field(STATUS).type)]
-    return pa.RecordBatch.from_arrays(columns, schema=output)
+    status_column = pa.array(statuses, type=output.field(STATUS).type)
+    return pa.RecordBatch.from_arrays([*batch.columns, *writers, record_column, status_column], schema=output)
+
+
+def _packed_rows(records: list[Any], rows: list[int], schema: Any, record_type: pa.DataType) -> pa.Array:
+    """The records at `rows` as a struct column of `record_type`, null elsewhere."""
+    chosen = set(rows)
+    return _packed([r if i in chosen else None for i, r in enumerate(records)], schema, record_type)
 
 
 def _read(decoder: Decoder, frame: Any) -> tuple[WriterVersion, Any]:

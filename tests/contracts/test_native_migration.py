@@ -188,3 +188,49 @@ def test_shapes_without_an_exact_native_form_stay_in_python(tmp_path: Path) -> N
     assert doubled._compiler.writer(doubled.registry.get_version(SUBJECT, 1)).native is None
     bytes_kept = contract(tmp_path, None, WRITER["fields"])
     assert bytes_kept._compiler.writer(bytes_kept.registry.get_version(SUBJECT, 1)).native is None
+
+
+def frames(reader: DataContract, people: list[dict[str, Any]]) -> list[bytes]:
+    """People framed by version 1 (the writer), then one by version 2 and one undecodable frame."""
+    import io
+
+    from fastavro import schemaless_writer
+
+    from contracts.wire import encode_frame
+
+    out = []
+    for version, values in [(1, p) for p in people] + [(2, None)]:
+        registered = reader.registry.get_version(SUBJECT, version)
+        record = values or {**people[0], "socialSecurityNumber": "2", "country": "FR"}
+        body = io.BytesIO()
+        schemaless_writer(body, parse_schema(json.loads(registered.schema.schema_str)), record)
+        out.append(encode_frame(registered.schema_id, body.getvalue()))
+    return [*out, b"\x01broken"]
+
+
+@pytest.mark.parametrize("on_failure", ["NONE", "DLQ"])
+def test_deserialize_migrates_natively_as_python_does(
+    spark: Any, tmp_path: Path, monkeypatch: Any, on_failure: str
+) -> None:
+    base = {"name": "a", "ssn": "1", "age": 1, "score": 0.5, "addr": None, "level": "LOW", "tags": []}
+    people = [{**base, "blob": None}, {**base, "name": "b", "blob": b"\x00"}, {**base, "name": "c"}]
+    reader = contract(tmp_path, RENAME, RENAMED_FIELDS, on_failure)
+    assert reader._compiler.writer(reader.registry.get_version(SUBJECT, 1)).native is not None
+    rows = [(None, value, "people", 0, offset) for offset, value in enumerate(frames(reader, people))]
+    df = spark.createDataFrame(rows, "key binary, value binary, topic string, partition int, offset long")
+
+    def run(way: str) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
+        sink = reader._dlq_sink = LocalTopicSink(tmp_path / way)
+        out = reader.deserialize(df, on_decode_error="DLQ", decode_dlq_topic="people-undecodable")
+        got = sorted((row.asDict(recursive=True) for row in out.collect()), key=lambda r: r["offset"])
+        dlq = [(t, r.key, r.value, dict(r.headers)) for t in sink.topics() for r in sink.read(t)]
+        return got, dlq
+
+    native = run("native")
+    with monkeypatch.context() as patched:
+        patched.setattr(dataframe_module, "native_migration", lambda *args: None)
+        python = run("python")
+    assert native == python
+    got, dlq = native
+    assert [r["offset"] for r in got] == ([0, 1, 2, 3] if on_failure == "NONE" else [0, 2, 3])
+    assert len(got) + len(dlq) == len(rows)
