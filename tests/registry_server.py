@@ -439,6 +439,11 @@ def _delete(registry: Registry, request: RecordedRequest, args: list[str]) -> An
     return registry.delete_subject(args[0], permanent=_flag(request, "permanent"))
 
 
+@_route_for("DELETE", f"/subjects/{_SEGMENT}/versions/{_SEGMENT}")
+def _delete_version(registry: Registry, request: RecordedRequest, args: list[str]) -> Any:
+    return registry.delete_version(args[0], args[1], permanent=_flag(request, "permanent"))
+
+
 @_route_for("GET", f"/schemas/ids/{_SEGMENT}")
 def _schema_by_id(registry: Registry, request: RecordedRequest, args: list[str]) -> Any:
     if not args[0].isdigit():

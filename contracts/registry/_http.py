@@ -177,6 +177,17 @@ class SchemaRegistryClient:
             raise _unexpected("DELETE /subjects/{subject}", "a list of version numbers", deleted)
         return deleted
 
+    def delete_version(self, subject: str, version: int | str, permanent: bool = False) -> int:
+        """Delete one version (soft, or permanent after a soft delete); returns its number."""
+        params = {"permanent": "true"} if permanent else None
+        try:
+            deleted = self._request("DELETE", _path("subjects", subject, "versions", version), params=params)
+        finally:
+            self._forget(subject)
+        if not isinstance(deleted, int) or isinstance(deleted, bool):
+            raise _unexpected("DELETE /subjects/{subject}/versions/{version}", "a version number", deleted)
+        return deleted
+
     def get_config(self, subject: str | None = None, default_to_global: bool = True) -> dict[str, Any]:
         """The global config, or the subject's effective config (falling back to the global one), or
         with `default_to_global=False` only the subject's own ({} when it has none: 40408)."""

@@ -391,6 +391,39 @@ class LocalRegistry:
                 self._signature = self._scan()
             return [entry.version for entry in live]
 
+    def delete_version(self, subject: str, version: int | str, permanent: bool = False) -> int:
+        """Soft-delete one version (its schema id keeps resolving; it leaves the versions list and
+        migrations through it fail), or permanently delete a soft-deleted one. As Confluent: 40406
+        for a second soft delete, 40407 for a permanent delete without a soft one first."""
+        number = _parse_version(version)
+        with self.exclusive():
+            self._refresh()
+            versions = self._state.subjects.get(subject, [])
+            if not versions:
+                raise _not_found("subject", f"Subject '{subject}' not found.")
+            candidates = versions if permanent else self._state.live(subject)
+            if number is None:
+                entry = candidates[-1] if candidates else None
+            else:
+                entry = next((v for v in candidates if v.version == number), None)
+            if entry is None:
+                raise _not_found("version", f"Version {version} not found.")
+            if permanent:
+                self._purge_version(subject, entry)
+            elif entry.deleted:
+                raise RegistryError(
+                    f"Subject '{subject}' Version {entry.version} was soft deleted.Set permanent=true"
+                    " to delete permanently",
+                    status=404,
+                    error_code=40406,
+                )
+            else:
+                entry.deleted = True
+                self._write_version(subject, entry)
+            if self._path is not None:
+                self._signature = self._scan()
+            return entry.version
+
     def get_config(self, subject: str | None = None, default_to_global: bool = True) -> dict[str, Any]:
         """The subject's config falling back, key by key, to the global one and then the defaults
         (or, with `default_to_global=False`, only the keys set on the subject itself)."""
@@ -511,15 +544,31 @@ class LocalRegistry:
         for entry in versions:
             self._remove(self._version_file(subject, entry.version))
         del self._state.subjects[subject]
-        self._state.schemas = {
-            v.schema_id: v.schema for entries in self._state.subjects.values() for v in entries
-        }
-        self._state.ids = {_identity(s): i for i, s in self._state.schemas.items()}
+        self._reindex()
         if self._path is not None:
             with contextlib.suppress(OSError):
                 self._subject_dir(subject).rmdir()
             self._signature = self._scan()
         return deleted
+
+    def _purge_version(self, subject: str, entry: _Version) -> None:
+        if not entry.deleted:
+            raise RegistryError(
+                f"Subject '{subject}' Version {entry.version} was not deleted first before being"
+                " permanently deleted",
+                status=404,
+                error_code=40407,
+            )
+        self._remove(self._version_file(subject, entry.version))
+        self._state.subjects[subject].remove(entry)
+        self._reindex()
+
+    def _reindex(self) -> None:
+        """Schemas by id and ids by schema, after versions were removed."""
+        self._state.schemas = {
+            v.schema_id: v.schema for entries in self._state.subjects.values() for v in entries
+        }
+        self._state.ids = {_identity(s): i for i, s in self._state.schemas.items()}
 
     # -- files -------------------------------------------------------------------------------
 

@@ -47,6 +47,10 @@ class Registry(Protocol):
         """Delete a subject; returns the versions deleted."""
         ...
 
+    def delete_version(self, subject: str, version: int | str, permanent: bool = False) -> int:
+        """Delete one version of a subject (soft, or permanent after a soft delete); returns its number."""
+        ...
+
     def get_config(self, subject: str | None = None, default_to_global: bool = True) -> dict[str, Any]:
         """The config (compatibility, compatibilityGroup, default/override metadata and ruleSet);
         with `default_to_global=False` only what was set on the subject itself ({} if nothing)."""

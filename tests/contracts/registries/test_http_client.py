@@ -264,6 +264,25 @@ def test_permanent_delete_follows_a_soft_delete(registry_server: RegistryServer)
     )
 
 
+def test_delete_version_soft_then_permanent(registry_server: RegistryServer) -> None:
+    client = client_for(registry_server)
+    client.register_schema("users-value", user_schema())
+    client.register_schema("users-value", user_schema(major="2"))  # same Avro, new metadata
+    client.get_version("users-value", 1)
+    assert client.delete_version("users-value", 1) == 1
+    with pytest.raises(RegistryError) as gone:
+        client.get_version("users-value", 1)
+    assert gone.value.error_code == 40402
+    assert client.get_versions("users-value") == [2]
+    assert client.delete_version("users-value", 1, permanent=True) == 1
+    request = registry_server.requests[-1]
+    assert (request.method, request.path, request.query) == (
+        "DELETE",
+        "/subjects/users-value/versions/1",
+        {"permanent": ["true"]},
+    )
+
+
 def test_compatibility_check_returns_a_bool(registry_server: RegistryServer) -> None:
     client = client_for(registry_server)
     client.register_schema("users-value", user_schema(USER_V1))

@@ -481,6 +481,32 @@ def test_soft_delete_hides_versions_but_ids_still_resolve(registry: LocalRegistr
     assert "a" not in registry.get_config("a") and registry.get_config("a")["compatibility"] == "BACKWARD"
 
 
+def test_deleting_one_version_leaves_a_gap_and_permanent_needs_soft_first(tmp_path: Path) -> None:
+    registry = LocalRegistry(tmp_path)
+    registry.set_config("a", compatibility="NONE")
+    v3 = avro(("id", "long"), ("age", "int"))
+    ids = [registry.register_schema("a", contract(text)) for text in (V1, V2, v3)]
+    with pytest.raises(RegistryError) as error:
+        registry.delete_version("a", 2, permanent=True)
+    assert code_of(error) == (404, 40407)
+    assert registry.delete_version("a", 2) == 2
+    with pytest.raises(RegistryError) as error:
+        registry.delete_version("a", 2)
+    assert code_of(error) == (404, 40406)
+    reopened = LocalRegistry(tmp_path)
+    assert reopened.get_versions("a") == [1, 3]
+    with pytest.raises(RegistryError) as error:
+        reopened.get_version("a", 2)
+    assert code_of(error) == (404, 40402)
+    assert reopened.get_schema(ids[1]).schema_str == V2
+    assert reopened.delete_version("a", 2, permanent=True) == 2
+    with pytest.raises(RegistryError) as error:
+        reopened.get_schema(ids[1])
+    assert code_of(error) == (404, 40403)
+    assert reopened.delete_version("a", "latest") == 3
+    assert reopened.get_versions("a") == [1]
+
+
 def test_re_registering_after_a_soft_delete_is_a_new_version_with_the_old_id(registry: LocalRegistry) -> None:
     first = registry.register_schema("a", contract(V1))
     registry.delete_subject("a")
