@@ -21,6 +21,9 @@ AvroSchema = str | list[Any] | dict[str, Any]
 TAGS_PROP = "confluent:tags"
 FULL_NAME_KEY = "avro.fullName"
 TYPE_KEY = "avro.type"
+LOGICAL_TYPES_KEY = "avro.logicalTypes"
+"""Field metadata: the logical types in the field's type, through unions, arrays and maps (not
+into records, whose fields say their own) — an int or long column may hold a time of day."""
 ARRAY_ELEMENT = "[]"
 MAP_VALUE = "{}"
 
@@ -115,6 +118,19 @@ def _type_name(schema: AvroSchema, names: _Names) -> str:
     return str(resolved["type"]).upper()
 
 
+def _logical_types(schema: AvroSchema, names: _Names) -> set[str]:
+    resolved = names.resolve(schema, "")
+    if isinstance(resolved, list):
+        return set().union(*(_logical_types(branch, names) for branch in resolved))
+    kind = resolved["type"]
+    if kind == "array":
+        return _logical_types(resolved["items"], names)
+    if kind == "map":
+        return _logical_types(resolved["values"], names)
+    logical = resolved.get("logicalType")
+    return {logical} if isinstance(logical, str) else set()
+
+
 def spark_type(schema: AvroSchema) -> tuple[T.DataType, bool]:
     """The Spark type and nullability of values of any Avro schema (spark-avro's toSqlType).
 
@@ -180,6 +196,9 @@ class _Converter:
                 FULL_NAME_KEY: f"{name}.{field['name']}",
                 TYPE_KEY: _type_name(field["type"], self.names),
             }
+            logical = sorted(_logical_types(field["type"], self.names))
+            if logical:
+                metadata[LOGICAL_TYPES_KEY] = logical
             if field.get(TAGS_PROP):
                 metadata[TAGS_PROP] = list(field[TAGS_PROP])
             fields.append(T.StructField(field["name"], dtype, nullable, metadata))

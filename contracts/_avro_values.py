@@ -364,6 +364,12 @@ def records_to_arrow(records: Iterable[Mapping[str, Any]], schema: AvroSchema) -
     return pa.RecordBatch.from_arrays(arrays, schema=codec.arrow)
 
 
+def arrow_ready(schema: AvroSchema) -> bool:
+    """Whether fastavro's record dicts of this schema convert to Arrow as they are: no logical
+    type, multi-branch union or other value that needs converting first."""
+    return _record_codec(schema).node.to_arrow is None
+
+
 def _column_values(rows: list[Mapping[str, Any]], column: _Column) -> list[Any]:
     name, convert = column.name, column.node.to_arrow
     return [r[name] for r in rows] if convert is None else [convert(r[name]) for r in rows]

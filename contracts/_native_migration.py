@@ -234,7 +234,10 @@ def native_migration(
     executors: Any,
     resolve_action: Resolver,
 ) -> NativeMigration | None:
-    """The migration from `writer` to `target` as Columns, or None when it must run in Python."""
+    """The migration from `writer` to `target` as Columns, or None when it must run in Python
+    (or when there is none: the target's own records are read with the target schema)."""
+    if writer == target:
+        return None
     steps = migration_steps(versions, writer, target)
     rules = [(version, mode, rule) for version, mode, step_rules in steps for rule in step_rules]
     source, goal = versions[writer], versions[target]

@@ -20,6 +20,7 @@ from __future__ import annotations
 from contracts._avro_types import (
     ARRAY_ELEMENT,
     FULL_NAME_KEY,
+    LOGICAL_TYPES_KEY,
     MAP_VALUE,
     TAGS_PROP,
     TYPE_KEY,
@@ -32,6 +33,7 @@ from contracts._avro_types import (
     type_name,
 )
 from contracts._avro_values import (
+    arrow_ready,
     arrow_schema,
     arrow_to_records,
     arrow_type,
@@ -43,11 +45,13 @@ from contracts._avro_values import (
 __all__ = [
     "ARRAY_ELEMENT",
     "FULL_NAME_KEY",
+    "LOGICAL_TYPES_KEY",
     "MAP_VALUE",
     "TAGS_PROP",
     "TYPE_KEY",
     "AvroField",
     "AvroSchema",
+    "arrow_ready",
     "arrow_schema",
     "arrow_to_records",
     "arrow_type",

@@ -15,7 +15,7 @@ from contracts import loader, migration, serde
 from contracts._native_migration import NativeMigration, native_migration
 from contracts._reasons import NativeReasons, with_exact_reasons
 from contracts._routing import DlqLayout, Router, route_rejected
-from contracts.errors import ContractError
+from contracts.errors import ContractError, RegistryError
 from contracts.model import RegisteredSchema, RuleMode
 from contracts.planner import ORIGINAL, RECORD, STATUS, Plan, build_plan
 from contracts.plugins import ACTION_GROUP, EXECUTOR_GROUP, PluginRegistry, load_group, with_overrides
@@ -153,7 +153,14 @@ class _Compiler:
         writer = registered.version
         target = self.target.version
         low, high = sorted((writer, target))
-        versions = {number: self.load(number) for number in range(low, high + 1)}
+        try:
+            versions = {number: self.load(number) for number in range(low, high + 1)}
+        except RegistryError as e:
+            if e.error_code != 40402:
+                raise
+            # A deleted version in between fails only the records whose migration crosses it.
+            failure = f"cannot migrate from version {writer} to {target}: {e}"
+            return WriterVersion(writer, self.load(writer).avro_schema, failure=failure)
         plans = migration.migration_plans(versions, writer, target, self.executors, self.resolve_action)
         native = native_migration(versions, writer, target, self.executors, self.resolve_action)
         return WriterVersion(writer, versions[writer].avro_schema, plans, native)
@@ -266,6 +273,8 @@ class DataContract:
             routed = self._route(plan.stage(df, self._observe(plan, df)), self._json_layout(df, plan), plan)
             return routed.select(*_valid_columns(df, plan))
         writer = self._compiler.writer(self.registry.get_version(self.subject, writer_version))
+        if writer.failure is not None:
+            raise ContractError(writer.failure, subject=self.subject, version=self.version)
         writer_plan = self._compiler.load(writer_version)
         packed = Plan(self.subject, writer_version, RuleMode.READ, writer_plan.spark_type, ()).pack(df)
         native = writer.native.resolved(df.sparkSession) if writer.native is not None else None
@@ -318,8 +327,11 @@ class DataContract:
             topic_column=_present(df, "topic"),
         )
         run_id = self._run_id or uuid.uuid4().hex
-        # Decode failures and Python migrations are routed inside the decode pass itself.
-        decoded = serde.decode(df, decoder, Router(self.dlq_sink, f"{run_id}-decode", layout))
+        # Decode failures and Python migrations are routed inside the decode pass itself; the
+        # frames travel on only when a later rule may send a row's bytes to a DLQ topic.
+        later_rejects = any(p.can_reject for p in (plan, *natives.values()))
+        router = Router(self.dlq_sink, f"{run_id}-decode", layout)
+        decoded = serde.decode(df, decoder, router, keep_value=later_rejects)
         for version, native in natives.items():
             decoded = native.apply(decoded, serde.writer_column(version), otherwise=F.col(RECORD))
         staged = plan.run(decoded, self._observe(plan, df))

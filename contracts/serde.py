@@ -44,6 +44,8 @@ class WriterVersion:
     schema: Any
     migrations: tuple[Plan, ...] = ()
     native: NativeMigration | None = None
+    failure: str | None = None
+    """Why its records cannot reach the target (a version in between was deleted), if they cannot."""
 
 
 @dataclass(frozen=True)
@@ -112,10 +114,11 @@ def writer_column(version: int) -> str:
     return f"__contract_writer_{version}"
 
 
-def decode(df: DataFrame, decoder: Decoder, router: Router) -> DataFrame:
-    """Add the decoded record (target shape) and `_contract` to `df`, keeping every column; the
-    records the pass itself rejects (decode failures under DLQ, migrations in Python) go through
-    `router` in the same pass, so every row leaving it is still valid."""
+def decode(df: DataFrame, decoder: Decoder, router: Router, keep_value: bool = True) -> DataFrame:
+    """Add the decoded record (target shape) and `_contract` to `df`, keeping every column (the
+    frames too, unless `keep_value` is False: nothing after the pass needs them); the records the
+    pass itself rejects (decode failures under DLQ, migrations in Python) go through `router` in
+    the same pass, so every row leaving it is still valid."""
     from pyspark.sql.types import StructField, StructType
 
     target = StructType.fromJson(json.loads(decoder.target_type_json))
@@ -123,7 +126,7 @@ def decode(df: DataFrame, decoder: Decoder, router: Router) -> DataFrame:
         StructField(writer_column(version), StructType.fromJson(json.loads(type_json)), True)
         for version, type_json in decoder.native_types.items()
     ]
-    output = StructType(
+    decoded = StructType(
         [
             *df.schema.fields,
             *writers,
@@ -131,20 +134,27 @@ def decode(df: DataFrame, decoder: Decoder, router: Router) -> DataFrame:
             StructField(STATUS, status_type(), True),
         ]
     )
-    return df.mapInArrow(_DecodePass(decoder, output.json(), router), output)
+    output = StructType([f for f in decoded.fields if keep_value or f.name != decoder.value_column])
+    return df.mapInArrow(_DecodePass(decoder, decoded.json(), router, output.fieldNames()), output)
 
 
 @dataclass(frozen=True)
 class _DecodePass:
     decoder: Decoder
-    output_json: str
+    decoded_json: str
     router: Router
+    output_names: list[str]
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.types import StructType
 
-        output = avro.arrow_schema(StructType.fromJson(json.loads(self.output_json)))
-        yield from self.router(_decode_batch(self.decoder, batch, output) for batch in batches)
+        decoded = avro.arrow_schema(StructType.fromJson(json.loads(self.decoded_json)))
+        routed = self.router(_decode_batch(self.decoder, batch, decoded) for batch in batches)
+        if len(self.output_names) == len(decoded.names):
+            yield from routed
+        else:
+            for batch in routed:
+                yield batch.select(self.output_names)
 
 
 def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) -> pa.RecordBatch:
@@ -169,13 +179,18 @@ def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) ->
                 records[i] = None
         else:
             _migrate_rows(decoder, writer, rows, records, statuses, batch)
-    kept = [record if status is None else None for record, status in zip(records, statuses, strict=True)]
     writers = [
         natives.get(version, pa.nulls(batch.num_rows, output.field(writer_column(version)).type))
         for version in decoder.native_types
     ]
-    record_column = _packed(kept, decoder.target_schema, output.field(RECORD).type)
-    status_column = pa.array(statuses, type=output.field(STATUS).type)
+    status_type = output.field(STATUS).type
+    if any(status is not None for status in statuses):
+        pairs = zip(records, statuses, strict=True)
+        records = [None if status is not None else record for record, status in pairs]
+        status_column = pa.array(statuses, type=status_type)
+    else:
+        status_column = pa.nulls(batch.num_rows, status_type)
+    record_column = _packed(records, decoder.target_schema, output.field(RECORD).type)
     return pa.RecordBatch.from_arrays([*batch.columns, *writers, record_column, status_column], schema=output)
 
 
@@ -189,6 +204,8 @@ def _read(decoder: Decoder, frame: Any) -> tuple[WriterVersion, Any]:
     """Decode one frame: with the reader schema when written by the target, else as writer data."""
     schema_id, body = decode_frame(frame)
     writer = decoder.writer(schema_id)
+    if writer.failure is not None:
+        raise SerializationError(writer.failure)
     reader = decoder.target_schema if writer.version == decoder.target_version else None
     try:
         return writer, schemaless_reader(io.BytesIO(body), writer.schema, reader)
@@ -300,7 +317,13 @@ def _fields(column: pa.Array) -> pa.RecordBatch:
 
 
 def _packed(records: list[Any], schema: Any, record_type: pa.DataType) -> pa.Array:
-    """Records (None for rows without one) as a struct column of `record_type`."""
+    """Records (None for rows without one) as a struct column of `record_type`: fastavro's dicts
+    as they are, in one conversion, when no field needs converting for Arrow."""
+    if avro.arrow_ready(schema):
+        try:
+            return pa.array(records, type=record_type)
+        except (TypeError, ValueError, pa.ArrowException) as e:
+            raise SerializationError(f"records do not match the Avro schema: {e!r}") from e
     present = [i for i, record in enumerate(records) if record is not None]
     packed = avro.records_to_arrow([records[i] for i in present], schema).to_struct_array().cast(record_type)
     index: list[int | None] = [None] * len(records)

@@ -31,7 +31,7 @@ def decode_frame(frame: bytes | bytearray | memoryview | None) -> tuple[int, byt
     """Split a frame into (schema id, Avro body); SerializationError says what is wrong otherwise."""
     if frame is None:
         raise SerializationError("no bytes to decode: the value is null")
-    data = bytes(frame)
+    data = frame if isinstance(frame, bytes) else bytes(frame)
     if len(data) < HEADER_SIZE:
         raise SerializationError(
             f"frame of {len(data)} bytes is shorter than the {HEADER_SIZE}-byte Confluent header"

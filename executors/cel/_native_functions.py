@@ -66,10 +66,12 @@ def fold(tree: Tree, variables: Mapping[str, Any] | None = None) -> Term:
 
 def record_field(receiver: Term, field: StructField) -> Term:
     """A record's field; selecting from a null record fails."""
-    from contracts.avro import TYPE_KEY
+    from contracts.avro import LOGICAL_TYPES_KEY, TYPE_KEY
 
     field_type = spark_cel_type(field.dataType, field.nullable, field.metadata.get(TYPE_KEY))
-    if field_type.kind == "opaque":
+    times_of_day = {"time-millis", "time-micros"} & set(field.metadata.get(LOGICAL_TYPES_KEY, ()))
+    if field_type.kind == "opaque" or times_of_day:
+        # A time of day is an int column here but a datetime.time, no CEL type, in cel-python.
         raise Unsupported(f"field {field.name} holds values cel-python sees as non-CEL types")
     nullable_receiver = receiver.type.nullable
 

@@ -12,6 +12,7 @@ from fastavro import parse_schema, schemaless_writer
 
 from actions.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
+from contracts.errors import ContractError
 from contracts.wire import encode_frame
 
 SUBJECT = "users-value"
@@ -211,3 +212,20 @@ def test_a_failing_migration_rule_follows_its_action(spark: Any, tmp_path: Path)
     headers = dict(record.headers)
     assert record.value == rows[0][1]
     assert (headers["__rule.name"], headers["__rule.mode"]) == (b"ssnUp", b"UPGRADE")
+
+
+def test_a_deleted_intermediate_version_fails_only_the_records_whose_migration_crosses_it(
+    spark: Any, registry: LocalRegistry, sink: LocalTopicSink
+) -> None:
+    rows = topic_rows(spark, registry)
+    assert registry.delete_version(SUBJECT, 2) == 2
+    reader = DataContract(registry, SUBJECT, version=3, dlq_sink=sink)
+    decoded = reader.deserialize(rows, on_decode_error="DLQ", decode_dlq_topic="bad")
+    # Version 1's records must pass through the deleted version 2, whose own records fail too (it
+    # cannot be loaded); records of versions 3 and 4 (downgraded) arrive.
+    assert sorted(row["offset"] for row in decoded.collect()) == [2, 3]
+    reasons = sorted(dict(record.headers)["__rule.exception"].decode() for record in sink.read("bad"))
+    assert len(reasons) == 2
+    assert "cannot migrate from version 1 to 3" in reasons[0] and "Version 2 not found" in reasons[0]
+    with pytest.raises(ContractError, match="cannot migrate from version 1 to 3"):
+        reader.read(spark.createDataFrame([("ann", "111")], "name string, ssn string"), writer_version=1)

@@ -316,6 +316,32 @@ def test_guarded_conditions_and_transforms_equal_the_reference(
     assert not problems, "\n".join(problem[:300] for problem in problems[:20])
 
 
+def test_times_of_day_fall_back_since_cel_python_sees_no_int() -> None:
+    """A time-millis/micros column is an int in Spark but a datetime.time in cel-python."""
+    times = {
+        "type": "record",
+        "name": "Shift",
+        "fields": [
+            {"name": "hours", "type": "int"},
+            {"name": "start", "type": {"type": "int", "logicalType": "time-millis"}},
+            {
+                "name": "breaks",
+                "type": {"type": "array", "items": {"type": "long", "logicalType": "time-micros"}},
+            },
+        ],
+    }
+    record_type = struct_type(parse_schema(times))
+    assert compile_rule("message.hours > 0", RuleKind.CONDITION, record_type)
+    for expr in ("message.start > 0", "size(message.breaks) > 0", "message.breaks[0] > 0"):
+        with pytest.raises(Unsupported):
+            compile_rule(expr, RuleKind.CONDITION, record_type)
+    rule = Rule(name="r", kind=RuleKind.CONDITION, mode=RuleMode.WRITE, type="CEL", expr="message.start > 0")
+    step = CelExecutor().compile(RuleContext(rule, "s-value", 1, RuleMode.WRITE, times, record_type))
+    assert isinstance(step, BatchStep)
+    (outcome,) = step.factory()([{"hours": 1, "start": datetime.time(9), "breaks": []}])
+    assert not outcome.passed  # cel-python has no `>` between a time of day and an int
+
+
 def test_a_transform_with_narrowing_fields_falls_back() -> None:
     with pytest.raises(Unsupported):
         compile_rule(cel_corpus.FALLBACK_TRANSFORM, RuleKind.TRANSFORM, RECORD_TYPE)
