@@ -11,7 +11,7 @@ refuse differently, a default that is not a plain literal) keeps the Python path
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -56,22 +56,54 @@ class Projection:
 
     fields: tuple[_Field, ...]
 
-    def build(self, record: Column, undefined: Mapping[str, Column] | None = None) -> Column:
-        """The target struct from `record`; a key flagged undefined counts as missing on that row."""
+    def may_miss(self, undefined: frozenset[str] = frozenset()) -> bool:
+        """Whether some row may lack a field without default (absent, or a key JSONata may leave out)."""
+        return any(not f.has_default and (f.source is None or f.source in undefined) for f in self.fields)
+
+    def build(self, record: Column, undefined: Mapping[str, Column] | None = None) -> Projected:
+        """The target struct from `record` (a key flagged undefined counts as missing on that row),
+        and why it cannot be read: the Python projection's error for the first field missing
+        without default, null where none is."""
         from pyspark.sql import functions as F
 
         columns = []
+        reasons: list[tuple[Column | None, str]] = []
         for f in self.fields:
-            missing = _missing(f)
+            default = F.lit(f.default).cast(f.dtype) if f.has_default else F.lit(None).cast(f.dtype)
             if f.source is None:
-                column = missing
+                column, missing = default, None
             else:
                 column = record.getField(f.source)
                 column = column.cast(f.dtype) if f.widen else column
-                if undefined and f.source in undefined:
-                    column = F.when(undefined[f.source], missing).otherwise(column)
+                missing = undefined.get(f.source) if undefined else None
+                if missing is not None:
+                    column = F.when(missing, default).otherwise(column)
+            if not f.has_default and (f.source is None or missing is not None):
+                reasons.append((missing, missing_field_message(f.name)))
             columns.append(column.alias(f.name))
-        return F.struct(*columns)
+        return Projected(F.struct(*columns), _first_reason(reasons))
+
+
+@dataclass(frozen=True)
+class Projected:
+    """A projection's record and, where a field is missing without default, why (else null)."""
+
+    record: Column
+    reason: Column | None
+
+
+def _first_reason(reasons: list[tuple[Column | None, str]]) -> Column | None:
+    """The text of the first missing field (None as a flag: always missing)."""
+    from pyspark.sql import functions as F
+
+    if not reasons:
+        return None
+    if reasons[0][0] is None:
+        return F.lit(reasons[0][1])
+    chosen = F.when(reasons[0][0], F.lit(reasons[0][1]))
+    for flag, text in reasons[1:]:
+        chosen = chosen.when(F.lit(True) if flag is None else flag, F.lit(text))
+    return chosen
 
 
 def projection(source: StructType, target: ContractVersion, source_schema: Any = None) -> Projection:
@@ -107,15 +139,6 @@ def projection(source: StructType, target: ContractVersion, source_schema: Any =
             )
         )
     return Projection(tuple(fields))
-
-
-def _missing(f: _Field) -> Column:
-    """A missing field: its default, or the error the Python projection raises."""
-    from pyspark.sql import functions as F
-
-    if f.has_default:
-        return F.lit(f.default).cast(f.dtype)
-    return F.raise_error(F.lit(missing_field_message(f.name))).cast(f.dtype)
 
 
 def _named(schema: Any) -> Mapping[str, Any]:
@@ -157,6 +180,33 @@ def _literal_default(schema: Any, named: Mapping[str, Any]) -> bool:
     return kind in _LITERAL_TYPES
 
 
+def _when(condition: Column, reason: Column | None) -> Column | None:
+    from pyspark.sql import functions as F
+
+    return None if reason is None else F.when(condition, reason)
+
+
+def _otherwise(chosen: Column | None, condition: Column, reason: Column | None) -> Column | None:
+    from pyspark.sql import functions as F
+
+    if reason is None:
+        return chosen
+    return F.when(condition, reason) if chosen is None else chosen.when(condition, reason)
+
+
+def _mark_unreadable(
+    staged: DataFrame, evaluated: Column, reason: Column | None, unreadable: Callable[[Column], Column]
+) -> DataFrame:
+    """Rows still valid whose projection lacks a field get `unreadable(reason)` as their status."""
+    from pyspark.sql import functions as F
+
+    if reason is None:
+        return staged
+    status = F.col(STATUS)
+    failing = evaluated & status.isNull() & reason.isNotNull()
+    return staged.withColumn(STATUS, F.when(failing, unreadable(reason)).otherwise(status))
+
+
 @dataclass(frozen=True)
 class NativeMigration:
     """A writer version's migration to the target as Columns: its one rule (None for schema
@@ -168,6 +218,14 @@ class NativeMigration:
     rule: PlannedRule | None
     unchanged: Projection | None
     migrated: Projection | None = None
+    undefined: frozenset[str] = frozenset()
+    """The rule result's keys JSONata may leave out (known once `resolved`)."""
+
+    @property
+    def may_be_unreadable(self) -> bool:
+        """Whether a migrated record may lack a target field without default (a decode failure)."""
+        unchanged = self.unchanged is not None and self.unchanged.may_miss()
+        return unchanged or (self.migrated is not None and self.migrated.may_miss(self.undefined))
 
     @property
     def can_reject(self) -> bool:
@@ -184,17 +242,25 @@ class NativeMigration:
             return self
         probe = spark.createDataFrame([], self.writer_type)
         record = F.struct(*[F.col(f"`{name}`") for name in self.writer_type.fieldNames()])
-        result = self._step.build(record).record
-        assert result is not None
-        result_type = probe.select(result.alias("r")).schema["r"].dataType
+        result = self._step.build(record)
+        assert result.record is not None
+        result_type = probe.select(result.record.alias("r")).schema["r"].dataType
         try:
-            return replace(self, migrated=projection(result_type, self.target))
+            migrated = projection(result_type, self.target)
         except _Inexact:
             return None
+        return replace(self, migrated=migrated, undefined=frozenset(result.undefined))
 
-    def apply(self, staged: DataFrame, source: str, otherwise: Column | None = None) -> DataFrame:
+    def apply(
+        self,
+        staged: DataFrame,
+        source: str,
+        unreadable: Callable[[Column], Column],
+        otherwise: Column | None = None,
+    ) -> DataFrame:
         """Migrate the writer's records in column `source` (null on rows of other writers) into
-        RECORD, setting `_contract` as the rule's action says; other rows keep `otherwise`."""
+        RECORD, setting `_contract` as the rule's action says, and to `unreadable(reason)` where
+        the result lacks a target field without default; other rows keep `otherwise`."""
         from pyspark.sql import functions as F
 
         writer = F.col(source)
@@ -202,17 +268,23 @@ class NativeMigration:
         fallback = otherwise if otherwise is not None else F.lit(None)
         if self.rule is None:
             assert self.unchanged is not None
-            return staged.withColumn(RECORD, F.when(active, self.unchanged.build(writer)).otherwise(fallback))
+            projected = self.unchanged.build(writer)
+            staged = staged.withColumn(RECORD, F.when(active, projected.record).otherwise(fallback))
+            return _mark_unreadable(staged, active, projected.reason, unreadable)
         assert self.migrated is not None, "resolve the migration on the driver first"
         result = self._step.build(writer)
         assert result.record is not None
         staged = staged.withColumn(_OUTCOME, F.when(active, F.coalesce(result.passed, F.lit(False))))
         outcome = F.col(_OUTCOME)
-        record = F.when(outcome, self.migrated.build(result.record, result.undefined))
+        migrated = self.migrated.build(result.record, result.undefined)
+        record, reason = F.when(outcome, migrated.record), _when(outcome, migrated.reason)
         if self.unchanged is not None:
-            record = record.when(~outcome, self.unchanged.build(writer))
+            unchanged = self.unchanged.build(writer)
+            record = record.when(~outcome, unchanged.record)
+            reason = _otherwise(reason, ~outcome, unchanged.reason)
         record = record.when(outcome.isNull(), fallback)
-        return staged.withColumns({RECORD: record, STATUS: native_status(self.rule, outcome)}).drop(_OUTCOME)
+        staged = staged.withColumns({RECORD: record, STATUS: native_status(self.rule, outcome)})
+        return _mark_unreadable(staged, outcome.isNotNull(), reason, unreadable).drop(_OUTCOME)
 
     def reasons(self) -> NativeReasons | None:
         """Exact failure reasons for the rows this rule rejects (its Python twin sees the writer's record)."""

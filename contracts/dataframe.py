@@ -279,7 +279,9 @@ class DataContract:
         packed = Plan(self.subject, writer_version, RuleMode.READ, writer_plan.spark_type, ()).pack(df)
         native = writer.native.resolved(df.sparkSession) if writer.native is not None else None
         if native is not None:
-            migrated = native.apply(packed.withColumn(ORIGINAL, F.col(RECORD)), ORIGINAL)
+            # As the Python projection raises: a migrated record missing a field fails the job.
+            staged = packed.withColumn(ORIGINAL, F.col(RECORD))
+            migrated = native.apply(staged, ORIGINAL, lambda reason: F.raise_error(reason))
         else:
             migrated = serde.migrate_decoded(packed, writer, self.target)
         staged = plan.run(migrated, self._observe(plan, df))
@@ -329,14 +331,18 @@ class DataContract:
         run_id = self._run_id or uuid.uuid4().hex
         # Decode failures and Python migrations are routed inside the decode pass itself; the
         # frames travel on only when a later rule may send a row's bytes to a DLQ topic.
-        later_rejects = any(p.can_reject for p in (plan, *natives.values()))
+        unreadable_dlq = on_decode_error == "DLQ" and any(n.may_be_unreadable for n in natives.values())
+        later_rejects = unreadable_dlq or any(p.can_reject for p in (plan, *natives.values()))
         router = Router(self.dlq_sink, f"{run_id}-decode", layout)
         decoded = serde.decode(df, decoder, router, keep_value=later_rejects)
+        unreadable = serde.unreadable_status(decoder, decoded.columns)
         for version, native in natives.items():
-            decoded = native.apply(decoded, serde.writer_column(version), otherwise=F.col(RECORD))
+            column = serde.writer_column(version)
+            decoded = native.apply(decoded, column, unreadable, otherwise=F.col(RECORD))
         staged = plan.run(decoded, self._observe(plan, df))
         reasons = _migration_reasons({serde.writer_column(v): native for v, native in natives.items()})
-        routed = self._route(staged, layout, plan, also=natives.values(), reasons=reasons, run_id=run_id)
+        also = natives.values()
+        routed = self._route(staged, layout, plan, also, reasons, run_id, always=unreadable_dlq)
         passthrough = [name for name in df.columns if name != value_col]
         return routed.select(*_record_then_passthrough_names(passthrough, self.spark_schema))
 
@@ -401,10 +407,11 @@ class DataContract:
         also: Iterable[Plan | NativeMigration] = (),
         reasons: tuple[tuple[NativeReasons, str], ...] = (),
         run_id: str | None = None,
+        always: bool = False,
     ) -> DataFrame:
         """Rejected rows to their DLQ topics. When no rule can reject one there is no Python pass,
         only the filter on `_contract` that makes Spark evaluate it (an ERROR action fires there)."""
-        if not any(p.can_reject for p in (plan, *also)):
+        if not always and not any(p.can_reject for p in (plan, *also)):
             return staged.filter(_status().isNull())
         run_id = run_id or self._run_id or uuid.uuid4().hex
         return route_rejected(staged, self.dlq_sink, run_id, layout, plan, reasons)

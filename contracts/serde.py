@@ -183,13 +183,13 @@ def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) ->
         natives.get(version, pa.nulls(batch.num_rows, output.field(writer_column(version)).type))
         for version in decoder.native_types
     ]
-    status_type = output.field(STATUS).type
+    status_arrow = output.field(STATUS).type
     if any(status is not None for status in statuses):
         pairs = zip(records, statuses, strict=True)
         records = [None if status is not None else record for record, status in pairs]
-        status_column = pa.array(statuses, type=status_type)
+        status_column = pa.array(statuses, type=status_arrow)
     else:
-        status_column = pa.nulls(batch.num_rows, status_type)
+        status_column = pa.nulls(batch.num_rows, status_arrow)
     record_column = _packed(records, decoder.target_schema, output.field(RECORD).type)
     return pa.RecordBatch.from_arrays([*batch.columns, *writers, record_column, status_column], schema=output)
 
@@ -250,6 +250,36 @@ def _undecodable(decoder: Decoder, batch: pa.RecordBatch, i: int, error: Excepti
         "subject": decoder.subject,
         "version": decoder.target_version,
     }
+
+
+def unreadable_status(decoder: Decoder, columns: list[str]) -> Any:
+    """For rows found undecodable after the pass (a natively migrated record missing a field):
+    `reason` Column → the status the policy gives, exactly as `_undecodable` words it."""
+    from pyspark.sql import functions as F
+
+    def status(reason: Any) -> Any:
+        if decoder.policy.action == "ERROR":
+            parts = [
+                F.concat(F.lit(f"{name} "), F.coalesce(F.col(name).cast("string"), F.lit("None")))
+                for name in ("topic", "partition", "offset")
+                if name in columns
+            ]
+            where = F.concat(F.lit(" at "), F.concat_ws(", ", *parts)) if parts else F.lit("")
+            prefix = F.lit("cannot deserialize the record")
+            message = F.concat(prefix, where, F.lit(f" of subject {decoder.subject!r}: "), reason)
+            return F.raise_error(message)
+        fields = {
+            "rule": F.lit(DECODE_RULE),
+            "mode": F.lit("READ"),
+            "action": F.lit("DLQ"),
+            "reason": reason,
+            "topic": F.lit(decoder.policy.topic),
+            "subject": F.lit(decoder.subject),
+            "version": F.lit(decoder.target_version),
+        }
+        return F.struct(*[fields[f.name].cast(f.dataType).alias(f.name) for f in status_type().fields])
+
+    return status
 
 
 def _position(batch: pa.RecordBatch, i: int) -> str:

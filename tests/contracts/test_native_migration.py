@@ -190,8 +190,8 @@ def test_shapes_without_an_exact_native_form_stay_in_python(tmp_path: Path) -> N
     assert bytes_kept._compiler.writer(bytes_kept.registry.get_version(SUBJECT, 1)).native is None
 
 
-def frames(reader: DataContract, people: list[dict[str, Any]]) -> list[bytes]:
-    """People framed by version 1 (the writer), then one by version 2 and one undecodable frame."""
+def frames(reader: DataContract, people: list[dict[str, Any]], second: dict[str, Any]) -> list[bytes]:
+    """People framed by version 1 (the writer), then `second` by version 2, then a broken frame."""
     import io
 
     from fastavro import schemaless_writer
@@ -201,29 +201,65 @@ def frames(reader: DataContract, people: list[dict[str, Any]]) -> list[bytes]:
     out = []
     for version, values in [(1, p) for p in people] + [(2, None)]:
         registered = reader.registry.get_version(SUBJECT, version)
-        record = values or {**people[0], "socialSecurityNumber": "2", "country": "FR"}
+        record = values or second
         body = io.BytesIO()
         schemaless_writer(body, parse_schema(json.loads(registered.schema.schema_str)), record)
         out.append(encode_frame(registered.schema_id, body.getvalue()))
     return [*out, b"\x01broken"]
 
 
-@pytest.mark.parametrize("on_failure", ["NONE", "DLQ"])
+DESERIALIZE_CASES = [
+    ("rename, failing rule continues", RENAME, RENAMED_FIELDS, "NONE", "DLQ"),
+    ("rename, failing rule to DLQ", RENAME, RENAMED_FIELDS, "DLQ", "DLQ"),
+    ("missing field to the decode DLQ", FLATTENED, _flat({"type": "string"}), "NONE", "DLQ"),
+    ("missing field fails the job", FLATTENED, _flat({"type": "string"}), "NONE", "ERROR"),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "expr", "fields", "on_failure", "policy"),
+    DESERIALIZE_CASES,
+    ids=[c[0] for c in DESERIALIZE_CASES],
+)
 def test_deserialize_migrates_natively_as_python_does(
-    spark: Any, tmp_path: Path, monkeypatch: Any, on_failure: str
+    spark: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    case: str,
+    expr: str,
+    fields: Any,
+    on_failure: str,
+    policy: str,
 ) -> None:
-    base = {"name": "a", "ssn": "1", "age": 1, "score": 0.5, "addr": None, "level": "LOW", "tags": []}
-    people = [{**base, "blob": None}, {**base, "name": "b", "blob": b"\x00"}, {**base, "name": "c"}]
-    reader = contract(tmp_path, RENAME, RENAMED_FIELDS, on_failure)
+    """Rows of writer version 1 (one holding bytes, one without an address), one of version 2 and
+    an undecodable frame: the same rows, DLQ records and errors both ways. Under ERROR only the
+    record without an address fails, so which failure the job reports does not depend on timing."""
+    base = {"name": "a", "ssn": "1", "age": 1, "score": 0.5, "level": "LOW", "tags": []}
+    city = {"city": "x", "zip": None}
+    people = [
+        {**base, "addr": city, "blob": None},
+        {**base, "name": "b", "addr": city, "blob": b"\x00"},
+        {**base, "name": "c", "addr": None},
+    ]
+    if policy == "ERROR":
+        people = [people[0], people[2]]
+    reader = contract(tmp_path, expr, fields, on_failure)
     assert reader._compiler.writer(reader.registry.get_version(SUBJECT, 1)).native is not None
-    rows = [(None, value, "people", 0, offset) for offset, value in enumerate(frames(reader, people))]
+    target = {f["name"]: f for f in fields}
+    second = {k: people[0].get(k, "2") for k in target} | {"fullName": "v2", "years": 2, "zip": None}
+    framed = frames(reader, people, second)[: None if policy == "DLQ" else -1]
+    rows = [(None, value, "people", 0, offset) for offset, value in enumerate(framed)]
     df = spark.createDataFrame(rows, "key binary, value binary, topic string, partition int, offset long")
 
-    def run(way: str) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
+    def run(way: str) -> Any:
         sink = reader._dlq_sink = LocalTopicSink(tmp_path / way)
-        out = reader.deserialize(df, on_decode_error="DLQ", decode_dlq_topic="people-undecodable")
-        got = sorted((row.asDict(recursive=True) for row in out.collect()), key=lambda r: r["offset"])
-        dlq = [(t, r.key, r.value, dict(r.headers)) for t in sink.topics() for r in sink.read(t)]
+        out = reader.deserialize(df, on_decode_error=policy, decode_dlq_topic="people-undecodable")
+        try:
+            got = sorted((row.asDict(recursive=True) for row in out.collect()), key=lambda r: r["offset"])
+        except Exception as e:
+            text = str(e)
+            return "failed", text[text.index("cannot deserialize") :].split("\n")[0][:160]
+        dlq = sorted((t, r.value, tuple(sorted(r.headers))) for t in sink.topics() for r in sink.read(t))
         return got, dlq
 
     native = run("native")
@@ -231,6 +267,8 @@ def test_deserialize_migrates_natively_as_python_does(
         patched.setattr(dataframe_module, "native_migration", lambda *args: None)
         python = run("python")
     assert native == python
-    got, dlq = native
-    assert [r["offset"] for r in got] == ([0, 1, 2, 3] if on_failure == "NONE" else [0, 2, 3])
-    assert len(got) + len(dlq) == len(rows)
+    if policy == "ERROR":
+        assert "offset 1 of subject 'people-value': migrated record has no field 'city'" in native[1]
+    else:
+        got, dlq = native
+        assert len(got) + len(dlq) == len(rows)
