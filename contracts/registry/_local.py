@@ -401,11 +401,11 @@ class LocalRegistry:
             versions = self._state.subjects.get(subject, [])
             if not versions:
                 raise _not_found("subject", f"Subject '{subject}' not found.")
-            candidates = versions if permanent else self._state.live(subject)
             if number is None:
-                entry = candidates[-1] if candidates else None
+                live = self._state.live(subject)
+                entry = live[-1] if live else None
             else:
-                entry = next((v for v in candidates if v.version == number), None)
+                entry = next((v for v in versions if v.version == number), None)
             if entry is None:
                 raise _not_found("version", f"Version {version} not found.")
             if permanent:
