@@ -19,9 +19,10 @@ if TYPE_CHECKING:
 
 # Java regex pieces. `\z` is the end of input: Java's `$` also matches before a final newline.
 # A label: 1-63 letters, digits or hyphens, not starting or ending with a hyphen (possessive: a
-# label never contains the dot that follows it). The last label must not be all digits.
+# label never contains the dot that follows it). The last label must not be all digits: it holds
+# a letter or hyphen after its leading digits (checked only there, so no backtracking over labels).
 _LABEL = r"(?!-)[A-Za-z0-9-]{1,63}+(?<!-)"
-_HOSTNAME = rf"(?!(?:[^.]*\.)*[0-9]+\.?\z){_LABEL}(?:\.{_LABEL})*\.?\z"
+_HOSTNAME = rf"(?:{_LABEL}\.)*(?=[0-9]*[A-Za-z-]){_LABEL}\.?\z"
 # Characters Python's str.strip() removes: an atom made only of them is dropped by parseaddr.
 _PY_SPACE = r"\t\n\x0B\f\r\x1C-\x1F \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000"
 _ATOM_CHAR = r'[^()<>@,:;."\[\] \t\r\n]'
@@ -61,7 +62,7 @@ def validator(name: str, operand: Term) -> Term:
 def _is_hostname(s: Column) -> Column:
     from pyspark.sql import functions as F
 
-    return F.when(F.char_length(s) <= 253, s.rlike("^" + _HOSTNAME)).otherwise(False)
+    return F.when(_at_most(s, 253), s.rlike("^" + _HOSTNAME)).otherwise(False)
 
 
 def _is_email(s: Column) -> Column:
@@ -77,7 +78,14 @@ def _is_email(s: Column) -> Column:
     # parseaddr: one regex decides those; the full grammar runs only for the rest. The total
     # size comes first so that no regex meets a long string.
     plain = (F.instr(s, "@") <= 65) & s.rlike(_PLAIN_EMAIL)
-    return F.when(F.char_length(s) <= 254, plain | general).otherwise(False)
+    return F.when(_at_most(s, 254), plain | general).otherwise(False)
+
+
+def _at_most(s: Column, size: int) -> Column:
+    """At most `size` characters: the byte count (constant time) decides for most strings."""
+    from pyspark.sql import functions as F
+
+    return (F.octet_length(s) <= size) | (F.char_length(s) <= size)
 
 
 def _is_ipv4(s: Column) -> Column:
