@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from actions._protocol import Effect
 from contracts._reasons import NativeReasons
-from contracts.loader import ContractVersion
+from contracts.loader import ContractVersion, rule_context
 from contracts.migration import Resolver, migration_steps, missing_field_message
 from contracts.planner import OUTCOME_PREFIX, RECORD, STATUS, Plan, PlannedRule, build_plan, native_status
-from executors._protocol import NativeStep, RuleContext
+from executors._protocol import NativeStep
 from executors.jsonata import JsonataExecutor
 
 if TYPE_CHECKING:
@@ -325,17 +325,7 @@ def native_migration(
     executor = executors.find(rule.type, rule_name=rule.name)
     if not isinstance(executor, JsonataExecutor):
         return None
-    ctx = RuleContext(
-        rule=rule,
-        subject=version.subject,
-        version=version.version,
-        mode=mode,
-        schema=source.avro_schema,
-        spark_type=source.spark_type,
-        metadata_tags=version.metadata_tags,
-        properties=version.properties,
-        named_schemas=source.named_schemas,
-    )
+    ctx = rule_context(version, mode, rule, record=source)
     step = executor.compile(ctx)
     where = (version.subject, version.version, mode, source.spark_type)
     (planned,) = build_plan(*where, [(ctx, step)], resolve_action).rules

@@ -133,6 +133,25 @@ def running_order(rules: Sequence[Rule], mode: RuleMode) -> list[Rule]:
     ]
 
 
+def rule_context(
+    version: ContractVersion, mode: RuleMode, rule: Rule, record: ContractVersion | None = None
+) -> RuleContext:
+    """The context of `rule`, registered in `version`, over records of `record` (by default the
+    version's own; a migration compiled natively reads the writer's)."""
+    shape = record or version
+    return RuleContext(
+        rule=rule,
+        subject=version.subject,
+        version=version.version,
+        mode=mode,
+        schema=shape.avro_schema,
+        spark_type=shape.spark_type,
+        metadata_tags=version.metadata_tags,
+        properties=version.properties,
+        named_schemas=shape.named_schemas,
+    )
+
+
 def compile_rules(
     version: ContractVersion,
     mode: RuleMode,
@@ -142,17 +161,7 @@ def compile_rules(
     """Compile each rule once with the executor for its name or type; None where there is none."""
     compiled: list[tuple[RuleContext, Step | None]] = []
     for rule in rules:
-        ctx = RuleContext(
-            rule=rule,
-            subject=version.subject,
-            version=version.version,
-            mode=mode,
-            schema=version.avro_schema,
-            spark_type=version.spark_type,
-            metadata_tags=version.metadata_tags,
-            properties=version.properties,
-            named_schemas=version.named_schemas,
-        )
+        ctx = rule_context(version, mode, rule)
         executor = executors.find(rule.type, rule_name=rule.name)
         if executor is None:
             compiled.append((ctx, None))
