@@ -398,10 +398,52 @@ def _read_column(array: pa.Array | pa.ChunkedArray, column: _Column) -> list[Any
         # Timestamps and dates become integers (whatever Spark's session time zone), large types
         # plain ones. The target is all nullable: pyarrow refuses to cast a null struct whose
         # non-nullable children hold nulls.
-        array = array.cast(column.readable)
+        array = _sound_nulls(array.cast(column.readable))
     values = array.to_pylist()
     convert = column.node.from_arrow
     return values if convert is None else [convert(v) for v in values]
+
+
+def _sound_nulls(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """The array with each null-typed child as long as its list offsets say. pyarrow's cast of a
+    nested list of nulls (e.g. list<list<null>>) keeps the inner null child at the wrong length,
+    which to_pylist then cannot read."""
+    if isinstance(array, pa.ChunkedArray):
+        if not _holds_null(array.type):
+            return array
+        return pa.chunked_array([_sound_nulls(chunk) for chunk in array.chunks], type=array.type)
+    kind = array.type
+    if not _holds_null(kind):
+        return array
+    if pa.types.is_null(kind):
+        return pa.nulls(len(array))
+    mask = array.is_null() if array.null_count else None
+    if pa.types.is_list(kind):
+        offsets = array.offsets
+        size = offsets[-1].as_py() if len(offsets) else 0
+        values = pa.nulls(size) if pa.types.is_null(kind.value_type) else _sound_nulls(array.values)
+        return pa.ListArray.from_arrays(offsets, values, type=kind, mask=mask)
+    if pa.types.is_map(kind):
+        offsets = array.offsets
+        size = offsets[-1].as_py() if len(offsets) else 0
+        items = pa.nulls(size) if pa.types.is_null(kind.item_type) else _sound_nulls(array.items)
+        return pa.MapArray.from_arrays(offsets, array.keys, items, type=kind, mask=mask)
+    if pa.types.is_struct(kind):
+        children = [_sound_nulls(child) for child in array.flatten()]
+        return pa.StructArray.from_arrays(children, fields=list(kind), mask=mask)
+    return array
+
+
+def _holds_null(kind: pa.DataType) -> bool:
+    if pa.types.is_null(kind):
+        return True
+    if pa.types.is_list(kind):
+        return _holds_null(kind.value_type)
+    if pa.types.is_map(kind):
+        return _holds_null(kind.item_type)
+    if pa.types.is_struct(kind):
+        return any(_holds_null(field.type) for field in kind)
+    return False
 
 
 def _record_codec(schema: AvroSchema) -> _Codec:
