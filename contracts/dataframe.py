@@ -208,6 +208,7 @@ class DataContract:
         self._dlq_sink = dlq_sink
         self._last_metrics: RuleMetrics | None = None
         self._run_id: str | None = None
+        self._resolved: dict[int, NativeMigration | None] = {}
         self._plans = {mode: self._compiler.plan(mode) for mode in (RuleMode.WRITE, RuleMode.READ)}
 
     @property
@@ -277,7 +278,7 @@ class DataContract:
             raise ContractError(writer.failure, subject=self.subject, version=self.version)
         writer_plan = self._compiler.load(writer_version)
         packed = Plan(self.subject, writer_version, RuleMode.READ, writer_plan.spark_type, ()).pack(df)
-        native = writer.native.resolved(df.sparkSession) if writer.native is not None else None
+        native = self._natives([writer], df).get(writer_version)
         if native is not None:
             # As the Python projection raises: a migrated record missing a field fails the job.
             staged = packed.withColumn(ORIGINAL, F.col(RECORD))
@@ -307,7 +308,7 @@ class DataContract:
         from pyspark.sql import functions as F
 
         writers = self._compiler.writers()
-        natives = _resolved_natives(writers.values(), df)
+        natives = self._natives(writers.values(), df)
         decoder = serde.Decoder(
             subject=self.subject,
             target_version=self.version,
@@ -384,6 +385,19 @@ class DataContract:
         # Observations hold session handles; metrics belong to the process that ran the action.
         return {**self.__dict__, "_last_metrics": None}
 
+    def _natives(self, writers: Iterable[WriterVersion], df: DataFrame) -> dict[int, NativeMigration]:
+        """The writer versions whose migration to the target runs as Columns, by version; each is
+        resolved (one Spark analysis) once per contract, not per micro-batch."""
+        natives = {}
+        for writer in writers:
+            if writer.version not in self._resolved:
+                native = writer.native
+                self._resolved[writer.version] = native.resolved(df.sparkSession) if native else None
+            resolved = self._resolved[writer.version]
+            if resolved is not None:
+                natives[writer.version] = resolved
+        return natives
+
     def _observe(self, plan: Plan, df: DataFrame) -> Observation | str | None:
         observation = _observation(plan, df)
         self._last_metrics = RuleMetrics(plan, observation)
@@ -446,16 +460,6 @@ def _observation(plan: Plan, df: DataFrame) -> Observation | str | None:
         return None
     name = f"contract_{plan.plan_id}_{uuid.uuid4().hex[:8]}"
     return name if df.isStreaming else Observation(name)
-
-
-def _resolved_natives(writers: Iterable[WriterVersion], df: DataFrame) -> dict[int, NativeMigration]:
-    """The writer versions whose migration to the target runs as Columns, by version."""
-    natives = {}
-    for writer in writers:
-        native = writer.native.resolved(df.sparkSession) if writer.native is not None else None
-        if native is not None:
-            natives[writer.version] = native
-    return natives
 
 
 def _migration_reasons(
