@@ -219,6 +219,15 @@ def _each_value(convert: Convert | None) -> Convert | None:
     return None if convert is None else lambda values: {k: convert(v) for k, v in values.items()}
 
 
+def _fits(value: Any, branch: AvroSchema) -> bool:
+    """fastavro's validate, except that a decimal too wide for a branch is a mismatch: fastavro
+    raises ValueError for it even when told not to raise."""
+    try:
+        return bool(validate(value, branch, raise_errors=False))
+    except ValueError:
+        return False
+
+
 class _BranchChooser:
     """Picks the union branch fastavro's writer would pick for a plain value (its write_union rules)."""
 
@@ -238,7 +247,7 @@ class _BranchChooser:
                 if kind == "double":
                     return index
                 continue
-            if not validate(value, branch, raise_errors=False):
+            if not _fits(value, branch):
                 continue
             if kind == "record":
                 matched = len(self.record_fields[index].intersection(value))
