@@ -17,12 +17,25 @@ from executors.cel._native_types import CelType, Env, Term, Unsupported, Val, an
 if TYPE_CHECKING:
     from pyspark.sql import Column
 
+
+def _ascii_class(members: str) -> str:
+    """A Java character class listing each ASCII member: one bit-table lookup per character,
+    where ranges (`A-Z`) are tested one after another."""
+    return "[" + "".join("\\" + c if c in "\\^-[]&" else c for c in members) + "]"
+
+
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_DIGITS = "0123456789"
 # Java regex pieces. `\z` is the end of input: Java's `$` also matches before a final newline.
 # A label: 1-63 letters, digits or hyphens, not starting or ending with a hyphen (possessive: a
 # label never contains the dot that follows it). The last label must not be all digits: it holds
 # a letter or hyphen after its leading digits (checked only there, so no backtracking over labels).
-_LABEL = r"(?!-)[A-Za-z0-9-]{1,63}+(?<!-)"
-_HOSTNAME = rf"(?:{_LABEL}\.)*(?=[0-9]*[A-Za-z-]){_LABEL}\.?\z"
+# A label starts with a letter or digit rather than behind a `(?!-)`: that lookahead made the
+# whole address check about a third slower.
+_LABEL_CHAR = _ascii_class(_LETTERS + _DIGITS + "-")
+_LABEL = rf"{_ascii_class(_LETTERS + _DIGITS)}{_LABEL_CHAR}{{0,62}}+(?<!-)"
+_LAST_LABEL_HAS_LETTER = rf"(?={_ascii_class(_DIGITS)}*{_ascii_class(_LETTERS + '-')})"
+_HOSTNAME = rf"(?:{_LABEL}\.)*{_LAST_LABEL_HAS_LETTER}{_LABEL}\.?\z"
 # Characters Python's str.strip() removes: an atom made only of them is dropped by parseaddr.
 _PY_SPACE = r"\t\n\x0B\f\r\x1C-\x1F \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000"
 _ATOM_CHAR = r'[^()<>@,:;."\[\] \t\r\n]'
@@ -34,7 +47,8 @@ _SPACE_ATOM_CHAR = r"[\x0B\f\x1C-\x1F\x85\xA0\u1680\u2000-\u200A\u2028\u2029\u20
 _LAST_WORD = rf"(?:{_ATOM_CHAR}|{_QUOTED})*(?:{_QUOTED}|{_SOLID_CHAR}{_SPACE_ATOM_CHAR}*)"
 _PHRASE = rf"(?:(?:{_WORD}[ \t]+)*{_LAST_WORD})?"
 _LOCAL = rf"^{_PHRASE}(?:\.{_PHRASE})*\z"
-_PLAIN_EMAIL = rf"^[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~.-]*@{_HOSTNAME}"
+_PLAIN_LOCAL_CHAR = _ascii_class(_LETTERS + _DIGITS + "!#$%&'*+/=?^_`{|}~.-")
+_PLAIN_EMAIL = rf"^{_PLAIN_LOCAL_CHAR}*@{_HOSTNAME}"
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])"
 _IPV4 = rf"^(?:{_OCTET}\.){{3}}{_OCTET}\z"
 

@@ -357,3 +357,37 @@ def test_fallback_rules_give_the_reference_answers_through_the_batch_step(rows: 
         outcomes = step.factory()([BASE_RECORD, *rows])
         for outcome, record in zip(outcomes, [BASE_RECORD, *rows], strict=True):
             assert outcome.passed == _reference_rule(expr, RuleKind.CONDITION, record)[0], (expr, record)
+
+
+LABEL_EDGES = [
+    "a" * 63 + ".com",
+    "a" * 64 + ".com",
+    "x." + "b" * 63,
+    "x." + "b" * 64,
+    "-a.com",
+    "a-.com",
+    "a.-b.com",
+    "a.b-.com",
+    "a--b.c-d",
+    "a.b.",
+    "a..b",
+    "1.22",
+    "1.2a",
+    "1.a2",
+    "a.123-",
+    "a.-",
+    "a.1-1",
+    ".a.com",
+    "a.com-",
+    "a.co-m.",
+]
+
+
+def test_validators_equal_the_reference_on_label_edges(spark: Any) -> None:
+    """Label lengths 63/64, hyphens at label edges, all-digit last labels, empty labels and trailing
+    dots, as hostnames and as email domains."""
+    texts = [*LABEL_EDGES, *(f"user.name@{host}" for host in LABEL_EDGES), *(f"a b@{h}" for h in LABEL_EDGES)]
+    rows = [{**BASE_RECORD, "email": text} for text in texts]
+    expressions = [call.replace("s.", "message.email.") for call in VALIDATOR_CALLS]
+    problems = _disagreements(spark, expressions, rows)
+    assert not problems, "\n".join(problem[:300] for problem in problems[:20])
