@@ -1,11 +1,10 @@
-"""Benchmark: a CEL_FIELD transform over 10 string fields, native plan vs the same written by hand.
+"""Benchmark: a CEL_FIELD transform over 10 string fields, through a contract vs written by hand.
 
 Run: `.venv/bin/python benchmarks/cel_field_transform.py [rows]` (default 5,000,000, local[2]).
 Both sides read the same generated rows and write to Spark's `noop` sink, so the difference is
-the rule's cost: the planned CEL_FIELD step (record packing, outcome and status columns
-included) against `concat(field, '-x')` per field. A third side runs the same native step with
-the record struct built and unpacked inside one projection (no packed column), to show what the
-packing costs: Catalyst then reduces the step to the hand-written expressions.
+the rule's cost: `DataContract.write` with the CEL_FIELD rule registered (record packing, outcome
+and status included), with its per-rule metrics and without (`collect_metrics=False`), against
+`concat(field, '-x')` per field.
 """
 
 from __future__ import annotations
@@ -14,23 +13,20 @@ import json
 import os
 import sys
 import time
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from actions._protocol import ActionPlan, Effect
-from contracts import avro
-from contracts.model import Rule, RuleKind, RuleMode
-from contracts.planner import RECORD, STATUS, build_plan
-from executors._protocol import NativeStep, RuleContext, Step
-from executors.cel_field import CelFieldExecutor
+from _session import session
+
+from contracts import DataContract, LocalRegistry, Schema
 
 FIELDS = [f"s{i}" for i in range(10)]
 EXPR = "typeName == 'STRING' ; value + '-x'"
 SCHEMA = {"type": "record", "name": "Row", "fields": [{"name": name, "type": "string"} for name in FIELDS]}
+SUBJECT = "rows-value"
 
 
 def source(spark: SparkSession, rows: int) -> DataFrame:
@@ -41,36 +37,15 @@ def source(spark: SparkSession, rows: int) -> DataFrame:
     )
 
 
-def compiled() -> tuple[RuleContext, Step]:
-    """The benchmark's rule, compiled by the CEL_FIELD executor."""
-    parsed = avro.parse_schema(json.dumps(SCHEMA))
-    spark_type = avro.struct_type(parsed)
-    rule = Rule("suffix", RuleKind.TRANSFORM, RuleMode.WRITE, "CEL_FIELD", EXPR)
-    ctx = RuleContext(rule, "rows-value", 1, RuleMode.WRITE, parsed, spark_type)
-    return ctx, CelFieldExecutor().compile(ctx)
-
-
-def with_contract(df: DataFrame) -> DataFrame:
-    """The record after the CEL_FIELD rule, planned as the engine plans it."""
-    ctx, step = compiled()
-    spark_type = ctx.spark_type
-
-    def resolve(name: Any, _: Any) -> ActionPlan:
-        return ActionPlan(name or "NONE", Effect.CONTINUE if name != "ERROR" else Effect.FAIL)
-
-    plan = build_plan("rows-value", 1, RuleMode.WRITE, spark_type, [(ctx, step)], resolve)
-    print(plan.explain())
-    staged = plan.stage(df)
-    return staged.where(F.col(STATUS).isNull()).select(f"{RECORD}.*")
-
-
-def step_unpacked(df: DataFrame) -> DataFrame:
-    """The native step alone, its record built from and unpacked into columns in one projection."""
-    _, step = compiled()
-    assert isinstance(step, NativeStep)
-    record = step.build(F.struct(*[F.col(name) for name in FIELDS])).record
-    assert record is not None
-    return df.select(*[record.getField(name).alias(name) for name in FIELDS])
+def contract(collect_metrics: bool = True) -> DataContract:
+    """A contract whose one WRITE rule is the benchmark's CEL_FIELD transform, in a local registry."""
+    registry = LocalRegistry()
+    rule = {"name": "suffix", "kind": "TRANSFORM", "type": "CEL_FIELD", "mode": "WRITE", "expr": EXPR}
+    payload = {"schema": json.dumps(SCHEMA), "ruleSet": {"domainRules": [rule]}}
+    registry.register_schema(SUBJECT, Schema.from_dict(payload))
+    written = DataContract(registry, SUBJECT, collect_metrics=collect_metrics)
+    print(written.explain())
+    return written
 
 
 def by_hand(df: DataFrame) -> DataFrame:
@@ -85,16 +60,10 @@ def timed(df: DataFrame) -> float:
 
 def main() -> None:
     rows = int(sys.argv[1]) if len(sys.argv) > 1 else 5_000_000
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
+    spark = session("cel-field-benchmark")
     sides = {
-        "CEL_FIELD (native plan)": with_contract(source(spark, rows)),
-        "native step, unpacked in one projection": step_unpacked(source(spark, rows)),
+        "DataContract.write": contract().write(source(spark, rows)),
+        "DataContract.write, no metrics": contract(collect_metrics=False).write(source(spark, rows)),
         "hand-written": by_hand(source(spark, rows)),
     }
     for df in sides.values():

@@ -63,10 +63,16 @@ def route_rejected(
 
     `plan`'s native rules get their exact failure reasons (contracts._reasons), and so do native
     migration rules: `migration_reasons` pairs each with the column of the record it saw."""
+    from pyspark.sql import functions as F
+
     from contracts.planner import RECORD
 
     reasons = ((NativeReasons(plan), RECORD), *migration_reasons)
-    return staged.mapInArrow(Router(sink, run_id, layout, reasons), staged.schema)
+    # The record's field columns stay out of the Python pass (RECORD holds the same values).
+    fields = plan.field_columns if plan.keeps_field_columns else {}
+    unfolded = staged.drop(*fields)
+    routed = unfolded.mapInArrow(Router(sink, run_id, layout, reasons), unfolded.schema)
+    return routed.withColumns({column: F.col(RECORD)[name] for column, name in fields.items()})
 
 
 @dataclass(frozen=True)

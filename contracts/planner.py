@@ -156,18 +156,52 @@ class Plan:
     def has_transforms(self) -> bool:
         return any(rule.rule.kind is RuleKind.TRANSFORM for rule in self.rules)
 
+    @property
+    def field_columns(self) -> dict[str, str]:
+        """The columns a run of native rules with a transform holds the record's fields in, by name."""
+        return {f"{FIELD_PREFIX}{i}": f.name for i, f in enumerate(self.record_type.fields)}
+
+    @property
+    def keeps_field_columns(self) -> bool:
+        """Whether `run` leaves the final record's fields as separate columns next to RECORD: its
+        last rules are native and one transforms (see `record_field`)."""
+        groups = self._groups()
+        return bool(groups) and groups[-1][0] and _transforms(groups[-1][1])
+
+    def record_field(self, name: str) -> Column:
+        """Field `name` of the record after `run`. Read from its own column when kept, so Spark
+        folds the rules into the projection that reads them, as it does a hand-written query (a
+        struct of computed fields read field by field is never inlined)."""
+        from pyspark.sql import functions as F
+
+        if self.keeps_field_columns:
+            column = next(column for column, field_name in self.field_columns.items() if field_name == name)
+            return F.col(column)
+        return F.col(RECORD).getField(name)
+
     def stage(self, df: DataFrame, observation: Observation | str | None = None) -> DataFrame:
         """Run every rule lazily: the record packed into one struct column, plus `_contract`."""
-        return self.run(self.pack(df), observation)
+        groups = self._groups()
+        as_fields = bool(groups) and groups[0][0] and _transforms(groups[0][1])
+        return self._run(self.pack(df, as_fields), observation, packed_as_fields=as_fields)
 
-    def pack(self, df: DataFrame) -> DataFrame:
-        """The record columns as one struct (and its untouched original), with a null `_contract`."""
+    def pack(self, df: DataFrame, as_fields: bool = False) -> DataFrame:
+        """The record columns as one struct (and its untouched original), with a null `_contract`.
+
+        `as_fields` puts the record's columns in the field columns instead of RECORD, for a first
+        run of native rules with a transform, which then reads the source columns themselves."""
         from pyspark.sql import functions as F
 
         record_names = check_record_columns(df, self.record_type, self.subject, self.version)
         passthrough = [F.col(_quote(name)) for name in df.columns if name not in record_names]
         record = F.struct(*[F.col(_quote(name)) for name in record_names])
-        columns = [*passthrough, record.alias(RECORD)]
+        if as_fields:
+            columns = [
+                *passthrough,
+                *(F.col(_quote(name)).alias(c) for c, name in self.field_columns.items()),
+            ]
+        else:
+            columns = [*passthrough, record.alias(RECORD)]
         if self.has_transforms:
             columns.append(record.alias(ORIGINAL))
         columns.append(F.lit(None).cast(status_type()).alias(STATUS))
@@ -178,15 +212,30 @@ class Plan:
 
         `observation` gathers the per-rule counts: an Observation, or on a streaming DataFrame
         the name its query reports them under (`observedMetrics` of each progress)."""
-        for native, group in itertools.groupby(self._operations(), key=lambda op: op[0]):
+        return self._run(staged, observation, packed_as_fields=False)
+
+    def _run(
+        self, staged: DataFrame, observation: Observation | str | None, packed_as_fields: bool
+    ) -> DataFrame:
+        groups = self._groups()
+        for position, (native, rules) in enumerate(groups):
             if native:
-                staged = _apply_native_run(staged, [rule for _, rule in group], self.record_type)
+                from_fields = packed_as_fields and position == 0
+                last = position == len(groups) - 1
+                staged = _apply_native_run(staged, rules, self.field_columns, from_fields, keep_fields=last)
             else:
-                staged = _batch.apply_batch_rules(staged, tuple(rule for _, rule in group), self.plan_id)
+                staged = _batch.apply_batch_rules(staged, tuple(rules), self.plan_id)
         outcome_columns = [OUTCOME_PREFIX + str(rule.index) for rule in self.rules]
         if observation is not None and self.rules:
             staged = staged.observe(observation, *_metric_columns(self.rules))
         return staged.drop(*outcome_columns) if outcome_columns else staged
+
+    def _groups(self) -> list[tuple[bool, list[PlannedRule]]]:
+        """The operations grouped into runs: (True, native rules) or (False, one Python pass's rules)."""
+        return [
+            (native, [rule for _, rule in group])
+            for native, group in itertools.groupby(self._operations(), key=lambda op: op[0])
+        ]
 
     def _operations(self) -> list[tuple[bool, PlannedRule]]:
         """(native?, rule) in order: native rules with custom actions get a Python pass after them,
@@ -256,23 +305,31 @@ def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _apply_native_run(staged: DataFrame, rules: list[PlannedRule], record_type: StructType) -> DataFrame:
+def _transforms(rules: Sequence[PlannedRule]) -> bool:
+    return any(rule.rule.kind is RuleKind.TRANSFORM for rule in rules)
+
+
+def _apply_native_run(
+    staged: DataFrame, rules: list[PlannedRule], fields: dict[str, str], from_fields: bool, keep_fields: bool
+) -> DataFrame:
     """Evaluate consecutive native rules. With a transform among them the record's fields travel
-    as separate columns and are read only through field accesses, so Spark collapses packing,
-    transforms and unpacking into one projection, as it does for the same query written by hand
-    (a struct column read field by field with computed fields is never inlined)."""
+    as separate columns (`fields`, taken from RECORD unless `from_fields`: `pack` put them there) and are read
+    only through field accesses, so Spark collapses packing, transforms and unpacking into one
+    projection, as it does for the same query written by hand (a struct column read field by
+    field with computed fields is never inlined). `keep_fields` leaves them next to RECORD."""
     from pyspark.sql import functions as F
 
-    if not any(rule.rule.kind is RuleKind.TRANSFORM for rule in rules):
+    if not _transforms(rules):
         for rule in rules:
             staged = _apply_native(staged, rule, F.col(RECORD), None)
         return staged
-    fields = {f"{FIELD_PREFIX}{i}": f.name for i, f in enumerate(record_type.fields)}
-    staged = staged.withColumns({column: F.col(RECORD)[name] for column, name in fields.items()})
+    if not from_fields:
+        staged = staged.withColumns({column: F.col(RECORD)[name] for column, name in fields.items()})
     record = F.struct(*[F.col(column).alias(name) for column, name in fields.items()])
     for rule in rules:
         staged = _apply_native(staged, rule, record, fields)
-    return staged.withColumn(RECORD, record).drop(*fields)
+    staged = staged.withColumn(RECORD, record)
+    return staged if keep_fields else staged.drop(*fields)
 
 
 def _apply_native(

@@ -159,6 +159,45 @@ def test_a_row_rejected_goes_no_further(sink: LocalTopicSink, users: Any) -> Non
     assert metrics["positiveAge"].by_action == {"NONE": 1, "DLQ": 2}
 
 
+def test_without_metrics_there_is_no_observation(sink: LocalTopicSink, users: Any, capsys: Any) -> None:
+    rules = [rule("positiveAge", "message.age > 0", onFailure="DLQ", params={"dlq.topic": "age"})]
+    contract = make_contract(sink, rules, collect_metrics=False)
+    result = contract.apply(users)
+    assert result.metrics is None and contract.metrics is None
+    written = contract.write(users)
+    assert ids(written) == [1] and contract.metrics is None
+    written.explain(True)
+    assert "CollectMetrics" not in capsys.readouterr().out
+
+
+def test_native_field_transforms_fold_into_the_reading_projection(
+    sink: LocalTopicSink, users: Any, capsys: Any
+) -> None:
+    """The record is never packed into a struct: Spark computes each transformed field in the
+    projection that reads the input, as it would the same transform written by hand."""
+    masks = [
+        {**rule("upper", "name == 'name' ; value + '!'"), "type": "CEL_FIELD", "kind": "TRANSFORM"},
+        {**rule("older", "name == 'age' ; value + 1"), "type": "CEL_FIELD", "kind": "TRANSFORM"},
+    ]
+    from pyspark.sql import functions as F
+
+    contract = make_contract(sink, masks, collect_metrics=False)
+    # Computed input columns: a struct of them read field by field is what Spark will not inline.
+    computed = users.select("id", F.upper("name").alias("name"), "email", (F.col("age") * 2).alias("age"))
+    written = contract.write(computed)
+    assert [(row["name"], row["age"]) for row in written.orderBy("id").collect()] == [
+        ("ANN!", 61),
+        ("BOB!", -1),
+        ("!", 1),
+    ]
+    written.explain(True)
+    optimized = (
+        capsys.readouterr().out.split("== Optimized Logical Plan ==")[1].split("== Physical Plan ==")[0]
+    )
+    assert "struct(" not in optimized, optimized
+    assert "concat(upper(name" in optimized, optimized
+
+
 def _suffix(name: str, suffix: str, mode: str = "WRITEREAD") -> dict[str, Any]:
     expr = (
         "{'id': message.id, 'name': message.name + '"
