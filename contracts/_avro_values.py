@@ -18,7 +18,7 @@ import pyarrow as pa
 from fastavro.validation import validate
 from pyspark.sql import types as T
 
-from contracts._avro_types import AvroSchema, _Names, is_widened_union, non_null_branches, spark_type
+from contracts._avro_types import _NAMED, AvroSchema, _Names, is_widened_union, non_null_branches, spark_type
 from contracts.errors import SerializationError
 
 Convert = Callable[[Any], Any]
@@ -124,10 +124,14 @@ def _nullable(convert: Convert | None) -> Convert | None:
 
 
 class _Compiler:
-    """Compiles one schema's converters; spark_type() has already refused recursion."""
+    """Compiles one schema's converters; spark_type() has already refused recursion.
 
-    def __init__(self, schema: AvroSchema) -> None:
+    With `union_branches`, Arrow values of multi-branch unions become fastavro's (branch name,
+    value) tuples, so a writer takes the branch the data holds instead of guessing one."""
+
+    def __init__(self, schema: AvroSchema, union_branches: bool = False) -> None:
         self.names = _Names(schema)
+        self.union_branches = union_branches
 
     def node(self, schema: AvroSchema) -> _Node:
         resolved = self.names.resolve(schema, "")
@@ -169,12 +173,21 @@ class _Compiler:
             return _IDENTITY
         members = [self.node(branch) for branch in branches]
         chooser = _BranchChooser([self._validation_schema(branch) for branch in branches])
+        from_arrow = [m.from_arrow for m in members]
         return _Node(
             _to_members(chooser, [m.to_spark for m in members]),
             _to_members(chooser, [m.to_arrow for m in members]),
             _from_members([m.from_row for m in members]),
-            _from_members([m.from_arrow for m in members]),
+            _from_members_tagged([self._branch_name(b) for b in branches], from_arrow)
+            if self.union_branches
+            else _from_members(from_arrow),
         ).each(_nullable)
+
+    def _branch_name(self, branch: AvroSchema) -> str:
+        """The name fastavro's writer knows a union branch by: a named type's full name, else its type."""
+        resolved = self.names.resolve(branch, "")
+        assert isinstance(resolved, dict)
+        return str(resolved["name"] if resolved["type"] in _NAMED else resolved["type"])
 
     def _validation_schema(self, branch: AvroSchema) -> AvroSchema:
         """A branch fastavro's validate() can check on its own: names travel with it."""
@@ -280,6 +293,15 @@ def _to_members(choose: _BranchChooser, converts: list[Convert | None]) -> Conve
     return convert
 
 
+def _from_members_tagged(names: list[str], converts: list[Convert | None]) -> Convert:
+    """spark-avro's member struct (Arrow's dict) → (branch name, value) of its one non-null member."""
+    return _from_members([_tagged(name, convert) for name, convert in zip(names, converts, strict=True)])
+
+
+def _tagged(name: str, convert: Convert | None) -> Convert:
+    return (lambda value: (name, value)) if convert is None else (lambda value: (name, convert(value)))
+
+
 def _from_members(converts: list[Convert | None]) -> Convert:
     """spark-avro's member struct (a Row or a dict) → the plain value of its one non-null member."""
 
@@ -313,9 +335,9 @@ class _Codec:
     arrow: pa.Schema | None
 
 
-def _compile(schema: AvroSchema) -> _Codec:
+def _compile(schema: AvroSchema, union_branches: bool) -> _Codec:
     dtype, _ = spark_type(schema)
-    compiler = _Compiler(schema)
+    compiler = _Compiler(schema, union_branches)
     if not isinstance(dtype, T.StructType):
         return _Codec(compiler.node(schema), dtype, (), None)
     resolved = compiler.names.resolve(schema, "")
@@ -328,18 +350,20 @@ def _compile(schema: AvroSchema) -> _Codec:
     return _Codec(_record_node(fields), dtype, columns, arrow_schema(dtype))
 
 
-# Keyed by id(); the entry holds the schema itself, so that id cannot be reused while cached.
-_CODECS: dict[int, tuple[AvroSchema, _Codec]] = {}
+# Keyed by id() and union_branches; the entry holds the schema itself, so that id cannot be
+# reused while cached.
+_CODECS: dict[tuple[int, bool], tuple[AvroSchema, _Codec]] = {}
 
 
-def _codec(schema: AvroSchema) -> _Codec:
-    hit = _CODECS.get(id(schema))
+def _codec(schema: AvroSchema, union_branches: bool = False) -> _Codec:
+    key = (id(schema), union_branches)
+    hit = _CODECS.get(key)
     if hit is not None and hit[0] is schema:
         return hit[1]
-    codec = _compile(schema)
+    codec = _compile(schema, union_branches)
     if len(_CODECS) >= _CACHE_SIZE:
         _CODECS.pop(next(iter(_CODECS)))
-    _CODECS[id(schema)] = (schema, codec)
+    _CODECS[key] = (schema, codec)
     return codec
 
 
@@ -384,9 +408,13 @@ def _column_values(rows: list[Mapping[str, Any]], column: _Column) -> list[Any]:
     return [r[name] for r in rows] if convert is None else [convert(r[name]) for r in rows]
 
 
-def arrow_to_records(batch: pa.RecordBatch | pa.Table, schema: AvroSchema) -> list[dict[str, Any]]:
-    """A batch holding the schema's columns (extra columns ignored) → record dicts as fastavro reads them."""
-    codec = _record_codec(schema)
+def arrow_to_records(
+    batch: pa.RecordBatch | pa.Table, schema: AvroSchema, union_branches: bool = False
+) -> list[dict[str, Any]]:
+    """A batch holding the schema's columns (extra columns ignored) → record dicts as fastavro reads
+    them; for a writer, `union_branches` names each multi-branch union value's branch (fastavro's
+    tuple notation), since fastavro's own guess can differ from the branch the value was read from."""
+    codec = _record_codec(schema, union_branches)
     names = [column.name for column in codec.columns]
     missing = [name for name in names if name not in batch.schema.names]
     if missing:
@@ -455,8 +483,8 @@ def _holds_null(kind: pa.DataType) -> bool:
     return False
 
 
-def _record_codec(schema: AvroSchema) -> _Codec:
-    codec = _codec(schema)
+def _record_codec(schema: AvroSchema, union_branches: bool = False) -> _Codec:
+    codec = _codec(schema, union_branches)
     if codec.arrow is None:
         raise SerializationError("Arrow batches hold records: the schema's top level must be a record")
     return codec

@@ -378,7 +378,7 @@ class _EncodePass:
 
         output = avro.arrow_schema(StructType.fromJson(json.loads(self.output_json)))
         for batch in batches:
-            records = avro.arrow_to_records(_fields(batch.column(RECORD)), self.schema)
+            records = avro.arrow_to_records(_fields(batch.column(RECORD)), self.schema, union_branches=True)
             values = pa.array([self._frame(record) for record in records], type=pa.binary())
             columns = [values if f.name == "value" else batch.column(f.name) for f in output]
             yield pa.RecordBatch.from_arrays(columns, schema=output)

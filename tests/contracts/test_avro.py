@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import io
 import json
 import uuid
 from collections.abc import Iterator
@@ -677,3 +678,28 @@ def test_lists_of_nulls_survive_the_cast_of_spark_arrow_batches(spark: Any) -> N
     for records in ([{"f0": [[None, None]]}], [{"f0": [[None], [None, None]]}, {"f0": []}]):
         rows = through_arrow(spark, records, schema).collect()
         assert [spark_to_avro_value(row, schema) for row in rows] == records
+
+
+def test_a_writer_gets_each_union_value_in_the_branch_it_was_read_from() -> None:
+    """fastavro writes {"f0": 1.5} in the map branch, but the value it reads back (scale 21) it would
+    write in the record branch, whose decimal cannot hold it: named branches keep it in the map."""
+    dec = {"logicalType": "decimal", "precision": 32, "scale": 21}
+    fixed13 = {"type": "fixed", "size": 17, "logicalType": "decimal", "precision": 13, "scale": 9}
+    union = [
+        "int",
+        {"type": "record", "name": "Box", "fields": [{"name": "f0", "type": {**fixed13, "name": "D"}}]},
+        {"type": "map", "values": {"type": "bytes", **dec}},
+    ]
+    schema = parse_schema({"type": "record", "name": "R", "fields": [{"name": "u", "type": union}]})
+    written = [{"u": {"f0": decimal.Decimal("1.5")}}, {"u": 7}, {"u": {"f0": decimal.Decimal("2.000000001")}}]
+    records = fastavro_round_trip(written, schema)
+    assert records[0]["u"] == {"f0": decimal.Decimal("1.500000000000000000000")}
+    batch = records_to_arrow(records, schema)
+
+    plain = arrow_to_records(batch, schema)
+    with pytest.raises(ValueError, match="precision"):
+        fastavro.schemaless_writer(io.BytesIO(), schema, plain[0])
+    named = arrow_to_records(batch, schema, union_branches=True)
+    assert named[0]["u"] == ("map", {"f0": decimal.Decimal("1.500000000000000000000")})
+    assert named[1]["u"] == ("int", 7)
+    assert fastavro_round_trip(named, schema) == records

@@ -68,9 +68,9 @@ def schemas_with_records(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]]]:
     return text, draw(st.lists(st.fixed_dictionaries(fields), min_size=1, max_size=8))
 
 
-# Derandomized: random schemas occasionally put a decimal branch in a multi-branch union whose
-# values the encode pass cannot yet write (a known gap, see the closing note of 2026-11-23);
-# CI must not land or fail on the luck of the draw.
+# Derandomized so that CI neither lands nor fails on the luck of the draw; explore with
+# `derandomize=False` and `--hypothesis-seed` (40 examples under two seeds pass, including the one
+# that found the union-branch gap the encode pass now closes with named branches).
 @settings(
     max_examples=15,
     derandomize=True,
