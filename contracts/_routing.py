@@ -68,10 +68,13 @@ def route_rejected(
     from contracts.planner import RECORD
 
     reasons = ((NativeReasons(plan), RECORD), *migration_reasons)
+    router = Router(sink, run_id, layout, reasons)
+    if not plan.keeps_field_columns:
+        return staged.mapInArrow(router, staged.schema)
     # The record's field columns stay out of the Python pass (RECORD holds the same values).
-    fields = plan.field_columns if plan.keeps_field_columns else {}
+    fields = plan.field_columns
     unfolded = staged.drop(*fields)
-    routed = unfolded.mapInArrow(Router(sink, run_id, layout, reasons), unfolded.schema)
+    routed = unfolded.mapInArrow(router, unfolded.schema)
     return routed.withColumns({column: F.col(RECORD)[name] for column, name in fields.items()})
 
 

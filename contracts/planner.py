@@ -166,7 +166,7 @@ class Plan:
         """Whether `run` leaves the final record's fields as separate columns next to RECORD: its
         last rules are native and one transforms (see `record_field`)."""
         groups = self._groups()
-        return bool(groups) and groups[-1][0] and _transforms(groups[-1][1])
+        return bool(groups and self.field_columns) and groups[-1][0] and _transforms(groups[-1][1])
 
     def record_field(self, name: str) -> Column:
         """Field `name` of the record after `run`. Read from its own column when kept, so Spark
@@ -182,7 +182,7 @@ class Plan:
     def stage(self, df: DataFrame, observation: Observation | str | None = None) -> DataFrame:
         """Run every rule lazily: the record packed into one struct column, plus `_contract`."""
         groups = self._groups()
-        as_fields = bool(groups) and groups[0][0] and _transforms(groups[0][1])
+        as_fields = bool(groups and self.field_columns) and groups[0][0] and _transforms(groups[0][1])
         return self._run(self.pack(df, as_fields), observation, packed_as_fields=as_fields)
 
     def pack(self, df: DataFrame, as_fields: bool = False) -> DataFrame:
@@ -319,7 +319,7 @@ def _apply_native_run(
     field with computed fields is never inlined). `keep_fields` leaves them next to RECORD."""
     from pyspark.sql import functions as F
 
-    if not _transforms(rules):
+    if not _transforms(rules) or not fields:
         for rule in rules:
             staged = _apply_native(staged, rule, F.col(RECORD), None)
         return staged
