@@ -12,6 +12,7 @@ import datetime
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -233,8 +234,12 @@ def _each_value(convert: Convert | None) -> Convert | None:
 
 
 def _fits(value: Any, branch: AvroSchema) -> bool:
-    """fastavro's validate, except that a decimal too wide for a branch is a mismatch: fastavro
-    raises ValueError for it even when told not to raise."""
+    """fastavro's validate, except that a decimal too wide for a branch is a mismatch (fastavro
+    raises ValueError for it even when told not to raise), and so is anything but a Decimal for a
+    decimal branch: fastavro would take bytes as its unscaled value, which a reader sees as a
+    decimal out of range, and a fixed or bytes branch next to it holds them as they are."""
+    if isinstance(branch, dict) and branch.get("logicalType") == "decimal" and not isinstance(value, Decimal):
+        return False
     try:
         return bool(validate(value, branch, raise_errors=False))
     except ValueError:

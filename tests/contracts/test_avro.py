@@ -703,3 +703,18 @@ def test_a_writer_gets_each_union_value_in_the_branch_it_was_read_from() -> None
     assert named[0]["u"] == ("map", {"f0": decimal.Decimal("1.500000000000000000000")})
     assert named[1]["u"] == ("int", 7)
     assert fastavro_round_trip(named, schema) == records
+
+
+def test_bytes_next_to_a_decimal_branch_go_to_the_bytes_branch() -> None:
+    """fastavro's validate takes bytes for a decimal (its unscaled value); Spark cannot hold them
+    in a decimal member, and a reader gets bytes only from the fixed branch."""
+    union = [
+        {"type": "bytes", "logicalType": "decimal", "precision": 4, "scale": 2},
+        {"type": "fixed", "name": "F", "size": 2},
+    ]
+    schema = parse_schema({"type": "record", "name": "R", "fields": [{"name": "u", "type": union}]})
+    batch = records_to_arrow([{"u": b"ab"}, {"u": decimal.Decimal("1.25")}], schema)
+    assert batch.to_pylist() == [
+        {"u": {"member0": None, "member1": b"ab"}},
+        {"u": {"member0": decimal.Decimal("1.25"), "member1": None}},
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 import io
 import json
 from pathlib import Path
@@ -147,6 +148,35 @@ def test_serialize_then_deserialize_round_trips(
     assert all(value[:5] == b"\x00" + contract.schema_id.to_bytes(4, "big") for value in values)
     back = contract.deserialize(framed)
     assert sorted(tuple(row) for row in back.collect()) == [("ann", "111", 5), ("bob", "222", 6)]
+
+
+def test_a_union_value_decodes_into_the_branch_it_was_written_in(spark: Any, sink: LocalTopicSink) -> None:
+    """A producer that writes bytes in a fixed branch next to a decimal one (fastavro itself would
+    pick the decimal for them): each record lands in its own member and serializes back as written."""
+    payment = {
+        "type": "record",
+        "name": "Payment",
+        "fields": [
+            {
+                "name": "amount",
+                "type": [
+                    {"type": "bytes", "logicalType": "decimal", "precision": 6, "scale": 2},
+                    {"type": "fixed", "name": "Raw", "size": 2},
+                ],
+            }
+        ],
+    }
+    registry = LocalRegistry()
+    schema_id = registry.register_schema("payments-value", Schema(json.dumps(payment)))
+    # Branch index (zigzag varint), then the value: 1 → fixed b"ab"; 0 → bytes of unscaled 12345.
+    bodies = [b"\x02ab", b"\x00\x04" + (12345).to_bytes(2, "big", signed=True)]
+    df = spark.createDataFrame([(encode_frame(schema_id, body),) for body in bodies], "value binary")
+    contract = DataContract(registry, "payments-value", dlq_sink=sink)
+    decoded = contract.deserialize(df)
+    members = [(row.amount.member0, row.amount.member1) for row in decoded.collect()]
+    assert sorted(members, key=repr) == [(decimal.Decimal("123.45"), None), (None, b"ab")]
+    again = sorted(bytes(row.value)[5:] for row in contract.serialize(decoded).collect())
+    assert again == sorted(bodies)
 
 
 def _shape(major: int, record: dict[str, Any]) -> dict[str, Any]:
