@@ -265,8 +265,8 @@ class DataContract:
     def write(self, df: DataFrame) -> DataFrame:
         """WRITE rules; rejected rows go to their DLQ topics as the valid rows are computed."""
         plan = self.plan(RuleMode.WRITE)
-        routed = self._route(plan.stage(df, self._observe(plan, df)), self._json_layout(df, plan), plan)
-        return routed.select(*_valid_columns(df, plan))
+        routed, counts = self._enforced(plan, df)
+        return counts(routed.select(*_valid_columns(df, plan)))
 
     def read(self, df: DataFrame, writer_version: int | None = None) -> DataFrame:
         """Migrate an already-decoded DataFrame written with `writer_version` (default: the target)
@@ -275,8 +275,8 @@ class DataContract:
 
         plan = self.plan(RuleMode.READ)
         if writer_version is None or writer_version == self.version:
-            routed = self._route(plan.stage(df, self._observe(plan, df)), self._json_layout(df, plan), plan)
-            return routed.select(*_valid_columns(df, plan))
+            routed, counts = self._enforced(plan, df)
+            return counts(routed.select(*_valid_columns(df, plan)))
         writer = self._compiler.writer(self.registry.get_version(self.subject, writer_version))
         if writer.failure is not None:
             raise ContractError(writer.failure, subject=self.subject, version=self.version)
@@ -358,13 +358,13 @@ class DataContract:
         from pyspark.sql.types import BinaryType, StructField, StructType
 
         plan = self.plan(RuleMode.WRITE)
-        routed = self._route(plan.stage(df, self._observe(plan, df)), self._json_layout(df, plan), plan)
+        routed, counts = self._enforced(plan, df)
         record_fields = set(self.spark_schema.fieldNames())
         passthrough = [f for f in df.schema.fields if f.name not in record_fields and f.name != "value"]
         output = StructType([*passthrough, StructField("value", BinaryType(), True)])
         # Only what the encode pass reads enters it: not the original record, status or field columns.
         needed = routed.select(*[F.col(f"`{f.name}`") for f in passthrough], RECORD)
-        return serde.encode(needed, self.target.avro_schema, self.schema_id, output)
+        return counts(serde.encode(needed, self.target.avro_schema, self.schema_id, output))
 
     def foreach_batch(
         self,
@@ -404,6 +404,17 @@ class DataContract:
             if resolved is not None:
                 natives[writer.version] = resolved
         return natives
+
+    def _enforced(self, plan: Plan, df: DataFrame) -> tuple[DataFrame, Callable[[DataFrame], DataFrame]]:
+        """`plan` run on `df` with its rejected rows routed, and what the caller applies to its
+        output: the per-rule counts observed there when the plan allows it (Plan.counts_at_output),
+        else nothing (they were observed inside the plan)."""
+        observation = self._observe(plan, df)
+        layout = self._json_layout(df, plan)
+        if observation is None or not plan.counts_at_output:
+            return self._route(plan.stage(df, observation), layout, plan), lambda output: output
+        counted = observation
+        return self._route(plan.stage(df), layout, plan), lambda output: plan.observe_output(output, counted)
 
     def _observe(self, plan: Plan, df: DataFrame) -> Observation | str | None:
         """The observation that gathers `plan`'s counts on `df` (None when metrics are off)."""

@@ -13,6 +13,7 @@ import itertools
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from actions._protocol import ActionContext, ActionPlan, Effect
@@ -155,6 +156,33 @@ class Plan:
     @property
     def has_transforms(self) -> bool:
         return any(rule.rule.kind is RuleKind.TRANSFORM for rule in self.rules)
+
+    @cached_property
+    def counts_at_output(self) -> bool:
+        """Whether the per-rule counts can be observed on the output: no rule can reject a row and
+        every rule is native, without callbacks, and passes whatever the record holds, so each
+        rule's counts are the output's row count. Spark's CollectMetrics has no generated code: on
+        the output it costs little, in the middle of a plan it splits the query in two."""
+        from pyspark.sql import functions as F
+
+        if not self.rules or self.can_reject:
+            return False
+        return all(
+            isinstance(rule.step, NativeStep)
+            and not rule.has_callbacks
+            and rule.step.build(F.col(RECORD)).always_passes
+            for rule in self.rules
+        )
+
+    def observe_output(self, output: DataFrame, observation: Observation | str) -> DataFrame:
+        """`output` observed with the per-rule counts, for a plan whose `counts_at_output`."""
+        from pyspark.sql import functions as F
+
+        columns = []
+        for rule in self.rules:
+            columns.append(F.count(F.lit(1)).alias(f"{rule.index}.passed"))
+            columns.append(F.count(F.lit(None)).alias(f"{rule.index}.failed"))
+        return output.observe(observation, *columns)
 
     @property
     def field_columns(self) -> dict[str, str]:

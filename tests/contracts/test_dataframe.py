@@ -204,6 +204,29 @@ def test_native_field_transforms_fold_into_the_reading_projection(
     assert "concat(upper(concat(n" in optimized, optimized
 
 
+def test_counts_of_rules_that_always_pass_are_observed_on_the_output(
+    sink: LocalTopicSink, users: Any, capsys: Any
+) -> None:
+    """A CEL_FIELD transform whose guard is decided at plan time passes every record: its counts are
+    the output's row count, observed on top of the query rather than in its middle."""
+    masks = [{**rule("mask", "name == 'name' ; 'x'"), "type": "CEL_FIELD", "kind": "TRANSFORM"}]
+    contract = make_contract(sink, masks)
+    written = contract.write(users)
+    assert sorted(row["name"] for row in written.collect()) == ["x", "x", "x"]
+    assert contract.metrics is not None
+    counts = contract.metrics.get()["mask"]
+    assert (counts.passed, counts.failed, counts.by_action) == (3, 0, {"NONE": 3, "ERROR": 0})
+    written.explain(True)
+    optimized = capsys.readouterr().out.split("== Optimized Logical Plan ==")[1].strip()
+    assert optimized.startswith("CollectMetrics"), optimized
+
+    checked = make_contract(sink, [*masks, rule("adult", "message.age > 0", onFailure="NONE")])
+    checked.write(users).collect()
+    assert checked.metrics is not None
+    assert (checked.metrics.get()["adult"].passed, checked.metrics.get()["adult"].failed) == (1, 2)
+    assert checked.metrics.get()["mask"].passed == 3
+
+
 def _suffix(name: str, suffix: str, mode: str = "WRITEREAD") -> dict[str, Any]:
     expr = (
         "{'id': message.id, 'name': message.name + '"
