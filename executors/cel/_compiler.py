@@ -157,13 +157,14 @@ def _transform(guard: Term | None, body: Callable[[Env], Val]) -> Callable[[Colu
         new = body(env)
         passed = F.lit(True) if new.error is None else ~new.error
         if guard is None:
-            return NativeOutcome(passed, new.value)
+            return NativeOutcome(passed, new.value, always_passes=new.error is None)
         g = guard.emit(env)
         ok = F.lit(True) if g.error is None else ~g.error
         apply = F.coalesce(g.value, F.lit(False))
         return NativeOutcome(
             F.when(ok, F.when(apply, passed).otherwise(True)),
             F.when(ok & apply, new.value).otherwise(record),
+            always_passes=new.error is None and g.error is None,
         )
 
     return build

@@ -227,6 +227,48 @@ def test_counts_of_rules_that_always_pass_are_observed_on_the_output(
     assert checked.metrics.get()["mask"].passed == 3
 
 
+def test_a_cel_transform_that_cannot_fail_is_counted_on_the_output(
+    spark: Any, sink: LocalTopicSink, capsys: Any
+) -> None:
+    """A native CEL transform whose expression has no way to fail passes every record; one that can
+    fail (an index out of range) is counted inside the query, record by record."""
+    note = {
+        "type": "record",
+        "name": "Note",
+        "fields": [{"name": "id", "type": "long"}, {"name": "text", "type": "string"}],
+    }
+    registry = LocalRegistry()
+    rules = [
+        {**rule("tag", "{'id': message.id, 'text': 'note: ' + message.text}"), "kind": "TRANSFORM"},
+    ]
+    payload = {"schema": json.dumps(note), "ruleSet": {"domainRules": rules}}
+    registry.register_schema("notes-value", Schema.from_dict(payload))
+    contract = DataContract(registry, "notes-value", dlq_sink=sink)
+    assert "(native)" in contract.explain()
+    notes = spark.range(1, 4).selectExpr("id", "concat('n', id) AS text")
+    written = contract.write(notes)
+    assert sorted(row["text"] for row in written.collect()) == ["note: n1", "note: n2", "note: n3"]
+    assert contract.metrics is not None and contract.metrics.get()["tag"].passed == 3
+    written.explain(True)
+    assert (
+        capsys.readouterr().out.split("== Optimized Logical Plan ==")[1].strip().startswith("CollectMetrics")
+    )
+
+    risky = [
+        {**rule("first", "{'id': message.id, 'text': [message.text][message.id - 1]}"), "kind": "TRANSFORM"}
+    ]
+    registry.register_schema("risky-value", Schema.from_dict({**payload, "ruleSet": {"domainRules": risky}}))
+    counted = DataContract(registry, "risky-value", dlq_sink=sink)
+    assert "(native)" in counted.explain()
+    counted.write(notes.where("id = 1")).explain(True)
+    assert (
+        not capsys.readouterr()
+        .out.split("== Optimized Logical Plan ==")[1]
+        .strip()
+        .startswith("CollectMetrics")
+    )
+
+
 def _suffix(name: str, suffix: str, mode: str = "WRITEREAD") -> dict[str, Any]:
     expr = (
         "{'id': message.id, 'name': message.name + '"
