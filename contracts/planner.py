@@ -155,7 +155,7 @@ class Plan:
 
     @property
     def has_transforms(self) -> bool:
-        return any(rule.rule.kind is RuleKind.TRANSFORM for rule in self.rules)
+        return _transforms(self.rules)
 
     @cached_property
     def counts_at_output(self) -> bool:
@@ -194,7 +194,7 @@ class Plan:
         """Whether `run` leaves the final record's fields as separate columns next to RECORD: its
         last rules are native and one transforms (see `record_field`)."""
         groups = self._groups()
-        return bool(groups and self.field_columns) and groups[-1][0] and _transforms(groups[-1][1])
+        return bool(groups and self.field_columns) and _native_transforms(groups[-1])
 
     def record_field(self, name: str) -> Column:
         """Field `name` of the record after `run`. Read from its own column when kept, so Spark
@@ -210,7 +210,7 @@ class Plan:
     def stage(self, df: DataFrame, observation: Observation | str | None = None) -> DataFrame:
         """Run every rule lazily: the record packed into one struct column, plus `_contract`."""
         groups = self._groups()
-        as_fields = bool(groups and self.field_columns) and groups[0][0] and _transforms(groups[0][1])
+        as_fields = bool(groups and self.field_columns) and _native_transforms(groups[0])
         return self._run(self.pack(df, as_fields), observation, packed_as_fields=as_fields)
 
     def pack(self, df: DataFrame, as_fields: bool = False) -> DataFrame:
@@ -335,6 +335,12 @@ def _quote(name: str) -> str:
 
 def _transforms(rules: Sequence[PlannedRule]) -> bool:
     return any(rule.rule.kind is RuleKind.TRANSFORM for rule in rules)
+
+
+def _native_transforms(group: tuple[bool, list[PlannedRule]]) -> bool:
+    """Whether a group of `Plan._groups` is a run of native rules holding a transform."""
+    native, rules = group
+    return native and _transforms(rules)
 
 
 def _apply_native_run(
