@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint install clean
+.PHONY: demo test fuzz lint install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,8 +24,13 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest
-	SPARK_REMOTE='local[2]' $(BIN)/pytest -m spark
+	$(BIN)/pytest --durations=25
+	SPARK_REMOTE='local[2]' $(BIN)/pytest -m spark --durations=25
+
+# The property tests only, with random seeds and FUZZ_SCALE times their examples (tests/hypothesis_profiles.py):
+# exploration for a developer's machine, never CI. Turn what it finds into explicit examples.
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -m hypothesis --durations=25 --hypothesis-show-statistics
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 import fastavro
+import fastavro.validation
 from hypothesis import strategies as st
 
 from contracts.avro import parse_schema
@@ -133,7 +134,8 @@ class SchemaBuilder:
 def values_for(schema: Any, named: dict[str, Any]) -> st.SearchStrategy[Any]:
     """Valid Python values (as fastavro writes them) for a parsed schema."""
     if isinstance(schema, list):
-        return st.one_of([values_for(branch, named) for branch in _writable_branches(schema, named)])
+        values = st.one_of([values_for(branch, named) for branch in _writable_branches(schema, named)])
+        return values.filter(lambda value: _fastavro_writes(value, schema, named))
     if isinstance(schema, str):
         schema = named.get(schema, {"type": schema})
     kind, logical = schema["type"], schema.get("logicalType")
@@ -167,6 +169,18 @@ def _writable_branches(union: list[Any], named: dict[str, Any]) -> list[Any]:
         for b, r in zip(union, resolved, strict=True)
         if r["type"] not in ("bytes", "fixed") or r.get("logicalType")
     ]
+
+
+def _fastavro_writes(value: Any, union: list[Any], named: dict[str, Any]) -> bool:
+    """Whether fastavro's writer can place a plain value in this union: it tries the branches in
+    order with its validator, which raises instead of answering False on some mismatches (a
+    record's string field tried as a map of dates is parsed as an ISO date)."""
+    record = {"type": "record", "name": "UnionProbe", "fields": [{"name": "u", "type": union}]}
+    try:
+        probe = fastavro.parse_schema(record, named_schemas=dict(named))
+        return bool(fastavro.validation.validate({"u": value}, probe, raise_errors=False))
+    except ValueError:
+        return False
 
 
 MILLIS = st.integers(0, 999).map(lambda ms: ms * 1000)

@@ -7,6 +7,10 @@ import sys
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
+from hypothesis_profiles import chosen_profile
+
+settings.load_profile(chosen_profile())
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 from avro_strategies import fastavro_round_trip, schemas_and_records
 from hypothesis import HealthCheck, given, settings
+from hypothesis_profiles import examples
 from pyspark.sql import Row
 from pyspark.sql import types as T
 
@@ -515,7 +516,9 @@ def test_the_arrow_schema_is_the_one_spark_gives_map_in_arrow(spark: Any) -> Non
 
 
 @settings(
-    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=examples(30),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(schemas_and_records())
 def test_random_records_survive_rows_dataframes_and_arrow(

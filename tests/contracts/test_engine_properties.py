@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from pyspark import cloudpickle
 
 from actions.local_topic import LocalTopicSink
@@ -135,7 +136,9 @@ def _age_check(limit: int, action: str) -> tuple[dict[str, Any], Any]:
 SOME_PEOPLE = [("ann", 30), ("bob", 3), ("", -4)]
 
 
-@settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(16), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(rows=people, rules=rule_sets())
 # Native transforms, then Python, then native again: every pass must see the previous one's record.
 @example(rows=SOME_PEOPLE, rules=[_transform(0, 1), _transform(1, 0), _age_check(2, "NONE")])

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from actions.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
@@ -88,7 +89,7 @@ PEOPLE = st.fixed_dictionaries(
     }
 )
 SETTINGS = settings(
-    max_examples=3,
+    max_examples=examples(3),
     deadline=None,
     phases=(Phase.explicit, Phase.generate),
     suppress_health_check=[

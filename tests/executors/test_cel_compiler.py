@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from contracts.avro import avro_to_spark_value, parse_schema, struct_type
 from contracts.errors import ContractError
@@ -203,9 +204,8 @@ def _disagreements(spark: Any, expressions: list[str], rows: list[dict[str, Any]
 # Hypothesis' buffer holds about 20 of these records per example; more would overrun and retry.
 RECORD_LISTS = st.lists(records(), min_size=20, max_size=20)
 SETTINGS = settings(
-    max_examples=3,
+    max_examples=examples(3),
     deadline=None,
-    derandomize=True,
     # A disagreement is reported with every differing row; shrinking 60-row DataFrames costs minutes.
     phases=[Phase.explicit, Phase.generate],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
@@ -347,7 +347,7 @@ def test_a_transform_with_narrowing_fields_falls_back() -> None:
         compile_rule(cel_corpus.FALLBACK_TRANSFORM, RuleKind.TRANSFORM, RECORD_TYPE)
 
 
-@settings(max_examples=3, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate])
+@settings(max_examples=examples(3), deadline=None, phases=[Phase.explicit, Phase.generate])
 @given(rows=RECORD_LISTS)
 def test_fallback_rules_give_the_reference_answers_through_the_batch_step(rows: list[dict[str, Any]]) -> None:
     executor = CelExecutor()

@@ -17,6 +17,7 @@ import fastavro
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from contracts import avro
 from contracts.model import Rule, RuleKind, RuleMode
@@ -263,7 +264,9 @@ def _reference_outcome(
 
 
 @settings(
-    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=examples(6),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(data=st.data())
 def test_native_steps_match_the_python_walk(spark: Any, data: st.DataObject) -> None:
@@ -271,7 +274,9 @@ def test_native_steps_match_the_python_walk(spark: Any, data: st.DataObject) -> 
 
 
 @settings(
-    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=examples(6),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(data=st.data())
 def test_native_builtins_and_macros_match_the_python_walk(spark: Any, data: st.DataObject) -> None:
@@ -320,7 +325,9 @@ def _assert_native_matches_python(
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=examples(25),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(data=st.data())
 def test_python_walk_matches_the_reference_serializer(data: st.DataObject) -> None:
@@ -328,7 +335,9 @@ def test_python_walk_matches_the_reference_serializer(data: st.DataObject) -> No
 
 
 @settings(
-    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=examples(15),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(data=st.data())
 def test_python_walk_with_builtins_matches_the_reference_serializer(data: st.DataObject) -> None:
@@ -368,7 +377,7 @@ def _coerced_booleans(record: Any, parsed: Any) -> Any:
     return fastavro.schemaless_reader(out, parsed)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     name=st.lists(st.text("ab.", min_size=1, max_size=3), min_size=1, max_size=3).map(".".join),
     pattern=st.text("ab.*?", min_size=1, max_size=7),

@@ -21,6 +21,7 @@ from confluent_kafka.schema_registry.rules.cel.cel_executor import msg_to_cel
 from confluent_kafka.schema_registry.rules.cel.cel_field_executor import CelFieldExecutor
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from contracts.errors import ContractError
 from executors.cel import _builtins, _runtime
@@ -561,7 +562,7 @@ _text = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=_text)
 def test_builtins_agree_with_the_reference_on_generated_strings(text: str) -> None:
     for name, reference in REFERENCE_FUNCTIONS.items():
@@ -570,7 +571,7 @@ def test_builtins_agree_with_the_reference_on_generated_strings(text: str) -> No
         )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(text=_text)
 def test_builtins_give_the_same_answer_on_both_runners(text: str) -> None:
     activation = {"value": celtypes.StringType(text)}

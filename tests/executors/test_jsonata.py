@@ -16,6 +16,7 @@ from fastavro import schemaless_reader, schemaless_writer
 from fastavro.validation import validate
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from actions.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
@@ -156,7 +157,7 @@ RECORDS = st.fixed_dictionaries(
     }
 )
 SETTINGS = settings(
-    max_examples=4,
+    max_examples=examples(4),
     deadline=None,
     phases=(Phase.explicit, Phase.generate),
     suppress_health_check=[

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from contracts.registry._compatibility import (
     Compatibility,
@@ -229,7 +230,7 @@ def avro_types(draw: st.DrawFn, depth: int = 0, names: list[str] | None = None) 
 
 
 @given(avro_types())
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 def test_a_schema_is_compatible_with_itself_in_every_level(schema: Any) -> None:
     parsed = parse_avro(schema)
     for level in Compatibility:
@@ -237,7 +238,7 @@ def test_a_schema_is_compatible_with_itself_in_every_level(schema: Any) -> None:
 
 
 @given(avro_types(), st.sampled_from(["int", "string", ["null", "long"]]))
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 def test_adding_a_field_with_a_default_is_fully_compatible(field_type: Any, added: Any) -> None:
     default: Any = {"int": 0, "string": ""}.get(added) if isinstance(added, str) else None
     old = parse_avro(record(f("x", field_type)))

@@ -12,6 +12,7 @@ from urllib.parse import quote
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from contracts.errors import ContractError, RegistryError
 from contracts.model import Metadata, RuleSet, Schema, SchemaReference
@@ -455,7 +456,7 @@ def test_test_compatibility_registers_nothing_and_checks_a_given_version(registr
         ]
     ),
 )
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 def test_a_schema_is_always_compatible_with_itself(text: str, level: str) -> None:
     registry = LocalRegistry()
     registry.set_config(compatibility=level)

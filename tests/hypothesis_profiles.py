@@ -1,0 +1,31 @@
+"""Hypothesis profiles: CI never passes or fails by the luck of the draw; local runs explore.
+
+`ci` (chosen when CI=true) is derandomized, keeps no example database and prints a reproduction
+blob for any failure. `dev` (local runs) draws random examples. `fuzz` (`make fuzz`) draws random
+examples too, and `examples()` multiplies each property test's example count by FUZZ_SCALE.
+A profile named in HYPOTHESIS_PROFILE wins over both defaults.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import settings
+
+FUZZ_SCALE = 10
+
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("dev", print_blob=True)
+settings.register_profile("fuzz", database=None, print_blob=True)
+
+
+def chosen_profile() -> str:
+    """The profile this run uses: HYPOTHESIS_PROFILE, else `ci` under CI=true, else `dev`."""
+    if os.environ.get("HYPOTHESIS_PROFILE"):
+        return os.environ["HYPOTHESIS_PROFILE"]
+    return "ci" if os.environ.get("CI", "").lower() == "true" else "dev"
+
+
+def examples(count: int) -> int:
+    """A property test's example count: as written, or FUZZ_SCALE times more under `make fuzz`."""
+    return count * FUZZ_SCALE if chosen_profile() == "fuzz" else count
