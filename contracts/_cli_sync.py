@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 from contracts.errors import DataContractError, RegistryError
 from contracts.registry import LocalRegistry, Registry
-from contracts.registry._local import write_json
+from contracts.registry._layout import write_json
 
 _CONFIG_FILE = "config.json"
 # Confluent's "subject not found" and "schema not found": the version is not registered yet.
