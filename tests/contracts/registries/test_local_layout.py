@@ -3,20 +3,25 @@ ids are never handed out twice, and malformed version files are refused with a c
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pickle
 import tempfile
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fastavro import parse_schema, schemaless_writer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from contracts import remap_schema_ids
 from contracts.errors import ContractError, RegistryError
 from contracts.model import Schema
 from contracts.registry._local import LocalRegistry
+from contracts.wire import decode_frame, encode_frame
 
 
 def avro(field: str) -> Schema:
@@ -283,3 +288,26 @@ def test_a_relative_path_is_resolved_once_at_construction(
     copy.register_schema("a", avro("a"))
     assert (tmp_path / "registry" / "a" / "1.json").is_file()
     assert list(elsewhere.iterdir()) == []
+
+
+def test_spark_workers_write_a_relative_registry_where_the_driver_named_it(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The workers' working directory is not the driver's (on Spark Connect not even the same
+    # machine); here the driver moves to tmp_path after Spark started, so "registry" differs.
+    source = LocalRegistry()
+    source_id = source.register_schema("orders-value", avro("a"))
+    body = io.BytesIO()
+    schemaless_writer(body, parse_schema(json.loads(avro("a").schema_str)), {"a": 7})
+    rows = [(encode_frame(source_id, body.getvalue()), "orders")]
+    monkeypatch.chdir(tmp_path)
+    relative = f"registry-{uuid.uuid4().hex}"
+    destination = LocalRegistry(relative)
+    destination.register_schema("other-value", avro("other"))
+
+    moved = remap_schema_ids(
+        spark.createDataFrame(rows, "value binary, topic string"), source, destination, key_col=None
+    ).collect()
+
+    new_id = decode_frame(moved[0].value)[0]
+    assert LocalRegistry(tmp_path / relative).get_version("orders-value", 1).schema_id == new_id == 2
