@@ -384,8 +384,20 @@ def _split_urls(url: str | Sequence[str]) -> tuple[tuple[str, ...], tuple[str, s
 
 
 def _path(*segments: object) -> str:
-    """An API path with each segment percent-encoded (subjects may contain '/', ':' or spaces)."""
-    return "/" + "/".join(quote(str(segment), safe="") for segment in segments)
+    """An API path with each segment percent-encoded (subjects may contain '/', ':' or spaces); a
+    segment `.` or `..` has its dots encoded too, as URL normalization would otherwise drop it
+    (the subject "." would address /subjects/versions, the subject "versions")."""
+    return "/" + "/".join(_segment(str(segment)) for segment in segments)
+
+
+def _segment(text: str) -> str:
+    try:
+        encoded = quote(text, safe="")
+    except UnicodeEncodeError as error:
+        raise RegistryError(
+            f"{text!r} cannot be sent to the registry: it is not Unicode text ({error})"
+        ) from error
+    return encoded.replace(".", "%2E") if encoded in (".", "..") else encoded
 
 
 def _version_number(version: int | str) -> int | None:

@@ -23,7 +23,7 @@ import tempfile
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import quote, unquote
 
 from contracts.errors import ContractError, RegistryError
@@ -181,7 +181,7 @@ def write_high_water(root: Path, highest_id: int) -> None:
         write_json(root / HIGH_WATER_FILE, {"highestId": highest_id})
 
 
-def is_id(value: object) -> bool:
+def is_id(value: object) -> TypeGuard[int]:
     """Whether `value` is a schema id (or a version number): an int from 1 to 2^31-1, not a bool."""
     return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_ID
 

@@ -178,6 +178,26 @@ def test_subject_names_are_percent_encoded(registry_server: RegistryServer) -> N
     assert client.get_subjects() == ["ctx/with space:users"]
 
 
+def test_dot_subjects_address_themselves_not_another_resource(registry_server: RegistryServer) -> None:
+    # URL normalization drops "." and ".." path segments: /subjects/./versions is /subjects/versions.
+    client = client_for(registry_server)
+    registry_server.registry.register_schema("versions", user_schema(USER_V1))
+    dot = client.register_schema(".", user_schema(USER_V2))
+    dots = client.register_schema("..", user_schema(USER_V2, major="2"))
+    assert client.get_latest_version(".").schema_id == dot
+    assert client.get_latest_version("..").schema_id == dots
+    assert client.get_versions(".") == [1]
+    assert sorted(registry_server.registry.get_subjects()) == [".", "..", "versions"]
+    assert client.delete_subject("..") == [1]
+    assert registry_server.registry.get_versions("versions") == [1]
+
+
+def test_a_subject_that_is_not_unicode_text_is_a_registry_error(registry_server: RegistryServer) -> None:
+    with pytest.raises(RegistryError, match="not Unicode text"):
+        client_for(registry_server).get_versions("bad\ud800")
+    assert registry_server.count() == 0
+
+
 def test_config_round_trip_with_group_and_rule_sets(registry_server: RegistryServer) -> None:
     client = client_for(registry_server)
     default_rules = {"domainRules": [{"name": "notEmpty", "type": "CEL", "expr": "size(message.ssn) > 0"}]}
