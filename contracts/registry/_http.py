@@ -402,14 +402,20 @@ class SchemaRegistryClient:
             return self._http
 
     def _tls(self) -> ssl.SSLContext:
-        """TLS settings as one SSLContext (httpx 0.28 deprecates CA paths and `cert=`)."""
-        context = ssl.create_default_context(cafile=self._verify if isinstance(self._verify, str) else None)
-        if self._verify is False:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        if self._cert is not None:
-            cert, key = (self._cert, None) if isinstance(self._cert, str) else self._cert
-            context.load_cert_chain(cert, key)
+        """TLS settings as one SSLContext (httpx 0.28 deprecates CA paths and `cert=`); a CA bundle
+        or client certificate that cannot be loaded is a RegistryError."""
+        try:
+            context = ssl.create_default_context(
+                cafile=self._verify if isinstance(self._verify, str) else None
+            )
+            if self._verify is False:
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE
+            if self._cert is not None:
+                cert, key = (self._cert, None) if isinstance(self._cert, str) else self._cert
+                context.load_cert_chain(cert, key)
+        except OSError as error:  # ssl.SSLError is one too
+            raise RegistryError(f"cannot load the TLS files (verify=, cert=): {error}") from error
         return context
 
 

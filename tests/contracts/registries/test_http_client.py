@@ -856,3 +856,9 @@ def test_mutual_tls_sends_the_client_certificate(tls_files: TlsFiles) -> None:
         assert client_for(server, verify=tls_files.ca, cert=tls_files.client).get_subjects() == []
         with pytest.raises(RegistryError, match="could not reach"):
             client_for(server, verify=tls_files.ca, max_retries=0).get_subjects()
+
+
+@pytest.mark.parametrize("setting", [{"verify": "/nonexistent/ca.pem"}, {"cert": "/nonexistent/client.pem"}])
+def test_tls_files_that_cannot_be_loaded_are_a_registry_error(setting: dict[str, Any]) -> None:
+    with pytest.raises(RegistryError, match="TLS files"):
+        client_for("https://127.0.0.1:1", **setting).get_subjects()
