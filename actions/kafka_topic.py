@@ -17,6 +17,7 @@ so this module imports without it.
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -41,8 +42,14 @@ _REJECTED = {
     "dr_cb": "the sink installs its own delivery callback",
     "dr_msg_cb": "the sink installs its own delivery callback",
 }
-_SECRET_MARKERS = ("password", "secret", "passphrase", "token", "private", "key.pem", "jaas", "credential")
-_SECRET_KEYS = frozenset({"sasl.oauthbearer.config", "ssl_key"})
+# Matched against a setting's name lower-cased with everything but letters and digits dropped
+# ("sasl.oauthbearer.client.secret" -> "sasloauthbearerclientsecret"): passwords (and pasword,
+# passwd, pwd), secrets (and secert), tokens (and tokn), credentials, private keys, JAAS configs,
+# API keys and every sasl.oauthbearer.* setting. Erring towards hiding: a path shown as *** costs less.
+_SECRET_SETTING = re.compile(
+    r"pa?s+w|pass|pwd|secr|secer|scret|tok|cred|priv|jaas|bearer|keypem|sslkey|apikey"
+)
+_NOT_LETTERS = re.compile(r"[^a-z0-9]")
 # librdkafka checks message timeouts about once a second, so the final reports may come a moment
 # after `delivery_timeout_s`; commit waits that much longer before calling records undelivered.
 _REPORT_GRACE_S = 1.5
@@ -51,9 +58,9 @@ REDACTED = "***"
 
 
 def is_secret(key: str) -> bool:
-    """Whether a producer setting holds a credential that must never be shown (passwords, keys, tokens)."""
-    lowered = key.lower()
-    return lowered in _SECRET_KEYS or any(marker in lowered for marker in _SECRET_MARKERS)
+    """Whether a producer setting holds a credential that must never be shown (passwords, keys,
+    tokens), misspelled names included."""
+    return _SECRET_SETTING.search(_NOT_LETTERS.sub("", key.lower())) is not None
 
 
 @dataclass(frozen=True, init=False, repr=False)
@@ -71,7 +78,12 @@ class KafkaTopicSink:
 
     def __init__(self, config: Mapping[str, ConfigValue], *, delivery_timeout_s: float = 30.0) -> None:
         settings = dict(config)
-        secrets = tuple(str(v) for k, v in settings.items() if is_secret(k) and str(v))
+        # A flag (true/false) is no secret, and redacting it would blank every "true" in an error.
+        secrets = tuple(
+            str(v)
+            for k, v in settings.items()
+            if is_secret(k) and str(v).lower() not in ("", "true", "false")
+        )
         object.__setattr__(self, "_secrets", secrets)
         if not settings.get("bootstrap.servers") and not settings.get("metadata.broker.list"):
             raise DlqError("KafkaTopicSink needs 'bootstrap.servers' in its producer configuration")

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 from contracts import loader
 from contracts.dataframe import _Compiler
@@ -23,6 +22,7 @@ from contracts.model import Rule, RuleMode, Schema
 from contracts.planner import build_plan
 from contracts.plugins import ACTION_GROUP, EXECUTOR_GROUP, PluginRegistry, load_group
 from contracts.registry import LocalRegistry, Registry
+from contracts.registry._layout import SUBJECT_FILE, subject_of, version_of
 from executors import as_executor
 
 _CONFIG_FILE = "config.json"
@@ -175,22 +175,23 @@ def _layout(root: Path, problems: list[Problem]) -> Iterator[tuple[Path, str, in
             yield entry, "", None
         if not entry.is_dir():
             continue
-        subject = unquote(entry.name)
+        try:
+            subject = subject_of(entry)
+        except ContractError as error:
+            problems.append(Problem.of(error, str(entry)))
+            continue
         for path in sorted(entry.iterdir()):
             if path.name.startswith(".") or not path.name.endswith(".json") or not path.is_file():
                 continue
             if path.name == _CONFIG_FILE:
                 yield path, subject, None
-            elif path.stem.isdigit():
-                yield path, subject, int(path.stem)
-            else:
-                problems.append(
-                    Problem(
-                        f"unexpected file {path.name}: expected <version>.json or config.json",
-                        subject=subject,
-                        path=str(path),
-                    )
-                )
+            elif path.name != SUBJECT_FILE:
+                try:
+                    version = version_of(path, subject)
+                except ContractError as error:
+                    problems.append(Problem.of(error, str(path)))
+                    continue
+                yield path, subject, version
 
 
 def _read_json(path: Path, subject: str, version: int | None, problems: list[Problem]) -> Any:

@@ -3,7 +3,8 @@
 It speaks the REST shapes and JSON error bodies of Confluent Schema Registry, records every
 request (method, path, query, headers, body), can require basic or bearer auth, serves HTTPS
 (optionally mutual TLS) with throwaway certificates, and plays a queue of injected faults (canned
-replies, stalls, hang-ups) before behaving normally again.
+replies, stalls, hang-ups, answers trickled a byte at a time, endless bodies) before behaving
+normally again.
 """
 
 from __future__ import annotations
@@ -59,7 +60,27 @@ class Hangup:
     """A fault: close the connection without answering."""
 
 
-Fault = Reply | Stall | Hangup
+@dataclass(frozen=True)
+class Trickle:
+    """A fault: send the real answer one byte every `interval` seconds, its body only or (with
+    `headers`) its status line and headers too, so no single read ever waits long."""
+
+    interval: float
+    headers: bool = False
+
+
+@dataclass(frozen=True)
+class Flood:
+    """A fault: a 200 answer whose body is `size` bytes of JSON whitespace, sent as fast as the
+    client reads; with `declared` its Content-Length says so, else it runs until the connection
+    closes. `sent` counts the bytes that left, to show a client stopped reading early."""
+
+    size: int
+    declared: bool = True
+    sent: list[int] = field(default_factory=list, compare=False)
+
+
+Fault = Reply | Stall | Hangup | Trickle | Flood
 
 
 def json_reply(status: int, payload: Any) -> Reply:
@@ -317,16 +338,25 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(fault, Reply):
             self._send(fault.status, fault.body, fault.headers)
             return
+        if isinstance(fault, Flood):
+            self._flood(fault)
+            return
         if isinstance(fault, Stall):
             time.sleep(fault.seconds)
-        self._serve(app, request)
+        status, answer, headers = self._answer(app, request)
+        body = json.dumps(answer).encode()
+        headers = (("Content-Type", CONTENT_TYPE), *headers)
+        if isinstance(fault, Trickle):
+            self._trickle(status, body, headers, fault)
+        else:
+            self._send(status, body, headers)
 
-    def _serve(self, app: RegistryServer, request: RecordedRequest) -> None:
+    def _answer(
+        self, app: RegistryServer, request: RecordedRequest
+    ) -> tuple[int, Any, tuple[tuple[str, str], ...]]:
+        """What the registry answers: status, JSON payload, extra headers."""
         if not app._authorized(request.headers):
-            self._send_json(
-                401, {"error_code": 401, "message": "Unauthorized"}, ("WWW-Authenticate", "Basic")
-            )
-            return
+            return 401, {"error_code": 401, "message": "Unauthorized"}, (("WWW-Authenticate", "Basic"),)
         try:
             status, answer = 200, _route(app.registry, request)
         except _ApiError as error:
@@ -337,10 +367,42 @@ class _Handler(BaseHTTPRequestHandler):
             status, answer = 422, {"error_code": 42201, "message": str(error)}
         except Exception as error:  # the registry's own failure: Confluent answers 500 / 50001
             status, answer = 500, {"error_code": 50001, "message": f"{type(error).__name__}: {error}"}
-        self._send_json(status, answer)
+        return status, answer, ()
 
-    def _send_json(self, status: int, answer: Any, *headers: tuple[str, str]) -> None:
-        self._send(status, json.dumps(answer).encode(), (("Content-Type", CONTENT_TYPE), *headers))
+    def _trickle(
+        self, status: int, body: bytes, headers: tuple[tuple[str, str], ...], fault: Trickle
+    ) -> None:
+        head = f"HTTP/1.1 {status} {self.responses[status][0]}\r\n"
+        head += "".join(f"{name}: {value}\r\n" for name, value in headers)
+        head += f"Content-Length: {len(body)}\r\n\r\n"
+        slow = head.encode() + body if fault.headers else body
+        try:
+            if not fault.headers:
+                self.wfile.write(head.encode())
+            for byte in slow:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(fault.interval)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up, as it should
+        self.close_connection = True
+
+    def _flood(self, fault: Flood) -> None:
+        length = ("Content-Length", str(fault.size)) if fault.declared else ("Connection", "close")
+        chunk = b" " * 65536
+        sent = 0
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", CONTENT_TYPE)
+            self.send_header(*length)
+            self.end_headers()
+            while sent < fault.size:
+                self.wfile.write(chunk[: fault.size - sent])
+                sent += min(len(chunk), fault.size - sent)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        fault.sent.append(sent)
+        self.close_connection = True
 
     def _send(self, status: int, body: bytes, headers: tuple[tuple[str, str], ...]) -> None:
         try:

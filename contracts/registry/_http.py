@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import random
 import ssl
 import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
-from urllib.parse import quote, unquote, urlsplit, urlunsplit
+from urllib.parse import quote
 
 import httpx
 
 from contracts.errors import RegistryError
 from contracts.model import RegisteredSchema, Schema
 from contracts.registry._cache import LoadingCache
+from contracts.registry._http_answers import Answer, decoded, error_from, read_answer, retry_after
+from contracts.registry._http_urls import split_urls
+from contracts.registry._layout import is_id
+from contracts.registry._transport import DeadlineTransport, deadline, environment_proxy
 
 _log = logging.getLogger(__name__)
 
@@ -40,8 +45,11 @@ class SchemaRegistryClient:
     Immutable answers (a schema by id, a subject's numbered version, register and lookup
     results) are cached until the subject is deleted; "latest" answers for `cache_ttl` seconds.
     Transient failures (connection errors, timeouts, 5xx, 429) are retried with full-jitter
-    exponential backoff; a connection error fails over to the next base URL. Picklable, so
-    Spark can ship it to executors: the HTTP connection pool and caches are rebuilt there.
+    exponential backoff, waiting as a Retry-After header asks within `backoff_max`; a connection
+    error fails over to the next base URL. `connect_timeout` and `read_timeout` bound each network
+    wait, `request_timeout` a whole call (retries and backoff included); an answer larger than
+    `max_response_bytes` is refused. Picklable, so Spark can ship it to executors: the HTTP
+    connection pool and caches are rebuilt there.
     """
 
     def __init__(
@@ -54,21 +62,39 @@ class SchemaRegistryClient:
         cert: str | tuple[str, str] | None = None,
         connect_timeout: float = 10.0,
         read_timeout: float = 30.0,
+        request_timeout: float = 60.0,
         max_retries: int = 3,
         backoff_base: float = 0.1,
         backoff_max: float = 5.0,
+        max_response_bytes: int = 32 * 1024 * 1024,
         cache_ttl: float = 300.0,
         cache_max_entries: int = 1000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        urls, url_auth = _split_urls(url)
+        urls, url_auth = split_urls(url)
         if basic_auth is not None and url_auth is not None:
             raise ValueError("credentials given both in the URL and as basic_auth; give them once")
         basic_auth = basic_auth or url_auth
         if basic_auth is not None and bearer_token is not None:
             raise ValueError("give basic_auth or bearer_token, not both")
-        if max_retries < 0:
-            raise ValueError("max_retries must be 0 or more")
+        for name, value in (
+            ("connect_timeout", connect_timeout),
+            ("read_timeout", read_timeout),
+            ("request_timeout", request_timeout),
+        ):
+            _check_seconds(name, value, zero_allowed=False)
+        for name, value in (
+            ("backoff_base", backoff_base),
+            ("backoff_max", backoff_max),
+            ("cache_ttl", cache_ttl),
+        ):
+            _check_seconds(name, value, zero_allowed=True)
+        for name, value, least in (
+            ("max_retries", max_retries, 0),
+            ("max_response_bytes", max_response_bytes, 1),
+            ("cache_max_entries", cache_max_entries, 1),
+        ):
+            _check_count(name, value, least)
         self._urls = urls
         self._basic_auth = basic_auth
         self._bearer_token = bearer_token
@@ -76,9 +102,11 @@ class SchemaRegistryClient:
         self._cert = cert
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
+        self._request_timeout = request_timeout
         self._max_retries = max_retries
         self._backoff_base = backoff_base
         self._backoff_max = backoff_max
+        self._max_response_bytes = max_response_bytes
         self._cache_ttl = cache_ttl
         self._cache_max_entries = cache_max_entries
         self._clock = clock
@@ -155,7 +183,7 @@ class SchemaRegistryClient:
     def get_versions(self, subject: str) -> list[int]:
         """The version numbers of a subject, ascending (never cached: new versions appear)."""
         versions = self._request("GET", _path("subjects", subject, "versions"))
-        if not isinstance(versions, list) or not all(isinstance(v, int) for v in versions):
+        if not isinstance(versions, list) or not all(is_id(v) for v in versions):
             raise _unexpected("GET /subjects/{subject}/versions", "a list of version numbers", versions)
         return sorted(versions)
 
@@ -173,7 +201,7 @@ class SchemaRegistryClient:
             deleted = self._request("DELETE", _path("subjects", subject), params=params)
         finally:
             self._forget(subject)
-        if not isinstance(deleted, list) or not all(isinstance(v, int) for v in deleted):
+        if not isinstance(deleted, list) or not all(is_id(v) for v in deleted):
             raise _unexpected("DELETE /subjects/{subject}", "a list of version numbers", deleted)
         return deleted
 
@@ -184,7 +212,7 @@ class SchemaRegistryClient:
             deleted = self._request("DELETE", _path("subjects", subject, "versions", version), params=params)
         finally:
             self._forget(subject)
-        if not isinstance(deleted, int) or isinstance(deleted, bool):
+        if not is_id(deleted):
             raise _unexpected("DELETE /subjects/{subject}/versions/{version}", "a version number", deleted)
         return deleted
 
@@ -223,33 +251,40 @@ class SchemaRegistryClient:
         params = {"normalize": "true"} if normalize else None
         path = _path("subjects", subject, "versions")
         answer = self._request("POST", path, params=params, body=schema.to_dict())
-        if not isinstance(answer, dict) or not isinstance(answer.get("id"), int):
+        if not isinstance(answer, dict) or not is_id(answer.get("id")):
             raise _unexpected("POST /subjects/{subject}/versions", "an object with an id", answer)
         return answer["id"]
 
     def _lookup(self, subject: str, schema: Schema) -> RegisteredSchema:
-        return self._registered(self._request("POST", _path("subjects", subject), body=schema.to_dict()))
+        answer = self._request("POST", _path("subjects", subject), body=schema.to_dict())
+        return self._registered("POST /subjects/{subject}", subject, answer)
 
     def _fetch_schema(self, schema_id: int) -> Schema:
+        call = "GET /schemas/ids/{id}"
         answer = self._request("GET", _path("schemas", "ids", schema_id))
         if not isinstance(answer, dict):
-            raise _unexpected("GET /schemas/ids/{id}", "a schema object", answer)
-        return Schema.from_dict(answer)
+            raise _unexpected(call, "a schema object", answer)
+        return _parsed(call, answer, lambda: Schema.from_dict(answer))
 
     def _fetch_version(self, subject: str, version: int | str) -> RegisteredSchema:
-        return self._registered(self._request("GET", _path("subjects", subject, "versions", version)))
+        answer = self._request("GET", _path("subjects", subject, "versions", version))
+        return self._registered("GET /subjects/{subject}/versions/{version}", subject, answer)
 
     def _fetch_with_metadata(self, subject: str, pairs: tuple[tuple[str, str], ...]) -> RegisteredSchema:
         # The API takes parallel repeated parameters: ?key=k1&value=v1&key=k2&value=v2.
         params = [(name, item) for key, value in pairs for name, item in (("key", key), ("value", value))]
-        return self._registered(self._request("GET", _path("subjects", subject, "metadata"), params=params))
+        answer = self._request("GET", _path("subjects", subject, "metadata"), params=params)
+        return self._registered("GET /subjects/{subject}/metadata", subject, answer)
 
-    def _registered(self, answer: Any) -> RegisteredSchema:
+    def _registered(self, call: str, subject: str, answer: Any) -> RegisteredSchema:
         """Parse a version answer (a bad contract raises ContractError naming subject and version)
-        and remember it under its immutable keys: its id and its (subject, version)."""
-        registered = RegisteredSchema.from_dict(answer)
+        and remember it under its immutable keys, the subject asked for included: its id and its
+        (subject, version)."""
+        if not isinstance(answer, dict) or not is_id(answer.get("id")) or not is_id(answer.get("version")):
+            raise _unexpected(call, "an object with an id and a version from 1 to 2147483647", answer)
+        registered = _parsed(call, answer, lambda: RegisteredSchema.from_dict(answer))
         self._by_id.put(registered.schema_id, registered.schema)
-        self._by_subject.put(("version", registered.subject, registered.version), registered)
+        self._by_subject.put(("version", subject, registered.version), registered)
         return registered
 
     def _config_answer(self, answer: Any) -> dict[str, Any]:
@@ -266,57 +301,68 @@ class SchemaRegistryClient:
         self._by_subject.discard_if(lambda key: _key_subject(key) == subject)
         self._latest.discard_if(lambda key: _key_subject(key) == subject)
 
-    # -- transport: retries, failover, errors ------------------------------------------------
+    # -- transport: retries, failover, deadline, errors --------------------------------------
 
     def _request(
         self, method: str, path: str, *, params: Any = None, body: dict[str, Any] | None = None
     ) -> Any:
-        """Send one API call, retrying transient failures; the decoded JSON answer or RegistryError."""
+        """Send one API call, retrying transient failures until `request_timeout`; the decoded
+        JSON answer or RegistryError."""
+        call = f"{method} {path}"
         content = None if body is None else json.dumps(body).encode()
-        failure: httpx.Response | httpx.TransportError | None = None
+        ends = time.monotonic() + self._request_timeout
+        failure: Answer | httpx.TransportError | None = None
         attempts = self._max_retries + 1
+        made = 0
         for attempt in range(attempts):
             if attempt:
-                time.sleep(self._backoff(attempt - 1))
+                wait = self._backoff(attempt - 1, failure)
+                if time.monotonic() + wait >= ends:
+                    break
+                time.sleep(wait)
+            made += 1
             try:
-                response = self._send(method, path, params, content)
+                with deadline(ends):
+                    answer = self._send(method, path, params, content)
             except httpx.TransportError as error:
                 failure = error
-                _log.warning(
-                    "%s %s failed (attempt %d of %d): %r", method, path, attempt + 1, attempts, error
-                )
+                _log.warning("%s failed (attempt %d of %d): %r", call, made, attempts, error)
                 continue
-            if not _retryable(response.status_code):
-                return _decode(method, path, response)
-            failure = response
-            _log.warning(
-                "%s %s answered %d (attempt %d of %d)",
-                method,
-                path,
-                response.status_code,
-                attempt + 1,
-                attempts,
+            if not _retryable(answer.status):
+                return decoded(call, answer)
+            failure = answer
+            _log.warning("%s answered %d (attempt %d of %d)", call, answer.status, made, attempts)
+        if isinstance(failure, Answer):
+            raise error_from(call, failure)
+        where = ", ".join(self._urls)
+        if time.monotonic() >= ends:
+            message = (
+                f"the schema registry at {where} did not answer {call} within {self._request_timeout:g}s"
             )
-        if isinstance(failure, httpx.Response):
-            raise _error_from(method, path, failure)
+        else:
+            message = f"could not reach the schema registry at {where} for {call}"
         raise RegistryError(
-            f"could not reach the schema registry at {', '.join(self._urls)} for {method} {path}"
-            f" after {attempts} attempts: {type(failure).__name__}: {failure}"
+            f"{message} after {made} attempts: {type(failure).__name__}: {failure}"
         ) from failure
 
-    def _send(self, method: str, path: str, params: Any, content: bytes | None) -> httpx.Response:
-        """One attempt: the preferred base URL first, failing over on connection errors."""
+    def _send(self, method: str, path: str, params: Any, content: bytes | None) -> Answer:
+        """One attempt: the preferred base URL first, failing over on connection errors; the answer
+        read in full, within `max_response_bytes`."""
         client = self._client()
         headers = self._headers(content is not None)
         order = [(self._preferred + i) % len(self._urls) for i in range(len(self._urls))]
 
-        def send_to(index: int) -> httpx.Response:
+        def send_to(index: int) -> Answer:
             _log.debug("%s %s%s", method, self._urls[index], path)
-            response = client.request(
+            request = client.build_request(
                 method, self._urls[index] + path, params=params, content=content, headers=headers
             )
+            response = client.send(request, stream=True)
             self._preferred = index
-            return response
+            try:
+                return read_answer(f"{method} {path}", response, self._max_response_bytes)
+            finally:
+                response.close()
 
         for index in order[:-1]:
             try:
@@ -332,60 +378,81 @@ class SchemaRegistryClient:
             headers["Authorization"] = f"Bearer {token}"
         return headers
 
-    def _backoff(self, retry: int) -> float:
-        """Full jitter: uniform in [0, min(max, base * 2**retry)] (spreads retrying clients apart)."""
-        return random.uniform(0.0, min(self._backoff_max, self._backoff_base * 2**retry))
+    def _backoff(self, retry: int, failure: Answer | httpx.TransportError | None) -> float:
+        """Full jitter, uniform in [0, min(max, base * 2**retry)] (spreads retrying clients apart),
+        or longer when the answer's Retry-After asks for it; never more than `backoff_max`."""
+        jitter = random.uniform(0.0, min(self._backoff_max, self._backoff_base * 2.0 ** min(retry, 64)))
+        asked = retry_after(failure) if isinstance(failure, Answer) else None
+        return jitter if asked is None else min(self._backoff_max, max(jitter, asked))
 
     def _client(self) -> httpx.Client:
         with self._http_lock:
             if self._http is None:
+                tls = self._tls()
+                proxies = {_origin(url): environment_proxy(url) for url in self._urls}
                 self._http = httpx.Client(
                     auth=httpx.BasicAuth(*self._basic_auth) if self._basic_auth else None,
-                    verify=self._tls(),
                     timeout=httpx.Timeout(self._read_timeout, connect=self._connect_timeout),
                     headers={"Accept": _ACCEPT},
+                    transport=DeadlineTransport(tls),
+                    mounts={
+                        origin: DeadlineTransport(tls, proxy) for origin, proxy in proxies.items() if proxy
+                    },
                 )
             return self._http
 
-    def _tls(self) -> ssl.SSLContext | bool:
-        """TLS settings as one SSLContext (httpx 0.28 deprecates CA paths and `cert=`)."""
-        if self._verify is False and self._cert is None:
-            return False
-        context = ssl.create_default_context(cafile=self._verify if isinstance(self._verify, str) else None)
-        if self._verify is False:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        if self._cert is not None:
-            cert, key = (self._cert, None) if isinstance(self._cert, str) else self._cert
-            context.load_cert_chain(cert, key)
+    def _tls(self) -> ssl.SSLContext:
+        """TLS settings as one SSLContext (httpx 0.28 deprecates CA paths and `cert=`); a CA bundle
+        or client certificate that cannot be loaded is a RegistryError."""
+        try:
+            context = ssl.create_default_context(
+                cafile=self._verify if isinstance(self._verify, str) else None
+            )
+            if self._verify is False:
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE
+            if self._cert is not None:
+                cert, key = (self._cert, None) if isinstance(self._cert, str) else self._cert
+                context.load_cert_chain(cert, key)
+        except OSError as error:  # ssl.SSLError is one too
+            raise RegistryError(f"cannot load the TLS files (verify=, cert=): {error}") from error
         return context
 
 
-def _split_urls(url: str | Sequence[str]) -> tuple[tuple[str, ...], tuple[str, str] | None]:
-    """Base URLs without trailing slashes, and the basic-auth userinfo they carried (stripped out)."""
-    raw = url.split(",") if isinstance(url, str) else list(url)
-    urls: list[str] = []
-    credentials: set[tuple[str, str]] = set()
-    for item in (item.strip().rstrip("/") for item in raw):
-        if not item:
-            continue
-        parts = urlsplit(item)
-        host = parts.netloc.rpartition("@")[2]
-        if parts.scheme not in ("http", "https") or not host:
-            raise ValueError(f"not an http(s) URL: {urlunsplit(parts._replace(netloc=host))!r}")
-        if "@" in parts.netloc:
-            credentials.add((unquote(parts.username or ""), unquote(parts.password or "")))
-        urls.append(urlunsplit(parts._replace(netloc=host)))
-    if not urls:
-        raise ValueError("no schema registry URL given")
-    if len(credentials) > 1:
-        raise ValueError("the schema registry URLs carry different credentials")
-    return tuple(urls), next(iter(credentials), None)
+def _check_seconds(name: str, value: object, *, zero_allowed: bool) -> None:
+    """A setting in seconds: a finite number, above 0 (or at least 0 when `zero_allowed`)."""
+    number = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if number and (value > 0 or (zero_allowed and value == 0)):  # type: ignore[operator]
+        return
+    least = "0 or more" if zero_allowed else "above 0"
+    raise ValueError(f"{name} must be a finite number of seconds, {least}; got {value!r}")
+
+
+def _check_count(name: str, value: object, least: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < least:
+        raise ValueError(f"{name} must be a whole number, {least} or more; got {value!r}")
+
+
+def _origin(url: str) -> str:
+    """`scheme://host[:port]` of a base URL: the key an httpx mount matches."""
+    return "/".join(url.split("/", 3)[:3])
 
 
 def _path(*segments: object) -> str:
-    """An API path with each segment percent-encoded (subjects may contain '/', ':' or spaces)."""
-    return "/" + "/".join(quote(str(segment), safe="") for segment in segments)
+    """An API path with each segment percent-encoded (subjects may contain '/', ':' or spaces); a
+    segment `.` or `..` has its dots encoded too, as URL normalization would otherwise drop it
+    (the subject "." would address /subjects/versions, the subject "versions")."""
+    return "/" + "/".join(_segment(str(segment)) for segment in segments)
+
+
+def _segment(text: str) -> str:
+    try:
+        encoded = quote(text, safe="")
+    except UnicodeEncodeError as error:
+        raise RegistryError(
+            f"{text!r} cannot be sent to the registry: it is not Unicode text ({error})"
+        ) from error
+    return encoded.replace(".", "%2E") if encoded in (".", "..") else encoded
 
 
 def _version_number(version: int | str) -> int | None:
@@ -417,42 +484,13 @@ def _retryable(status: int) -> bool:
     return status == 429 or status >= 500
 
 
-def _decode(method: str, path: str, response: httpx.Response) -> Any:
-    if not response.is_success:
-        raise _error_from(method, path, response)
-    if response.status_code == 204 or not response.content:
-        return None
-    return _json(method, path, response)
-
-
-def _json(method: str, path: str, response: httpx.Response) -> Any:
+def _parsed(call: str, answer: Any, parse: Callable[[], Any]) -> Any:
+    """What `parse` makes of an answer; a shape it cannot take (a list where a map goes, a huge
+    number) is a RegistryError, while a contract it refuses stays a ContractError."""
     try:
-        return response.json()
-    except ValueError:
-        raise _not_json(method, path, response) from None
-
-
-def _not_json(method: str, path: str, response: httpx.Response) -> RegistryError:
-    return RegistryError(
-        f"the schema registry answered {method} {path} with a body that is not JSON: {response.text[:80]!r}",
-        status=response.status_code,
-    )
-
-
-def _error_from(method: str, path: str, response: httpx.Response) -> RegistryError:
-    """Confluent's `{"error_code": …, "message": …}` as a RegistryError, or the bare status."""
-    try:
-        body = response.json()
-    except ValueError:
-        return _not_json(method, path, response)
-    if isinstance(body, dict) and isinstance(body.get("message"), str):
-        code = body.get("error_code")
-        return RegistryError(
-            body["message"], status=response.status_code, error_code=code if isinstance(code, int) else None
-        )
-    return RegistryError(
-        f"the schema registry answered {method} {path} with an error", status=response.status_code
-    )
+        return parse()
+    except (TypeError, ValueError, KeyError, AttributeError, OverflowError, RecursionError) as error:
+        raise _unexpected(call, f"a valid answer ({type(error).__name__}: {error})", answer) from error
 
 
 def _unexpected(call: str, expected: str, answer: Any) -> RegistryError:

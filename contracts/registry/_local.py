@@ -9,11 +9,13 @@ behaves the same against the real one. Directory layout::
     <root>/<subject>/<version>.json    one version: the REST register payload {"schemaType", "schema",
                                        "references", "metadata", "ruleSet"}, plus "id" once assigned
 
-Subject directory names are percent-encoded (`urllib.parse.quote(subject, safe="")`). Version files
-written by hand may omit "id": ids are then assigned on load as registering the files in order
-would (subjects sorted, versions ascending; a schema seen before shares its id; explicit ids are
-never reused). Registering through the API writes the version file with its "id"; a soft-deleted
-version carries "deleted": true. Every write is atomic (temp file, fsync, rename).
+Subject directory names are percent-encoded, a leading dot too; empty or very long names are
+hashed, with a `subject.json` naming the subject (`_layout` says how). Version files written by
+hand may omit "id": ids are then assigned on load as registering the files in order would
+(subjects sorted, versions ascending; a schema seen before shares its id; explicit ids are never
+reused). Registering through the API writes the version file with its "id"; a soft-deleted version
+carries "deleted": true. A permanent delete first records the highest id handed out, so a later
+process never hands it out again. Every write is atomic (temp file, fsync, rename).
 """
 
 from __future__ import annotations
@@ -23,13 +25,11 @@ import dataclasses
 import itertools
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote
 
 from contracts.errors import ContractError, RegistryError
 
@@ -47,6 +47,23 @@ from contracts.model import (
     merge_rule_sets,
 )
 from contracts.registry._compatibility import Compatibility, ParsedAvro, compatibility_errors, parse_avro
+from contracts.registry._layout import (
+    CONFIG_FILE,
+    MAX_ID,
+    SUBJECT_FILE,
+    check_subject,
+    is_id,
+    json_files,
+    new_subject_directory,
+    read_high_water,
+    read_json,
+    registry_files,
+    storage_error,
+    subject_directories,
+    version_of,
+    write_high_water,
+    write_json,
+)
 
 _DEFAULT_CONFIG: dict[str, Any] = {"compatibility": Compatibility.BACKWARD.value}
 _CONFIG_KEYS = frozenset(
@@ -60,9 +77,7 @@ _CONFIG_KEYS = frozenset(
         "normalize",
     }
 )
-_CONFIG_FILE = "config.json"
 _PRIMITIVE_NAMES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
-_MAX_VERSION = 2**31 - 1
 
 
 @dataclass
@@ -83,6 +98,7 @@ class _State:
     schemas: dict[int, Schema] = field(default_factory=dict)
     ids: dict[str, int] = field(default_factory=dict)
     config: dict[str | None, dict[str, Any]] = field(default_factory=dict)
+    directories: dict[str, Path] = field(default_factory=dict)
     max_id: int = 0
 
     def live(self, subject: str) -> list[_Version]:
@@ -225,24 +241,31 @@ def _parse_version(version: int | str) -> int | None:
         return None
     if isinstance(version, bool):
         raise _invalid_version(version)
-    if isinstance(version, str) and version.isdigit():
+    if isinstance(version, str) and version.isascii() and version.isdigit():
         version = int(version)
-    if isinstance(version, int) and 1 <= version <= _MAX_VERSION:
+    if isinstance(version, int) and 1 <= version <= MAX_ID:
         return version
     raise _invalid_version(version)
 
 
 class LocalRegistry:
-    """A Schema Registry in a directory of JSON files (or in memory when `path` is None)."""
+    """A Schema Registry in a directory of JSON files (or in memory when `path` is None).
+
+    A relative `path` is resolved once, here: Spark workers (on Spark Connect, on another machine's
+    working directory) get the absolute one.
+    """
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        self._path = None if path is None else Path(path)
+        self._path = None if path is None else Path(path).resolve()
         self._lock = threading.RLock()
         self._held = False
         self._state = _State()
-        self._signature: tuple[Any, ...] = ()
+        self._signature: tuple[Any, ...] | None = None  # None: never read
         if self._path is not None:
-            self._path.mkdir(parents=True, exist_ok=True)
+            try:
+                self._path.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise storage_error(self._path, error, "create") from error
             self._refresh()
 
     @property
@@ -262,7 +285,7 @@ class LocalRegistry:
         self._lock = threading.RLock()
         self._held = False
         self._state = state["state"] or _State()
-        self._signature = ()
+        self._signature = None
         if self._path is not None:
             self._refresh()
 
@@ -270,6 +293,7 @@ class LocalRegistry:
 
     def register_schema(self, subject: str, schema: Schema, normalize: bool = False) -> int:
         """Register `schema` under `subject` (a new version unless already there); return its id."""
+        check_subject(subject)
         with self.exclusive():
             self._refresh()
             state = self._state
@@ -387,7 +411,7 @@ class LocalRegistry:
                 self._write_version(subject, entry)
             self._state.config.pop(subject, None)
             if self._path is not None:
-                self._remove(self._subject_dir(subject) / _CONFIG_FILE)
+                self._remove(self._subject_dir(subject) / CONFIG_FILE)
                 self._signature = self._scan()
             return [entry.version for entry in live]
 
@@ -438,6 +462,8 @@ class LocalRegistry:
         """Update config keys (camelCase, as the REST API names them; None removes one); returns
         the effective config."""
         _validate_config(config)
+        if subject is not None:
+            check_subject(subject)
         with self.exclusive():
             self._refresh()
             current = {**self._state.config.get(subject, {}), **config}
@@ -445,7 +471,7 @@ class LocalRegistry:
             self._state.config[subject] = current
             if self._path is not None:
                 target = self._path if subject is None else self._subject_dir(subject)
-                write_json(target / _CONFIG_FILE, current)
+                write_json(target / CONFIG_FILE, current)
                 self._signature = self._scan()
             return self.get_config(subject)
 
@@ -541,13 +567,13 @@ class LocalRegistry:
                 error_code=40405,
             )
         deleted = [entry.version for entry in versions]
+        self._record_high_water()
         for entry in versions:
             self._remove(self._version_file(subject, entry.version))
         del self._state.subjects[subject]
         self._reindex()
         if self._path is not None:
-            with contextlib.suppress(OSError):
-                self._subject_dir(subject).rmdir()
+            self._remove_if_empty(subject)
             self._signature = self._scan()
         return deleted
 
@@ -559,6 +585,7 @@ class LocalRegistry:
                 status=404,
                 error_code=40407,
             )
+        self._record_high_water()
         self._remove(self._version_file(subject, entry.version))
         self._state.subjects[subject].remove(entry)
         self._reindex()
@@ -573,8 +600,12 @@ class LocalRegistry:
     # -- files -------------------------------------------------------------------------------
 
     def _subject_dir(self, subject: str) -> Path:
+        """The subject's directory: the one it has on disk, else a new one."""
         assert self._path is not None
-        return self._path / quote(subject, safe="")
+        directory = self._state.directories.get(subject)
+        if directory is None:
+            directory = self._state.directories[subject] = new_subject_directory(self._path, subject)
+        return directory
 
     def _version_file(self, subject: str, version: int) -> Path | None:
         return None if self._path is None else self._subject_dir(subject) / f"{version}.json"
@@ -591,8 +622,27 @@ class LocalRegistry:
 
     def _remove(self, path: Path | None) -> None:
         if path is not None:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as error:
+                raise storage_error(path, error, "remove") from error
+
+    def _remove_if_empty(self, subject: str) -> None:
+        """Remove a purged subject's directory (and the file naming it) unless something else is in it."""
+        directory = self._state.directories.pop(subject, None)
+        if directory is None:
+            return
+        try:
+            if all(path.name == SUBJECT_FILE for path in directory.iterdir()):
+                (directory / SUBJECT_FILE).unlink(missing_ok=True)
+                directory.rmdir()
+        except OSError as error:
+            raise storage_error(directory, error, "remove") from error
+
+    def _record_high_water(self) -> None:
+        """Before ids leave the directory, write down the highest one handed out (never reused)."""
+        if self._path is not None:
+            write_high_water(self._path, self._state.max_id)
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -600,27 +650,42 @@ class LocalRegistry:
         this process's threads, and on a directory every process too (an advisory lock on the
         directory), so two Spark tasks registering at once cannot give two schemas one id. Reentrant."""
         with self._lock:
-            if self._path is None or fcntl is None or self._held:
-                yield
-                return
-            handle = os.open(self._path, os.O_RDONLY)
             try:
-                fcntl.flock(handle, fcntl.LOCK_EX)
-                self._held = True
-                try:
+                if self._path is None or fcntl is None or self._held:
                     yield
-                finally:
-                    self._held = False
-                    fcntl.flock(handle, fcntl.LOCK_UN)
+                else:
+                    with self._directory_lock(self._path):
+                        yield
+            except BaseException:
+                # A change may have failed half-way: the files are the truth, so read them again.
+                self._signature = None
+                raise
+
+    @contextlib.contextmanager
+    def _directory_lock(self, path: Path) -> Iterator[None]:
+        """The advisory lock every process takes on the directory before changing it."""
+        assert fcntl is not None
+        try:
+            handle = os.open(path, os.O_RDONLY)
+        except OSError as error:
+            raise storage_error(path, error, "open") from error
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            self._held = True
+            try:
+                yield
             finally:
-                os.close(handle)
+                self._held = False
+                fcntl.flock(handle, fcntl.LOCK_UN)
+        finally:
+            os.close(handle)
 
     def _scan(self) -> tuple[Any, ...]:
         """What the directory holds now (names, sizes, mtimes): a change means another writer."""
         assert self._path is not None
         return tuple(
             (str(p.relative_to(self._path)), stat.st_mtime_ns, stat.st_size)
-            for p, stat in _json_files(self._path)
+            for p, stat in registry_files(self._path)
         )
 
     def _refresh(self) -> None:
@@ -631,10 +696,11 @@ class LocalRegistry:
         if signature != self._signature:
             state = _load(self._path)
             state.max_id = max(state.max_id, self._state.max_id)
-            self._state, self._signature = state, signature
+            self._state, self._signature = state, None  # until every schema parses (references need it)
             for subject, entries in state.subjects.items():
                 for entry in entries:
                     self._parse_loaded(subject, entry)
+            self._signature = signature
 
     def _parse_loaded(self, subject: str, entry: _Version) -> None:
         try:
@@ -661,47 +727,20 @@ def _validate_config(config: Mapping[str, Any]) -> None:
         raise RegistryError(f"Invalid config: {error}", status=422, error_code=422) from error
 
 
-def _json_files(root: Path) -> Iterator[tuple[Path, os.stat_result]]:
-    """The registry's JSON files: root config and every file directly in a subject directory."""
-    for entry in sorted(os.scandir(root), key=lambda e: e.name):
-        if entry.name.startswith("."):
-            continue
-        if entry.is_dir():
-            for inner in sorted(os.scandir(entry.path), key=lambda e: e.name):
-                if inner.name.endswith(".json") and not inner.name.startswith(".") and inner.is_file():
-                    yield Path(inner.path), inner.stat()
-        elif entry.name == _CONFIG_FILE:
-            yield Path(entry.path), entry.stat()
-
-
-def _read_json(path: Path, subject: str | None, version: int | None) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ContractError(
-            f"cannot read {path.name}: {error}", subject=subject, version=version, position=str(path)
-        ) from error
-
-
 def _load(root: Path) -> _State:
     """Read a registry directory; versions without an "id" get the ids registering them in order would."""
     state = _State()
+    if (root / CONFIG_FILE).is_file():
+        state.config[None] = _loaded_config(root / CONFIG_FILE, None)
     pending: list[tuple[str, int, dict[str, Any]]] = []
-    for path, _ in _json_files(root):
-        if path.parent == root:
-            state.config[None] = _read_json(path, None, None)
-            continue
-        subject = unquote(path.parent.name)
-        if path.name == _CONFIG_FILE:
-            state.config[subject] = _read_json(path, subject, None)
-        elif path.stem.isdigit():
-            pending.append((subject, int(path.stem), _read_json(path, subject, int(path.stem))))
-        else:
-            raise ContractError(
-                f"unexpected file {path.name}: expected <version>.json or config.json",
-                subject=subject,
-                position=str(path),
-            )
+    for subject, directory in subject_directories(root):
+        state.directories[subject] = directory
+        for path, _ in json_files(directory):
+            if path.name == CONFIG_FILE:
+                state.config[subject] = _loaded_config(path, subject)
+            elif path.name != SUBJECT_FILE:
+                version = version_of(path, subject)
+                pending.append((subject, version, read_json(path, subject, version)))
     pending.sort(key=lambda item: (item[0], item[1]))
     parsed = [
         (subject, version, _loaded_version(subject, version, payload))
@@ -719,16 +758,36 @@ def _load(root: Path) -> _State:
             schema_id = counter
             taken.add(schema_id)
         state.add(subject, _Version(version, schema_id, schema, deleted))
+    state.max_id = max(state.max_id, read_high_water(root))
     return state
+
+
+def _loaded_config(path: Path, subject: str | None) -> dict[str, Any]:
+    config = read_json(path, subject, None)
+    if not isinstance(config, dict):
+        raise ContractError("a config file must hold a JSON object", subject=subject, position=str(path))
+    return config
 
 
 def _loaded_version(subject: str, version: int, payload: Any) -> tuple[Schema, int | None, bool]:
     if not isinstance(payload, dict):
         raise ContractError("a version file must hold a JSON object", subject=subject, version=version)
-    deleted = bool(payload.get("deleted", False))
+    deleted = payload.get("deleted", False)
+    if not isinstance(deleted, bool):
+        raise ContractError(
+            f"deleted must be true or false, not {deleted!r}",
+            subject=subject,
+            version=version,
+            position="deleted",
+        )
     schema_id = payload.get("id")
-    if schema_id is not None and (not isinstance(schema_id, int) or schema_id < 1):
-        raise ContractError("id must be a positive integer", subject=subject, version=version, position="id")
+    if schema_id is not None and not is_id(schema_id):
+        raise ContractError(
+            f"id must be an integer from 1 to {MAX_ID}, not {schema_id!r}",
+            subject=subject,
+            version=version,
+            position="id",
+        )
     body = {k: v for k, v in payload.items() if k != "deleted"}
     return _as_stored(Schema.from_dict(body, subject=subject, version=version)), schema_id, deleted
 
@@ -747,20 +806,3 @@ def _explicit_ids(parsed: Iterable[tuple[str, int, tuple[Schema, int | None, boo
             )
         by_key.setdefault(key, schema_id)
     return by_key
-
-
-def write_json(path: Path, payload: Any) -> None:
-    """Write atomically: a temp file in the same directory, fsynced, then renamed over `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(payload, handle, indent=2, ensure_ascii=False)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise

@@ -198,6 +198,47 @@ def test_credentials_never_show_in_errors() -> None:
     assert raised.value.__cause__ is None and raised.value.__context__ is not None  # `from None`
 
 
+@pytest.mark.parametrize(
+    "key",
+    [
+        "sasl.oauthbearer.extensions",
+        "sasl.oauthbearer.client.id",
+        "sasl.oauthbearer.assertion.private.key.passphrase",
+        "SASL.PASSWORD",
+        "sasl.pasword",
+        "sasl.passwrd",
+        "ssl.key.passwd",
+        "ssl.keystore.pwd",
+        "sasl.secert",
+        "client_secrets",
+        "oauth.tokn",
+        "api.token",
+        "ssl.key.pem",
+        "ssl_key",
+        "sasl.jaas.config",
+        "basic.auth.credentials.source",
+        "schema.registry.api.key",
+    ],
+)
+def test_every_setting_that_names_a_secret_is_redacted_misspelled_or_not(key: str) -> None:
+    assert "hunter2" not in repr(KafkaTopicSink({"bootstrap.servers": UNREACHABLE, key: "hunter2-x"}))
+    # librdkafka quotes a bad value: here compression.type carries the secret, and fails first.
+    settings = {"bootstrap.servers": UNREACHABLE, "compression.type": "hunter2-x", key: "hunter2-x"}
+    with pytest.raises(DlqError, match="cannot create a Kafka producer") as raised:
+        KafkaTopicSink(settings).open("run-00009")
+    assert "hunter2" not in str(raised.value)
+
+
+def test_settings_that_are_no_secret_are_shown_and_not_redacted_from_errors() -> None:
+    shown = {"sasl.username": "dlq-writer", "ssl.ca.location": "/etc/ca.pem", "linger.ms": "5"}
+    assert all(
+        f"'{key}': '{value}'" in repr(KafkaTopicSink({"bootstrap.servers": UNREACHABLE, **shown}))
+        for key, value in shown.items()
+    )
+    sink = KafkaTopicSink({"bootstrap.servers": UNREACHABLE, "enable.sasl.oauthbearer.unsecure.jwt": True})
+    assert sink.redact("enable.idempotence=true") == "enable.idempotence=true"
+
+
 def test_an_unreachable_broker_fails_the_commit_within_the_timeout() -> None:
     sink = KafkaTopicSink(
         {"bootstrap.servers": UNREACHABLE, **SECRETS, "security.protocol": "PLAINTEXT"},

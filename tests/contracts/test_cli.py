@@ -265,6 +265,46 @@ def test_pull_exports_the_chosen_subjects_and_the_versions_they_reference(
     assert cli("pull", "--registry", server.url, str(tmp_path / "none"), "--subject", "x").status == 1
 
 
+@pytest.mark.parametrize("source", ["http", "directory"])
+def test_pull_writes_subjects_named_like_paths_inside_the_directory(
+    server: RegistryServer, tmp_path: Path, source: str
+) -> None:
+    from contracts import Schema
+
+    registry = server.registry if source == "http" else LocalRegistry(tmp_path / "source")
+    subjects = ["..", ".", "../x", ".events-value", "a/b", "config.json", "versions"]
+    ids = {}
+    for n, subject in enumerate(subjects):
+        record = {"type": "record", "name": f"R{n}", "fields": [{"name": "a", "type": "int"}]}
+        ids[subject] = registry.register_schema(subject, Schema.from_dict({"schema": json.dumps(record)}))
+    registry.set_config(".", compatibility="NONE")
+    container = tmp_path / "container"
+    container.mkdir()
+
+    url = server.url if source == "http" else str(tmp_path / "source")
+    ran = cli("pull", "--registry", url, str(container / "out"))
+
+    assert ran.status == 0, ran.out
+    assert [path.name for path in container.iterdir()] == ["out"]
+    local = LocalRegistry(container / "out")
+    assert local.get_subjects() == sorted(subjects)
+    assert {subject: local.get_latest_version(subject).schema_id for subject in subjects} == ids
+    assert local.get_config(".", default_to_global=False) == {"compatibility": "NONE"}
+    assert not (container / "out" / "config.json").exists()
+
+
+def test_push_of_a_missing_directory_is_an_error_that_creates_nothing(
+    server: RegistryServer, tmp_path: Path
+) -> None:
+    missing = tmp_path / "nope"
+    ran = cli("push", str(missing), "--registry", server.url)
+    assert ran.status == 1
+    assert ran.err.count("\n") == 1 and str(missing) in ran.err and "does not exist" in ran.err
+    assert "push: done" not in ran.out
+    assert not missing.exists()
+    assert server.count() == 0
+
+
 # -- apply -----------------------------------------------------------------------------------
 
 

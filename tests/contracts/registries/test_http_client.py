@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import email.utils
+import gzip
 import json
 import logging
 import pickle
 import threading
+import time
+import tracemalloc
 from typing import Any
 
 import httpx
 import pytest
 from registry_server import (
+    Flood,
     Hangup,
     RegistryServer,
+    Reply,
     Stall,
     TlsFiles,
+    Trickle,
     error_reply,
     json_reply,
     malformed_reply,
@@ -176,6 +183,26 @@ def test_subject_names_are_percent_encoded(registry_server: RegistryServer) -> N
     schema_id = client.register_schema("ctx/with space:users", user_schema())
     assert client.get_version("ctx/with space:users", 1).schema_id == schema_id
     assert client.get_subjects() == ["ctx/with space:users"]
+
+
+def test_dot_subjects_address_themselves_not_another_resource(registry_server: RegistryServer) -> None:
+    # URL normalization drops "." and ".." path segments: /subjects/./versions is /subjects/versions.
+    client = client_for(registry_server)
+    registry_server.registry.register_schema("versions", user_schema(USER_V1))
+    dot = client.register_schema(".", user_schema(USER_V2))
+    dots = client.register_schema("..", user_schema(USER_V2, major="2"))
+    assert client.get_latest_version(".").schema_id == dot
+    assert client.get_latest_version("..").schema_id == dots
+    assert client.get_versions(".") == [1]
+    assert sorted(registry_server.registry.get_subjects()) == [".", "..", "versions"]
+    assert client.delete_subject("..") == [1]
+    assert registry_server.registry.get_versions("versions") == [1]
+
+
+def test_a_subject_that_is_not_unicode_text_is_a_registry_error(registry_server: RegistryServer) -> None:
+    with pytest.raises(RegistryError, match="not Unicode text"):
+        client_for(registry_server).get_versions("bad\ud800")
+    assert registry_server.count() == 0
 
 
 def test_config_round_trip_with_group_and_rule_sets(registry_server: RegistryServer) -> None:
@@ -416,6 +443,175 @@ def test_a_gateway_page_instead_of_json_is_retried_then_reported(registry_server
     assert registry_server.count() == 3
 
 
+# -- hostile answers: deadlines, sizes, Retry-After, undecodable bodies ------------------------------
+
+
+def bytes_sent(flood: Flood) -> int:
+    """What the server wrote before the client hung up (it notices a moment later)."""
+    waited = time.monotonic() + 5
+    while not flood.sent and time.monotonic() < waited:
+        time.sleep(0.01)
+    return flood.sent[0]
+
+
+@pytest.mark.parametrize("headers", [False, True], ids=["body", "headers-and-body"])
+def test_a_trickling_answer_ends_at_the_request_deadline(
+    registry_server: RegistryServer, headers: bool
+) -> None:
+    # Each byte arrives well within the read timeout; only a deadline on the whole call stops it.
+    for n in range(3):
+        registry_server.registry.register_schema(f"users-value-{n}", user_schema())
+    registry_server.inject(*[Trickle(0.1, headers=headers)] * 3)
+    client = client_for(registry_server, read_timeout=1.0, request_timeout=1.0)
+    started = time.monotonic()
+    with pytest.raises(RegistryError, match="within 1s") as error:
+        client.get_subjects()
+    assert time.monotonic() - started < 1.6
+    assert error.value.status is None
+    assert registry_server.url in str(error.value)
+
+
+def test_the_deadline_covers_retries_and_their_backoff(registry_server: RegistryServer) -> None:
+    registry_server.inject(*[error_reply(503, 50003, "busy")] * 50)
+    client = client_for(
+        registry_server, max_retries=50, backoff_base=0.2, backoff_max=0.2, request_timeout=0.5
+    )
+    started = time.monotonic()
+    with pytest.raises(RegistryError, match="busy") as error:
+        client.get_subjects()
+    assert time.monotonic() - started < 0.9
+    assert error.value.status == 503
+    assert registry_server.count() < 50
+
+
+def test_an_answer_declaring_more_than_the_size_cap_is_refused_unread(
+    registry_server: RegistryServer,
+) -> None:
+    flood = Flood(300 * 1024 * 1024, declared=True)
+    registry_server.inject(flood)
+    with pytest.raises(RegistryError, match="larger than") as error:
+        client_for(registry_server, max_response_bytes=1024 * 1024).get_subjects()
+    assert error.value.status == 200
+    assert registry_server.count() == 1
+    assert bytes_sent(flood) < 300 * 1024 * 1024
+
+
+def test_an_endless_answer_is_cut_at_the_size_cap_without_holding_it(registry_server: RegistryServer) -> None:
+    flood = Flood(64 * 1024 * 1024, declared=False)
+    registry_server.inject(flood)
+    client = client_for(registry_server, max_response_bytes=1024 * 1024)
+    tracemalloc.start()
+    try:
+        with pytest.raises(RegistryError, match="larger than"):
+            client.get_subjects()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 1024 * 1024
+    assert registry_server.count() == 1
+    assert bytes_sent(flood) < 64 * 1024 * 1024
+
+
+def test_a_compressed_answer_counts_against_the_cap_once_decompressed(
+    registry_server: RegistryServer,
+) -> None:
+    bomb = gzip.compress(b"[" + b" " * (8 * 1024 * 1024) + b"]")
+    registry_server.inject(Reply(200, bomb, (("Content-Encoding", "gzip"),)))
+    with pytest.raises(RegistryError, match="larger than"):
+        client_for(registry_server, max_response_bytes=1024 * 1024).get_subjects()
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_retry_after_in_seconds_is_honoured(registry_server: RegistryServer, status: int) -> None:
+    registry_server.inject(error_reply(status, status * 100, "slow down", ("Retry-After", "1")))
+    started = time.monotonic()
+    assert client_for(registry_server, backoff_max=3.0).get_subjects() == []
+    assert 1.0 <= time.monotonic() - started < 2.0
+    assert registry_server.count() == 2
+
+
+def test_retry_after_as_an_http_date_is_honoured(registry_server: RegistryServer) -> None:
+    later = email.utils.formatdate(time.time() + 2, usegmt=True)
+    registry_server.inject(error_reply(503, 50003, "busy", ("Retry-After", later)))
+    started = time.monotonic()
+    assert client_for(registry_server, backoff_max=3.0).get_subjects() == []
+    assert 0.9 <= time.monotonic() - started < 3.0
+
+
+def test_retry_after_is_capped_by_the_backoff_bound(registry_server: RegistryServer) -> None:
+    registry_server.inject(error_reply(429, 42900, "slow down", ("Retry-After", "3600")))
+    started = time.monotonic()
+    assert client_for(registry_server, backoff_max=0.2).get_subjects() == []
+    assert time.monotonic() - started < 1.0
+
+
+def test_a_retry_after_beyond_the_deadline_fails_at_once(registry_server: RegistryServer) -> None:
+    registry_server.inject(error_reply(503, 50003, "maintenance", ("Retry-After", "30")))
+    started = time.monotonic()
+    with pytest.raises(RegistryError, match="maintenance") as error:
+        client_for(registry_server, backoff_max=60.0, request_timeout=2.0).get_subjects()
+    assert time.monotonic() - started < 0.5
+    assert (error.value.status, registry_server.count()) == (503, 1)
+
+
+@pytest.mark.parametrize(
+    ("reply", "call"),
+    [
+        (Reply(200, b"not gzip at all", (("Content-Encoding", "gzip"),)), "get_subjects"),
+        (Reply(200, b"[" * 100_000 + b"]" * 100_000), "get_subjects"),
+        (Reply(200, b"[1e999]"), "get_versions"),
+        (Reply(200, b"[NaN]"), "get_versions"),
+        (Reply(200, b"[" + b"9" * 5000 + b"]"), "get_versions"),
+        (Reply(200, b"[true]"), "get_versions"),
+        (Reply(200, b"[0]"), "get_versions"),
+        (Reply(200, b'{"id": 1e999}'), "register"),
+        (Reply(200, b'{"id": true}'), "register"),
+        (Reply(200, b'{"id": 2147483648}'), "register"),
+        (Reply(200, b'{"subject": "s", "version": 1e999, "id": 1, "schema": "\\"int\\""}'), "get_version"),
+        (Reply(200, b'{"subject": "s", "version": 1, "id": 1.5, "schema": "\\"int\\""}'), "get_version"),
+        (Reply(200, b"\xff\xfe\x00garbage"), "get_subjects"),
+        (Reply(500, b"{" * 100_000), "get_subjects"),
+    ],
+)
+def test_an_answer_that_cannot_be_decoded_is_a_registry_error(
+    registry_server: RegistryServer, reply: Reply, call: str
+) -> None:
+    registry_server.inject(*[reply] * 3)
+    client = client_for(registry_server)
+    calls = {
+        "get_subjects": client.get_subjects,
+        "get_versions": lambda: client.get_versions("s"),
+        "register": lambda: client.register_schema("s", user_schema()),
+        "get_version": lambda: client.get_version("s", 1),
+    }
+    with pytest.raises(RegistryError):
+        calls[call]()
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        {"backoff_base": -0.1},
+        {"backoff_max": -1.0},
+        {"backoff_base": float("nan")},
+        {"connect_timeout": 0},
+        {"read_timeout": -1.0},
+        {"read_timeout": float("inf")},
+        {"request_timeout": 0},
+        {"max_retries": -1},
+        {"max_retries": True},
+        {"max_retries": 1.5},
+        {"cache_ttl": -1.0},
+        {"cache_max_entries": 0},
+        {"max_response_bytes": 0},
+    ],
+)
+def test_bad_settings_fail_at_construction(setting: dict[str, Any]) -> None:
+    [(name, _)] = setting.items()
+    with pytest.raises(ValueError, match=name):
+        SchemaRegistryClient("http://127.0.0.1:1", **setting)
+
+
 # -- caches -----------------------------------------------------------------------------------------
 
 
@@ -541,6 +737,44 @@ def test_credentials_in_the_url_become_basic_auth() -> None:
         assert SECRET not in repr(client) and "s3cr3t" not in repr(client)
 
 
+@pytest.mark.parametrize(
+    "password",
+    [*(f"s3cr3t{mark}p4ssw0rd" for mark in "/#?,@: "), "s3cr3t@:/#?,p4ssw0rd", "s3cr3t%2Fp4ssw0rd"],
+)
+def test_any_password_in_the_url_becomes_basic_auth_and_never_shows(
+    password: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    with running_registry(LocalRegistry(), basic_auth=("key", password.replace("%2F", "/"))) as server:
+        url = server.url.replace("http://", f"http://key:{password}@")
+        client = client_for(f"{url}, {url}")
+        assert client.get_subjects() == []
+        with pytest.raises(RegistryError) as not_found:
+            client.get_schema(7)
+    with pytest.raises(RegistryError) as unreachable:
+        client_for(f"http://key:{password}@{unused_url()[7:]}", max_retries=0).get_subjects()
+    shown = [repr(client), str(not_found.value), str(unreachable.value)]
+    shown += [record.getMessage() for record in caplog.records]
+    for text in shown:
+        assert "s3cr3t" not in text and "p4ssw0rd" not in text, text
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://key:t0p-s3cret/x@",
+        "https://key:t0p-s3cret/x@host:notaport",
+        "ftp://key:t0p-s3cret@host",
+        "https://key:t0p-s3cret@host, https://other:t0p-s3cret2@host2",
+        "https://key:t0p-s3cret@ho st",
+    ],
+)
+def test_a_bad_url_with_credentials_never_shows_them(url: str) -> None:
+    with pytest.raises(ValueError) as error:
+        SchemaRegistryClient(url)
+    assert "t0p-s3cret" not in str(error.value) and "s3cret" not in str(error.value)
+
+
 def test_wrong_credentials_are_401_and_not_retried() -> None:
     with running_registry(LocalRegistry(), basic_auth=("key", SECRET)) as server:
         with pytest.raises(RegistryError, match="Unauthorized") as error:
@@ -622,3 +856,9 @@ def test_mutual_tls_sends_the_client_certificate(tls_files: TlsFiles) -> None:
         assert client_for(server, verify=tls_files.ca, cert=tls_files.client).get_subjects() == []
         with pytest.raises(RegistryError, match="could not reach"):
             client_for(server, verify=tls_files.ca, max_retries=0).get_subjects()
+
+
+@pytest.mark.parametrize("setting", [{"verify": "/nonexistent/ca.pem"}, {"cert": "/nonexistent/client.pem"}])
+def test_tls_files_that_cannot_be_loaded_are_a_registry_error(setting: dict[str, Any]) -> None:
+    with pytest.raises(RegistryError, match="TLS files"):
+        client_for("https://127.0.0.1:1", **setting).get_subjects()

@@ -581,23 +581,6 @@ def test_writes_leave_no_temporary_files(tmp_path: Path) -> None:
     assert files == ["a", "a/1.json", "a/2.json", "a/3.json", "a/4.json", "a/5.json", "config.json"]
 
 
-def test_a_failed_write_keeps_the_old_file_and_no_temp(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    registry = LocalRegistry(tmp_path)
-    registry.set_config(compatibility="FULL")
-    before = (tmp_path / "config.json").read_text()
-
-    def crash(*args: Any) -> None:
-        raise OSError("disk on fire")
-
-    monkeypatch.setattr("contracts.registry._local.os.replace", crash)
-    with pytest.raises(OSError, match="disk on fire"):
-        registry.set_config(compatibility="NONE")
-    assert (tmp_path / "config.json").read_text() == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json"]
-
-
 def write(path: Path, payload: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload))
