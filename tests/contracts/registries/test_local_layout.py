@@ -16,6 +16,7 @@ import pytest
 from fastavro import parse_schema, schemaless_writer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from contracts import remap_schema_ids
 from contracts.errors import ContractError, RegistryError
@@ -82,7 +83,7 @@ SUBJECTS = st.lists(
 
 
 @given(subjects=SUBJECTS, purged=st.sets(st.integers(0, 5)))
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_every_legal_subject_round_trips_through_a_reload_inside_the_root(
     subjects: list[str], purged: set[int]
 ) -> None:
