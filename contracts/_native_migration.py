@@ -5,33 +5,40 @@ projects the result onto the target schema. A chain of at most one JSONata rule 
 natively against the writer's record — and a chain of none, pure schema resolution — runs
 instead as Columns: the rule's outcome and status as the planner computes them for any native
 rule, then the projection (fields by name, defaults for missing ones, an error where the target
-gives none). Anything the projection cannot reproduce exactly (a value Python would convert or
-refuse differently, a default that is not a plain literal) keeps the Python path.
+gives none). Bytes, decimals, dates, times and timestamps are carried as they are where the target
+field has the same type as the field they come from (the Python path reads them through JSONata's
+JSON view and back, which keeps them exactly then). Anything the projection cannot reproduce
+exactly (a value Python would convert or refuse differently, a default that is not a plain
+literal) keeps the Python path.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from fastavro.schema import expand_schema
+
 from actions._protocol import Effect
+from contracts._avro_json import has_json_view
 from contracts._reasons import NativeReasons
 from contracts.loader import ContractVersion, rule_context
 from contracts.migration import Resolver, migration_steps, missing_field_message
 from contracts.planner import OUTCOME_PREFIX, RECORD, STATUS, Plan, PlannedRule, build_plan, native_status
+from executors._jsonata_native import SOURCE_KEY, source_type
 from executors._protocol import NativeStep
 from executors.jsonata import JsonataExecutor
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
-    from pyspark.sql.types import DataType, StructType
+    from pyspark.sql.types import DataType, StructField, StructType
 
 _OUTCOME = OUTCOME_PREFIX + "migration"
 # Source → target Spark types whose Python values the target's Arrow conversion takes exactly.
 _WIDENINGS = frozenset({("int", "bigint"), ("int", "double"), ("float", "double")})
 _LITERAL_TYPES = frozenset({"null", "boolean", "int", "long", "float", "double", "string", "enum"})
-_NOT_PLAIN = frozenset({"bytes", "fixed"})
 
 
 class _Inexact(Exception):
@@ -107,21 +114,20 @@ def _first_reason(reasons: list[tuple[Column | None, str]]) -> Column | None:
 
 
 def projection(source: StructType, target: ContractVersion, source_schema: Any = None) -> Projection:
-    """The projection of records of Spark type `source` (Avro schema `source_schema` when it is a
-    registered version) onto `target`; raises _Inexact where only Python gives the exact answer."""
+    """The projection of records of Spark type `source` onto `target`: the writer's records as they
+    are when `source_schema` is its Avro schema, else a JSONata result (whose fields copied from
+    the record say their Avro type in metadata); raises _Inexact where only Python is exact."""
     named = _named(target.avro_schema)
-    available = {f.name: f.dataType for f in source.fields}
-    source_fields = _avro_fields(source_schema) if source_schema is not None else {}
+    available = {f.name: f for f in source.fields}
+    wanted_types = _field_types(target.avro_schema)
+    writer_types = _field_types(source_schema) if source_schema is not None else {}
     fields = []
     for avro_field, spark_field in zip(target.avro_schema["fields"], target.spark_type.fields, strict=True):
         name = avro_field["name"]
-        if not _plain(avro_field["type"], named):
-            raise _Inexact(f"field {name} holds values Python converts")
-        if name in source_fields and not _plain(source_fields[name]["type"], _named(source_schema)):
-            raise _Inexact(f"writer field {name} holds values Python converts")
         widen = False
         if name in available:
-            have, want = available[name].simpleString(), spark_field.dataType.simpleString()
+            _same_values(name, wanted_types[name], writer_types.get(name), available[name], source_schema)
+            have, want = available[name].dataType.simpleString(), spark_field.dataType.simpleString()
             if have != want and (have, want) not in _WIDENINGS:
                 raise _Inexact(f"field {name}: {have} into {want}")
             widen = have != want
@@ -141,41 +147,38 @@ def projection(source: StructType, target: ContractVersion, source_schema: Any =
     return Projection(tuple(fields))
 
 
+def _same_values(name: str, wanted: Any, writer: Any, field: StructField, source_schema: Any) -> None:
+    """Raise _Inexact unless the Python path keeps the value of `field` as it is in the target.
+
+    A writer's record holds Avro values, which Python passes on unchanged where the writer's field
+    has the target's type. A JSONata result holds the JSON view, which Python reads back as the
+    target's type: exact where the value was a record field of that same type."""
+    if source_schema is not None:
+        if (has_json_view(writer) or has_json_view(wanted)) and source_type(writer) != source_type(wanted):
+            raise _Inexact(f"writer field {name} of another type holds values Python converts")
+    elif has_json_view(wanted):
+        copied = field.metadata.get(SOURCE_KEY)
+        if copied is None or json.loads(copied) != source_type(wanted):
+            raise _Inexact(f"field {name} read from the JSON view as another type")
+
+
 def _named(schema: Any) -> Mapping[str, Any]:
     return schema.get("__named_schemas", {}) if isinstance(schema, Mapping) else {}
 
 
-def _avro_fields(schema: Any) -> dict[str, Any]:
-    return {f["name"]: f for f in schema["fields"]}
-
-
-def _plain(schema: Any, named: Mapping[str, Any], seen: frozenset[str] = frozenset()) -> bool:
-    """Whether values of this Avro type are plain JSON data (no bytes, no logical types), which
-    fastavro and the Arrow conversion pass through unchanged."""
-    if isinstance(schema, list):
-        return all(_plain(branch, named, seen) for branch in schema)
-    if isinstance(schema, str):
-        if schema in named:
-            return schema in seen or _plain(named[schema], named, seen | {schema})
-        return schema not in _NOT_PLAIN
-    if schema.get("logicalType") is not None or schema["type"] in _NOT_PLAIN:
-        return False
-    kind = schema["type"]
-    if kind == "record":
-        inner = seen | {schema.get("name", "")}
-        return all(_plain(f["type"], named, inner) for f in schema["fields"])
-    if kind == "array":
-        return _plain(schema["items"], named, seen)
-    if kind == "map":
-        return _plain(schema["values"], named, seen)
-    return True
+def _field_types(schema: Any) -> dict[str, Any]:
+    """Each field's Avro type, named types written out (fastavro's expanded schema), by name."""
+    return {f["name"]: f["type"] for f in expand_schema(dict(schema))["fields"]}
 
 
 def _literal_default(schema: Any, named: Mapping[str, Any]) -> bool:
-    """Whether the field's default is a scalar literal (a union's default belongs to its first branch)."""
+    """Whether the field's default is a scalar literal Spark takes as it is (a union's default
+    belongs to its first branch; a logical type's default is JSON Python converts)."""
     first = schema[0] if isinstance(schema, list) else schema
     if isinstance(first, str) and first in named:
         first = named[first]
+    if isinstance(first, dict) and first.get("logicalType") is not None:
+        return False
     kind = first if isinstance(first, str) else first.get("type")
     return kind in _LITERAL_TYPES
 

@@ -157,11 +157,13 @@ def compile_rules(
     mode: RuleMode,
     rules: list[Rule],
     executors: PluginRegistry[Executor],
+    record: ContractVersion | None = None,
 ) -> list[tuple[RuleContext, Step | None]]:
-    """Compile each rule once with the executor for its name or type; None where there is none."""
+    """Compile each rule once with the executor for its name or type; None where there is none.
+    `record`: the version whose records the rules receive, when not their own (a migration's)."""
     compiled: list[tuple[RuleContext, Step | None]] = []
     for rule in rules:
-        ctx = rule_context(version, mode, rule)
+        ctx = rule_context(version, mode, rule, record=record)
         executor = executors.find(rule.type, rule_name=rule.name)
         if executor is None:
             compiled.append((ctx, None))

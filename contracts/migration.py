@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from contracts import _batch
+from contracts._avro_json import from_json_view
 from contracts.errors import ContractError, SerializationError
 from contracts.loader import ContractVersion, compile_rules, running_order
 from contracts.model import Rule, RuleMode
@@ -52,10 +53,11 @@ def migration_plans(
     executors: Any,
     resolve_action: Resolver,
 ) -> tuple[Plan, ...]:
-    """One compiled plan per migration step, in running order."""
+    """One compiled plan per migration step, in running order; the rules are compiled against the
+    writer's record, the one migrations start from (and a JSONata rule reads through its JSON view)."""
     plans = []
     for version, mode, rules in migration_steps(versions, writer, target):
-        compiled = compile_rules(version, mode, rules, executors)
+        compiled = compile_rules(version, mode, rules, executors, record=versions[writer])
         plan = build_plan(
             version.subject, version.version, mode, version.spark_type, compiled, resolve_action
         )
@@ -81,13 +83,23 @@ def missing_field_message(name: str) -> str:
 
 def project(value: Any, schema: Any) -> Any:
     """A migrated value read as the target schema: records keep the target's fields, taking
-    defaults for missing ones; a missing field without default is a SerializationError."""
+    defaults for missing ones; a missing field without default is a SerializationError. Values in
+    JSONata's JSON view (and defaults, which are JSON too) become the target's Avro values, as Java
+    reads the migrated JSON with the target schema; one that cannot is a SerializationError."""
+    projected = _project(value, schema)
+    try:
+        return from_json_view(projected, schema)
+    except SerializationError as e:
+        raise SerializationError(f"migrated record: {e}") from e
+
+
+def _project(value: Any, schema: Any) -> Any:
     if isinstance(schema, dict) and schema.get("type") == "record" and isinstance(value, Mapping):
         out = {}
         for field in schema["fields"]:
             name = field["name"]
             if name in value:
-                out[name] = project(value[name], field["type"])
+                out[name] = _project(value[name], field["type"])
             elif "default" in field:
                 out[name] = field["default"]
             else:
@@ -96,9 +108,9 @@ def project(value: Any, schema: Any) -> Any:
     if isinstance(schema, list):
         records = [branch for branch in schema if isinstance(branch, dict) and branch.get("type") == "record"]
         if len(records) == 1 and isinstance(value, Mapping):
-            return project(value, records[0])
+            return _project(value, records[0])
     if isinstance(schema, dict) and schema.get("type") == "array" and isinstance(value, list):
-        return [project(item, schema["items"]) for item in value]
+        return [_project(item, schema["items"]) for item in value]
     if isinstance(schema, dict) and schema.get("type") == "map" and isinstance(value, Mapping):
-        return {key: project(item, schema["values"]) for key, item in value.items()}
+        return {key: _project(item, schema["values"]) for key, item in value.items()}
     return value

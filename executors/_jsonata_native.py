@@ -7,15 +7,19 @@ rule the object must fit the record's own type exactly as the batch path's check
 result is plain data of another version's shape: the native record is a struct of the object's
 keys in JSONata's order, typed by their expressions (a key JSONata leaves out because its value is
 undefined is null there and flagged in the outcome's `undefined`), for the engine to project onto
-the target as it projects plain data.
+the target as it projects plain data. A key whose value is a record field taken unchanged carries
+that field's Avro type in its metadata (`SOURCE_KEY`): the projection reads it from the JSON view
+as the target's type, which keeps the value only where both types are the same.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from contracts.avro import TYPE_KEY
+from contracts._avro_json import canonical_type, has_json_view
+from contracts.avro import LOGICAL_TYPES_KEY, TYPE_KEY
 from contracts.model import RuleKind
 from executors._jsonata_values import (
     Scope,
@@ -25,12 +29,15 @@ from executors._jsonata_values import (
     both,
     compile_value,
     either,
+    field_schemas,
     is_null,
     negated,
+    non_null,
     plain,
     probing,
     spark_functions,
     truth,
+    whole,
 )
 from executors._protocol import NativeOutcome, RuleContext
 
@@ -38,27 +45,11 @@ if TYPE_CHECKING:
     from pyspark.sql import Column
     from pyspark.sql.types import DataType, StructField
 
-__all__ = ["Unsupported", "compile_rule"]
+__all__ = ["SOURCE_KEY", "Unsupported", "compile_rule", "source_type"]
 
 Entries = dict[str, Value]
-# Avro types whose values reach JSONata as non-JSON Python objects (bytes, dates, datetimes, Decimal,
-# UUID, time): jsonata-python refuses the whole input, so any such value fails every JSONata rule.
-_NOT_JSON = frozenset(
-    {
-        "bytes-None",
-        "fixed-None",
-        "bytes-decimal",
-        "fixed-decimal",
-        "int-date",
-        "int-time-millis",
-        "long-time-micros",
-        "long-timestamp-millis",
-        "long-timestamp-micros",
-        "long-local-timestamp-millis",
-        "long-local-timestamp-micros",
-        "string-uuid",
-    }
-)
+SOURCE_KEY = "jsonata.source"
+"""Metadata of a migration result's field: the Avro type of the record field it copies, as JSON."""
 _INT_RANGE = (-(2**31), 2**31 - 1)
 
 
@@ -82,9 +73,9 @@ def compile_rule(ast: Any, ctx: RuleContext, *, migration: bool) -> Callable[[Co
 def _condition(ast: Any, ctx: RuleContext, schema: Any) -> Callable[[Column], NativeOutcome]:
     def build(record: Column) -> NativeOutcome:
         F = spark_functions()
-        value = compile_value(ast, Scope(record, ctx.spark_type))
+        value = compile_value(ast, Scope(record, ctx.spark_type, schema))
         # The reference tests the result's Python truth: False, None, 0, '' and {} fail.
-        passed = both(both(json_only(schema, record), negated(value.error)), _truthy(value))
+        passed = both(negated(value.error), _truthy(value))
         return NativeOutcome(F.coalesce(as_column(passed), F.lit(False)))
 
     return build
@@ -99,7 +90,7 @@ def _truthy(value: Value) -> Any:
 def _transform(ast: Any, ctx: RuleContext, schema: Any, migration: bool) -> Callable[[Column], NativeOutcome]:
     def build(record: Column) -> NativeOutcome:
         F = spark_functions()
-        scope = Scope(record, ctx.spark_type)
+        scope = Scope(record, ctx.spark_type, schema)
         entries = _object(ast, scope)
         if entries is None:
             raise Unsupported("a transform whose result is always undefined")
@@ -109,9 +100,9 @@ def _transform(ast: Any, ctx: RuleContext, schema: Any, migration: bool) -> Call
             passed, result = errors, _plain_struct(entries)
             undefined = {k: as_column(v.missing) for k, v in entries.items() if v.missing is not False}
         else:
-            ok, result = _conforming_struct(entries, ctx)
+            ok, result = _conforming_struct(entries, ctx, schema)
             passed = either(errors, negated(ok))
-        passed = both(json_only(schema, record), negated(passed))
+        passed = negated(passed)
         return NativeOutcome(F.coalesce(as_column(passed), F.lit(False)), result, undefined)
 
     return build
@@ -141,8 +132,11 @@ def _object(node: Any, scope: Scope) -> Entries | None:
 
 
 def _record_entries(scope: Scope) -> Entries:
+    schemas = field_schemas(scope.schema)
     return {
-        f.name: Value("copy", scope.record.getField(f.name), f.dataType, nullable=f.nullable)
+        f.name: Value(
+            "copy", scope.record.getField(f.name), f.dataType, nullable=f.nullable, source=schemas[f.name]
+        )
         for f in scope.record_type.fields
     }
 
@@ -214,39 +208,47 @@ def _merge(node: Any, scope: Scope) -> Entries:
 
 
 def _plain_struct(entries: Entries) -> Column:
-    """A migration's result: the object's keys as struct fields, typed by their values."""
+    """A migration's result: the object's keys as struct fields, typed by their values; a field
+    taken unchanged from the record says its Avro type in its metadata (SOURCE_KEY)."""
     F = spark_functions()
     fields = []
     for name, value in entries.items():
         if value.kind == "null" or value.numeric == "auto":
             raise Unsupported("a migration value whose Python type varies per record")
-        column = value.column
+        column = whole(value)
         if value.missing is not False:
             column = F.when(~as_column(value.missing), column)
-        fields.append(column.alias(name))
+        metadata = {SOURCE_KEY: json.dumps(source_type(value.source))} if value.source is not None else None
+        fields.append(column.alias(name, metadata=metadata))
     return F.struct(*fields)
 
 
-def _conforming_struct(entries: Entries, ctx: RuleContext) -> tuple[Any, Column]:
+def source_type(schema: Any) -> Any:
+    """An (expanded) Avro type as the data two types holding the same values share, null aside."""
+    return canonical_type(non_null(schema), schema)
+
+
+def _conforming_struct(entries: Entries, ctx: RuleContext, schema: Any) -> tuple[Any, Column]:
     """A domain result as the record's type, and whether it fits (the batch path's schema check)."""
     F = spark_functions()
     ok: Any = True
     fields = []
+    types = field_schemas(schema)
     for field in ctx.spark_type.fields:
-        fits, column = _conforming_field(entries.get(field.name), field)
+        fits, column = _conforming_field(entries.get(field.name), field, types[field.name])
         ok = both(ok, fits)
         fields.append(column.alias(field.name))
     return ok, F.struct(*fields)
 
 
-def _conforming_field(value: Value | None, field: StructField) -> tuple[Any, Column]:
+def _conforming_field(value: Value | None, field: StructField, avro: Any) -> tuple[Any, Column]:
     F = spark_functions()
     if value is None or value.kind == "null":
         if not field.nullable:
             raise Unsupported(f"field {field.name} always missing")
         return True, F.lit(None).cast(field.dataType)
-    fits, column = _present(value, field)
-    if value.kind == "copy":
+    fits, column = _present(value, field, avro)
+    if value.kind == "copy" and value.missing is False:
         # A field copied whole keeps its own nulls, which the same type allows.
         return fits, column
     absent = either(value.missing, is_null(value))
@@ -258,16 +260,24 @@ def _conforming_field(value: Value | None, field: StructField) -> tuple[Any, Col
     return F.when(absent, F.lit(field.nullable)).otherwise(as_column(fits)), F.when(~absent, column)
 
 
-def _present(value: Value, field: StructField) -> tuple[Any, Column]:
-    """Whether a defined, non-null value fits the field's Avro type, and the value as its Spark type."""
+def _present(value: Value, field: StructField, avro: Any) -> tuple[Any, Column]:
+    """Whether a defined, non-null value fits the field's Avro type, and the value as its Spark type.
+    Into a field whose JSON view differs from its Column (bytes, logical types) only that field's
+    own type, taken unchanged, comes back as it was; anything else is read back in Python."""
     from pyspark.sql import types as T
 
     avro_type = field.metadata.get(TYPE_KEY)
     target = field.dataType
+    if has_json_view(avro) or field.metadata.get(LOGICAL_TYPES_KEY):
+        if value.source is None or source_type(value.source) != source_type(avro):
+            raise Unsupported(f"field {field.name} from a value of another type")
+        if not same_shape(value.dtype, target):
+            raise Unsupported(f"field {field.name} of another type")
+        return True, whole(value)
     if value.kind in ("copy", "record"):
         if not same_shape(value.dtype, target):
             raise Unsupported(f"field {field.name} of another type")
-        return True, value.column
+        return True, whole(value)
     if value.kind == "string" and isinstance(target, T.StringType) and avro_type == "STRING":
         return True, value.column
     if value.kind == "boolean" and isinstance(target, T.BooleanType):
@@ -326,49 +336,3 @@ def same_shape(a: DataType, b: DataType) -> bool:
     if isinstance(a, T.MapType) and isinstance(b, T.MapType):
         return a.valueContainsNull == b.valueContainsNull and same_shape(a.valueType, b.valueType)
     return a == b
-
-
-def json_only(schema: Any, column: Column) -> Any:
-    """True where the value holds only JSON types: jsonata-python rejects a record carrying bytes,
-    dates, timestamps, decimals, UUIDs or times anywhere, whatever the expression reads."""
-    F = spark_functions()
-    if isinstance(schema, list):
-        branches = [b for b in schema if b != "null"]
-        if len(branches) == 1:
-            return json_only(branches[0], column)
-        if all(isinstance(b, str) for b in branches):
-            return json_only_members(branches, column) if _member_struct(branches) else True
-        return json_only_members(branches, column)
-    kind = schema if isinstance(schema, str) else schema["type"]
-    logical = None if isinstance(schema, str) else schema.get("logicalType")
-    if f"{kind}-{logical}" in _NOT_JSON:
-        return column.isNull()
-    if kind == "record":
-        inner: Any = True
-        for field in schema["fields"]:
-            inner = both(inner, json_only(field["type"], column.getField(field["name"])))
-        return inner if inner is True else column.isNull() | as_column(inner)
-    if kind in ("array", "map"):
-        values = column if kind == "array" else F.map_values(column)
-        element = schema["items"] if kind == "array" else schema["values"]
-        probe = json_only(element, column)
-        if probe is True:
-            return True
-        check = F.forall(values, lambda item: as_column(json_only(element, item)))
-        return F.coalesce(check, F.lit(True))
-    return True
-
-
-def json_only_members(branches: list[Any], column: Column) -> Any:
-    """A multi-branch union is a struct of members, one non-null: each must hold JSON."""
-    flag: Any = True
-    for index, branch in enumerate(branches):
-        flag = both(flag, json_only(branch, column.getField(f"member{index}")))
-    return flag
-
-
-def _member_struct(branches: list[str]) -> bool:
-    """Whether spark-avro keeps these primitive branches as members (not widened to one type)."""
-    from contracts._avro_types import is_widened_union
-
-    return not is_widened_union(branches)

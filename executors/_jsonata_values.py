@@ -4,6 +4,10 @@ A compiled expression is a `Value`: its Column, its JSONata kind, whether it is 
 missing key, a path through null — distinct from JSON null, which a record's null field is) and
 whether jsonata-python would raise. Flags are Python booleans when known at compile time, else
 non-null boolean Columns. What has no exact native form raises `Unsupported`.
+
+jsonata-python reads a record's JSON view (contracts._avro_json): bytes, decimals, dates and
+timestamps are strings and numbers there, which these Columns do not compute with; such a field
+is a `copy`, taken whole into a result, where `whole` gives the value the view carries back.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from contracts._avro_json import has_json_view
 from contracts.avro import TYPE_KEY
 
 if TYPE_CHECKING:
@@ -78,8 +83,10 @@ class Unsupported(Exception):
 @dataclass(frozen=True)
 class Value:
     """A JSONata value as Columns. kind: string, number, boolean, record, null (the literal), or
-    copy (a record field taken whole by `$`, `$sift` or `$merge`, any type). numeric: for numbers,
-    the Python type jsonata-python yields — int, float, or auto (int when integral: arithmetic)."""
+    copy (a record field taken whole by `$`, `$sift`, `$merge` or a path, any type). numeric: for
+    numbers, the Python type jsonata-python yields — int, float, or auto (int when integral:
+    arithmetic). source: the Avro type (fastavro's expanded schema) of a value taken unchanged
+    from the record, None for a computed one."""
 
     kind: str
     column: Column
@@ -88,6 +95,7 @@ class Value:
     error: Any = False
     numeric: str = ""
     nullable: bool = True
+    source: Any = None
 
 
 def either(a: Any, b: Any) -> Any:
@@ -131,13 +139,87 @@ def plain(node: Any) -> Any:
 
 @dataclass(frozen=True)
 class Scope:
-    """The record being evaluated: its struct Column and Spark type."""
+    """The record being evaluated: its struct Column, Spark type and Avro schema (expanded)."""
 
     record: Column
     record_type: StructType
+    schema: Any
 
     def root(self) -> Value:
-        return Value("record", self.record, self.record_type, nullable=False)
+        return Value("record", self.record, self.record_type, nullable=False, source=self.schema)
+
+
+def non_null(schema: Any) -> Any:
+    """A ["null", T] union's T; any other type as it is."""
+    if isinstance(schema, list):
+        branches = [branch for branch in schema if branch != "null"]
+        if len(branches) == 1:
+            return branches[0]
+    return schema
+
+
+def field_schemas(record: Any) -> dict[str, Any]:
+    """The Avro type of each field of an (expanded) record schema, by name."""
+    return {f["name"]: f["type"] for f in non_null(record)["fields"]}
+
+
+def whole(value: Value) -> Column:
+    """The value as a result holds it: what the JSON view carries back (see `view_column`)."""
+    if value.source is None:
+        return value.column
+    viewed = view_column(value.column, value.source, value.dtype)
+    return value.column if viewed is None else viewed
+
+
+def view_column(column: Column, schema: Any, dtype: DataType) -> Column | None:
+    """The Column a value of this Avro type becomes on its way through the JSON view and back,
+    None where that is the value itself: a millisecond timestamp loses its microseconds (the view
+    counts milliseconds). A fixed (whose size the way back checks) or a union of several branches
+    holding bytes or logical types has no exact native form."""
+    from pyspark.sql import types as T
+
+    F = spark_functions()
+    schema = non_null(schema)
+    if isinstance(schema, list):
+        if any(has_json_view(branch) for branch in schema):
+            raise Unsupported("a union of several branches with bytes or logical types")
+        return None
+    kind = schema if isinstance(schema, str) else schema["type"]
+    logical = None if isinstance(schema, str) else schema.get("logicalType")
+    if kind == "fixed" and logical != "decimal":
+        raise Unsupported("a fixed, whose size the JSON view's way back checks")
+    if kind == "long" and logical == "timestamp-millis":
+        return F.timestamp_millis(F.unix_millis(column))
+    if kind == "long" and logical == "local-timestamp-millis":
+        fraction = F.extract(F.lit("SECOND"), column) * F.lit(1000) % F.lit(1)
+        return column - F.make_dt_interval(secs=fraction / F.lit(1000))
+    if kind == "record" and isinstance(dtype, T.StructType):
+        fields = [
+            (f.name, view_column(column.getField(f.name), f_schema["type"], f.dataType))
+            for f, f_schema in zip(dtype.fields, schema["fields"], strict=True)
+        ]
+        if all(viewed is None for _, viewed in fields):
+            return None
+        rebuilt = F.struct(
+            *[
+                (viewed if viewed is not None else column.getField(name)).alias(name)
+                for name, viewed in fields
+            ]
+        )
+        return F.when(column.isNotNull(), rebuilt)
+    if kind == "array" and isinstance(dtype, T.ArrayType):
+        probe = view_column(column, schema["items"], dtype.elementType)
+        if probe is None:
+            return None
+        return F.transform(column, lambda item: view_column(item, schema["items"], dtype.elementType))
+    if kind == "map" and isinstance(dtype, T.MapType):
+        probe = view_column(column, schema["values"], dtype.valueType)
+        if probe is None:
+            return None
+        return F.transform_values(
+            column, lambda _, item: view_column(item, schema["values"], dtype.valueType)
+        )
+    return None
 
 
 def compile_value(node: Any, scope: Scope) -> Value:
@@ -201,20 +283,31 @@ def _field(parent: Value, name: str) -> Value:
     if name not in fields:
         raise Unsupported(f"no field {name}")
     field = fields[name]
+    source = field_schemas(parent.source)[name] if parent.source is not None else None
     # A step through a null record is undefined (the root record is never null).
     missing = either(parent.missing, parent.column.isNull()) if parent.nullable else parent.missing
-    kind = field_kind(field)
+    kind = field_kind(field, source)
     return Value(
-        kind, parent.column.getField(name), field.dataType, missing, parent.error, _numeric(field), True
+        kind,
+        parent.column.getField(name),
+        field.dataType,
+        missing,
+        parent.error,
+        _numeric(field),
+        True,
+        source,
     )
 
 
-def field_kind(field: StructField) -> str:
-    """A record field's JSONata kind when a path reaches it; arrays, maps, unions and bytes have none here."""
+def field_kind(field: StructField, source: Any = None) -> str:
+    """A record field's JSONata kind when a path reaches it: bytes, decimals, dates and timestamps
+    are copies (their JSON view is not what the Column holds); arrays, maps and unions have none."""
     from pyspark.sql import types as T
 
     avro_type = field.metadata.get(TYPE_KEY)
     dtype = field.dataType
+    if source is not None and _viewed_leaf(non_null(source)):
+        return "copy"
     if isinstance(dtype, T.StringType) and avro_type in ("STRING", "ENUM"):
         return "string"
     if isinstance(dtype, T.BooleanType) and avro_type == "BOOLEAN":
@@ -224,6 +317,28 @@ def field_kind(field: StructField) -> str:
     if isinstance(dtype, T.StructType) and avro_type == "RECORD":
         return "record"
     raise Unsupported(f"field {field.name} of type {dtype.simpleString()}")
+
+
+_VIEWED_LOGICAL = frozenset(
+    {
+        "decimal",
+        "date",
+        "timestamp-millis",
+        "timestamp-micros",
+        "local-timestamp-millis",
+        "local-timestamp-micros",
+    }
+)
+
+
+def _viewed_leaf(schema: Any) -> bool:
+    """Bytes, fixed, decimals, dates and timestamps: values whose JSON view is another JSON type
+    than their Column holds (times and uuids are numbers and strings in both)."""
+    if isinstance(schema, str):
+        return schema == "bytes"
+    if not isinstance(schema, dict):
+        return False
+    return schema["type"] in ("bytes", "fixed") or schema.get("logicalType") in _VIEWED_LOGICAL
 
 
 def _numeric(field: StructField) -> str:
@@ -340,7 +455,9 @@ def _equality(op: str, left: Value, right: Value) -> Value:
     from pyspark.sql import types as T
 
     kinds = {left.kind, right.kind} - {"null"}
-    if len(kinds) > 1 or kinds - {"string", "number", "boolean"}:
+    # Against the null literal any value compares by its nullness (a copy's JSON view is null too).
+    compared = kinds if "null" not in (left.kind, right.kind) else set()
+    if len(kinds) > 1 or compared - {"string", "number", "boolean"}:
         raise Unsupported("equality of these kinds")
     left_null, right_null = as_column(is_null(left)), as_column(is_null(right))
     if kinds and "null" not in (left.kind, right.kind):

@@ -1,8 +1,10 @@
 """The JSONata executor: TRANSFORM and CONDITION rules, domain and migration (SEMANTICS.md §5).
 
-Every rule gets a batch step running jsonata-python exactly as the reference does; the common
-shapes (renames, drops, constants, field copies, `&`, arithmetic, comparisons, boolean logic)
-also compile to native Spark Columns that give the same answers.
+Every rule gets a batch step running jsonata-python on the record's JSON view (as Java's client
+does: bytes, decimals, dates, times and timestamps in Avro's JSON form); the common shapes
+(renames, drops, constants, field copies, `&`, arithmetic, comparisons, boolean logic) also
+compile to native Spark Columns that give the same answers. Each evaluation is bounded in time
+and depth (README.md), so a runaway expression fails its rule for that record.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Mapping
 
 from contracts.errors import ContractError
 from contracts.model import RuleMode
-from executors._jsonata_runtime import Bounds, JsonataBatch, parse
+from executors._jsonata_runtime import DEFAULT_MAX_DEPTH, DEFAULT_TIMEOUT_MS, Bounds, JsonataBatch, parse
 from executors._protocol import BatchStep, NativeStep, RuleContext, Step
 
 TIMEOUT_PARAM = "jsonata.timeout.ms"
@@ -30,23 +32,28 @@ class JsonataExecutor:
 
         expr = ctx.rule.expr or ""
         _check_syntax(expr)
-        batch = BatchStep(JsonataBatch(expr, ctx.rule.kind, bounds(ctx.params)))
+        migration = ctx.mode in MIGRATION_MODES
+        batch = BatchStep(JsonataBatch(expr, ctx.rule.kind, bounds(ctx.params), ctx.schema, migration))
         try:
-            build = compile_rule(parse(expr).ast, ctx, migration=ctx.mode in MIGRATION_MODES)
+            build = compile_rule(parse(expr).ast, ctx, migration=migration)
         except Unsupported:
             return batch
         return NativeStep(build, batch=batch)
 
 
 def bounds(params: Mapping[str, str]) -> Bounds:
-    """The rule's time and depth bounds; a param that is not a positive integer is a bad contract."""
-    return Bounds(_positive(params, TIMEOUT_PARAM), _positive(params, MAX_DEPTH_PARAM))
+    """The rule's time and depth bounds, the defaults unless its params say otherwise; a param that
+    is not a positive integer is a bad contract."""
+    return Bounds(
+        _positive(params, TIMEOUT_PARAM, DEFAULT_TIMEOUT_MS),
+        _positive(params, MAX_DEPTH_PARAM, DEFAULT_MAX_DEPTH),
+    )
 
 
-def _positive(params: Mapping[str, str], name: str) -> int | None:
+def _positive(params: Mapping[str, str], name: str, default: int) -> int:
     text = params.get(name)
     if text is None:
-        return None
+        return default
     try:
         value = int(text)
     except ValueError:

@@ -7,6 +7,8 @@ records, and the two must agree row for row.
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import json
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ from hypothesis_profiles import examples
 from actions.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
 from contracts import dataframe as dataframe_module
-from contracts.avro import avro_to_spark_value, parse_schema, struct_type
+from contracts.avro import avro_to_spark_value, parse_schema, spark_to_avro_value, struct_type
 
 SUBJECT = "people-value"
 MAJOR = "application.major.version"
@@ -28,6 +30,20 @@ ADDR = {
     "name": "Addr",
     "fields": [{"name": "city", "type": "string"}, {"name": "zip", "type": ["null", "int"]}],
 }
+AMOUNT = {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}
+MILLIS = {"type": "long", "logicalType": "timestamp-millis"}
+MICROS = {"type": "long", "logicalType": "timestamp-micros"}
+FEE = {"type": "fixed", "name": "Fee", "size": 4, "logicalType": "decimal", "precision": 8, "scale": 3}
+# Types JSON cannot carry: JSONata reads them through their JSON view, natively they are carried.
+VIEWED = [
+    {"name": "amount", "type": AMOUNT},
+    {"name": "fee", "type": ["null", FEE], "default": None},
+    {"name": "at", "type": MILLIS},
+    {"name": "seen", "type": ["null", MICROS], "default": None},
+    {"name": "local", "type": {"type": "long", "logicalType": "local-timestamp-millis"}},
+    {"name": "day", "type": {"type": "int", "logicalType": "date"}},
+    {"name": "cutoff", "type": {"type": "int", "logicalType": "time-millis"}},
+]
 WRITER = {
     "type": "record",
     "name": "Person",
@@ -40,6 +56,7 @@ WRITER = {
         {"name": "addr", "type": ["null", ADDR]},
         {"name": "level", "type": {"type": "enum", "name": "Level", "symbols": ["LOW", "HIGH"]}},
         {"name": "tags", "type": {"type": "array", "items": "string"}},
+        *VIEWED,
         {"name": "blob", "type": ["null", "bytes"], "default": None},
     ],
 }
@@ -54,7 +71,19 @@ RENAMED_FIELDS = [
     WRITER["fields"][4],
     WRITER["fields"][5],
     {"name": "tags", "type": {"type": "array", "items": "string"}},
+    *VIEWED,
     {"name": "country", "type": "string", "default": "NZ"},
+]
+# Renames of fields JSON cannot carry, into fields of the same types.
+PAYMENT = (
+    "$merge([$sift($, function($v, $k) {$k != 'at' and $k != 'amount' and $k != 'blob'}),"
+    " {'paidAt': at, 'total': $.amount, 'memo': blob}])"
+)
+PAYMENT_FIELDS = [
+    *(f for f in WRITER["fields"] if f["name"] not in ("at", "amount", "blob")),
+    {"name": "paidAt", "type": MILLIS},
+    {"name": "total", "type": AMOUNT},
+    {"name": "memo", "type": ["null", "bytes"], "default": None},
 ]
 FLATTENED = "{'fullName': name & ' ' & ssn, 'years': age, 'city': addr.city, 'zip': addr.zip}"
 
@@ -70,12 +99,28 @@ def _flat(city: dict[str, Any]) -> list[dict[str, Any]]:
 
 # (case, the UPGRADE rule's expression or None, the target's fields)
 CASES = [
-    ("schema resolution only", None, [*WRITER["fields"][:4], {"name": "extra", "type": "int", "default": 7}]),
+    (
+        "schema resolution only",
+        None,
+        [*WRITER["fields"][:4], *VIEWED, {"name": "extra", "type": "int", "default": 7}],
+    ),
     ("rename, widen, default", RENAME, RENAMED_FIELDS),
+    ("renamed decimals, timestamps and bytes", PAYMENT, PAYMENT_FIELDS),
     ("nested path with default", FLATTENED, _flat({"type": "string", "default": "nowhere"})),
     ("nested path without default", FLATTENED, _flat({"type": "string"})),
 ]
 NAMES = st.text(st.characters(blacklist_categories=("Cs",)), max_size=4) | st.sampled_from(["", "ann", "é"])
+UTC = datetime.timezone.utc
+# Microseconds in millisecond fields too: a DataFrame may hold them, the JSON view drops them.
+INSTANTS = st.datetimes(datetime.datetime(1800, 1, 1), datetime.datetime(2300, 1, 1))
+
+
+def _decimals(precision: int, scale: int) -> st.SearchStrategy[decimal.Decimal]:
+    return st.integers(-(10**precision) + 1, 10**precision - 1).map(
+        lambda n: decimal.Decimal(n).scaleb(-scale)
+    )
+
+
 PEOPLE = st.fixed_dictionaries(
     {
         "name": NAMES,
@@ -85,6 +130,13 @@ PEOPLE = st.fixed_dictionaries(
         "addr": st.none() | st.fixed_dictionaries({"city": NAMES, "zip": st.none() | st.integers(0, 99999)}),
         "level": st.sampled_from(["LOW", "HIGH"]),
         "tags": st.lists(NAMES, max_size=2),
+        "amount": _decimals(9, 2),
+        "fee": st.none() | _decimals(8, 3),
+        "at": INSTANTS.map(lambda d: d.replace(tzinfo=UTC)),
+        "seen": st.none() | INSTANTS.map(lambda d: d.replace(tzinfo=UTC)),
+        "local": INSTANTS,
+        "day": st.dates(datetime.date(1800, 1, 1), datetime.date(2300, 1, 1)),
+        "cutoff": st.times().map(lambda t: t.replace(microsecond=t.microsecond // 1000 * 1000)),
         "blob": st.none() | st.binary(max_size=3),
     }
 )
@@ -131,9 +183,37 @@ def writer_rows(spark: Any, people: list[dict[str, Any]]) -> Any:
     return spark.createDataFrame(rows, schema)
 
 
+def person(**fields: Any) -> dict[str, Any]:
+    """A writer record; `fields` override its values."""
+    return {
+        "name": "a",
+        "ssn": "1",
+        "age": 1,
+        "score": 0.5,
+        "addr": None,
+        "level": "LOW",
+        "tags": [],
+        "amount": decimal.Decimal("-12.50"),
+        "fee": decimal.Decimal("0.125"),
+        "at": datetime.datetime(2024, 2, 29, 23, 59, 59, 999000, tzinfo=UTC),
+        "seen": None,
+        "local": datetime.datetime(1969, 12, 31, 23, 59, 59, 1000),
+        "day": datetime.date(2024, 2, 29),
+        "cutoff": datetime.time(23, 59, 59, 999000),
+        "blob": b"\x00\xff",
+        **fields,
+    }
+
+
+def runs_natively(reader: DataContract, df: Any) -> bool:
+    """Whether `read(df, writer_version=1)` migrates as Columns (its native form resolved by Spark)."""
+    writer = reader._compiler.writer(reader.registry.get_version(SUBJECT, 1))
+    return 1 in reader._natives([writer], df)
+
+
 def read_both(monkeypatch: pytest.MonkeyPatch, reader: DataContract, df: Any) -> tuple[Any, Any]:
     """(native rows or error text, Python rows or error text), ordered by the `row` column."""
-    assert reader._compiler.writer(reader.registry.get_version(SUBJECT, 1)).native is not None
+    assert runs_natively(reader, df)
     native = _outcome(lambda: reader.read(df, writer_version=1))
     with monkeypatch.context() as patched:
         patched.setattr(dataframe_module, "native_migration", lambda *args: None)
@@ -160,15 +240,53 @@ def test_native_migrations_equal_the_python_path(
     assert native == python
 
 
+def test_renamed_decimals_timestamps_and_bytes_keep_their_values_without_a_python_pass(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Java's client migrates such records (through their JSON form); so do both paths here, and
+    the native one is all Spark: no Python in the plan."""
+    import contextlib
+    import io
+
+    people = [person(), person(name="b", fee=None, blob=None, at=datetime.datetime(1000, 1, 1, tzinfo=UTC))]
+    reader = contract(tmp_path, PAYMENT, PAYMENT_FIELDS)
+    df = writer_rows(spark, people)
+    assert runs_natively(reader, df)
+    migrated = reader.read(df, writer_version=1)
+    plan = io.StringIO()
+    with contextlib.redirect_stdout(plan):
+        migrated.explain()
+    assert "MapInArrow" not in plan.getvalue() and "EvalPython" not in plan.getvalue()
+    target = parse_schema({**WRITER, "fields": PAYMENT_FIELDS})
+    names = [f["name"] for f in PAYMENT_FIELDS]
+    collected = sorted(migrated.collect(), key=lambda row: row["row"])
+    rows = [spark_to_avro_value({name: row[name] for name in names}, target) for row in collected]
+    for row, written in zip(rows, people, strict=True):
+        assert (row["paidAt"], row["total"], row["memo"]) == (
+            written["at"],
+            written["amount"],
+            written["blob"],
+        )
+        kept = ("fee", "local", "day", "cutoff")
+        assert {k: row[k] for k in kept} == {k: written[k] for k in kept}
+    assert str(rows[0]["total"]) == "-12.50" and str(rows[0]["fee"]) == "0.125"
+
+
+# A rename that fails where the record's ssn is null (JSONata cannot order null).
+FAILING = (
+    "$merge([$sift($, function($v, $k) {$k != 'ssn' and $k != 'blob'}),"
+    " {'socialSecurityNumber': $.'ssn', 'early': ssn < 'm'}])"
+)
+
+
 @pytest.mark.parametrize("on_failure", ["NONE", "DLQ", "ERROR"])
 def test_a_failing_native_migration_follows_its_action_as_python_does(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, on_failure: str
 ) -> None:
-    """A record holding bytes fails every JSONata rule (jsonata-python refuses it)."""
-    base = {"name": "a", "ssn": "1", "age": 1, "score": 0.5, "addr": None, "level": "LOW", "tags": []}
-    people = [{**base, "blob": None}, {**base, "name": "b", "blob": b"\x00"}]
+    """Record b's rename fails; it holds decimals, timestamps and bytes like record a."""
+    people = [person(), person(name="b", ssn=None)]
     fields = [f for f in RENAMED_FIELDS if f["name"] != "socialSecurityNumber"]
-    reader = contract(tmp_path, RENAME, fields, on_failure)
+    reader = contract(tmp_path, FAILING, fields, on_failure)
     native, python = read_both(monkeypatch, reader, writer_rows(spark, people))
     assert native == python
     if on_failure == "ERROR":
@@ -179,16 +297,30 @@ def test_a_failing_native_migration_follows_its_action_as_python_does(
         from_native, from_python = reader.dlq_sink.read("people-dlq")
         assert dict(from_native.headers) == dict(from_python.headers)
         assert from_native.value == from_python.value
-        assert b"Only JSON types" in dict(from_native.headers)["__rule.exception"]
+        assert b"must evaluate to numeric or string values" in dict(from_native.headers)["__rule.exception"]
 
 
-def test_shapes_without_an_exact_native_form_stay_in_python(tmp_path: Path) -> None:
+def test_shapes_without_an_exact_native_form_stay_in_python(spark: Any, tmp_path: Path) -> None:
+    df = writer_rows(spark, [person()])
     chained = contract(tmp_path, "$sift($, function($v, $k) {$k != 'blob'})", WRITER["fields"][:-1])
-    assert chained._compiler.writer(chained.registry.get_version(SUBJECT, 1)).native is not None
+    assert runs_natively(chained, df)
     doubled = contract(tmp_path, "{'name': name, 'twice': age * 2}", [WRITER["fields"][0]])
-    assert doubled._compiler.writer(doubled.registry.get_version(SUBJECT, 1)).native is None
-    bytes_kept = contract(tmp_path, None, WRITER["fields"])
-    assert bytes_kept._compiler.writer(bytes_kept.registry.get_version(SUBJECT, 1)).native is None
+    assert not runs_natively(doubled, df)
+    assert runs_natively(contract(tmp_path, None, WRITER["fields"]), df)
+    # Python reads the JSON view back as the target's type: milliseconds taken for microseconds,
+    # a time of day for a plain int, a date's days into a timestamp: no native form gives that.
+    for copied, into in [
+        ("at", MICROS),
+        ("cutoff", {"type": "long", "logicalType": "time-micros"}),
+        ("day", MILLIS),
+    ]:
+        reshaped = contract(
+            tmp_path, f"{{'name': name, 'x': {copied}}}", [WRITER["fields"][0], {"name": "x", "type": into}]
+        )
+        assert not runs_natively(reshaped, df), (copied, into)
+    # Schema resolution alone passes Avro values on unchanged, so a type changed under a name is Python's.
+    retyped = [{**f, "type": MICROS} if f["name"] == "at" else f for f in WRITER["fields"]]
+    assert not runs_natively(contract(tmp_path, None, retyped), df)
 
 
 def frames(reader: DataContract, people: list[dict[str, Any]], second: dict[str, Any]) -> list[bytes]:
@@ -210,8 +342,9 @@ def frames(reader: DataContract, people: list[dict[str, Any]], second: dict[str,
 
 
 DESERIALIZE_CASES = [
-    ("rename, failing rule continues", RENAME, RENAMED_FIELDS, "NONE", "DLQ"),
-    ("rename, failing rule to DLQ", RENAME, RENAMED_FIELDS, "DLQ", "DLQ"),
+    ("rename, failing rule continues", FAILING, RENAMED_FIELDS, "NONE", "DLQ"),
+    ("rename, failing rule to DLQ", FAILING, RENAMED_FIELDS, "DLQ", "DLQ"),
+    ("renamed decimals, timestamps and bytes", PAYMENT, PAYMENT_FIELDS, "DLQ", "DLQ"),
     ("missing field to the decode DLQ", FLATTENED, _flat({"type": "string"}), "NONE", "DLQ"),
     ("missing field fails the job", FLATTENED, _flat({"type": "string"}), "NONE", "ERROR"),
 ]
@@ -232,25 +365,32 @@ def test_deserialize_migrates_natively_as_python_does(
     on_failure: str,
     policy: str,
 ) -> None:
-    """Rows of writer version 1 (one holding bytes, one without an address), one of version 2 and
-    an undecodable frame: the same rows, DLQ records and errors both ways. Under ERROR only the
-    record without an address fails, so which failure the job reports does not depend on timing."""
-    base = {"name": "a", "ssn": "1", "age": 1, "score": 0.5, "level": "LOW", "tags": []}
+    """Rows of writer version 1 (one whose ssn is null, one without an address; all with decimals,
+    timestamps and bytes), one of version 2 and an undecodable frame: the same rows, DLQ records and
+    errors both ways. Under ERROR only the record without an address fails, so which failure the
+    job reports does not depend on timing."""
     city = {"city": "x", "zip": None}
     people = [
-        {**base, "addr": city, "blob": None},
-        {**base, "name": "b", "addr": city, "blob": b"\x00"},
-        {**base, "name": "c", "addr": None},
+        person(addr=city, blob=None),
+        person(name="b", ssn=None, addr=city),
+        person(name="c", addr=None),
     ]
     if policy == "ERROR":
         people = [people[0], people[2]]
     reader = contract(tmp_path, expr, fields, on_failure)
-    assert reader._compiler.writer(reader.registry.get_version(SUBJECT, 1)).native is not None
-    target = {f["name"]: f for f in fields}
-    second = {k: people[0].get(k, "2") for k in target} | {"fullName": "v2", "years": 2, "zip": None}
+    later = {
+        "fullName": "v2",
+        "years": 2,
+        "zip": None,
+        "paidAt": people[0]["at"],
+        "total": people[0]["amount"],
+        "memo": None,
+    }
+    second = {f["name"]: later.get(f["name"], people[0].get(f["name"], "2")) for f in fields}
     framed = frames(reader, people, second)[: None if policy == "DLQ" else -1]
     rows = [(None, value, "people", 0, offset) for offset, value in enumerate(framed)]
     df = spark.createDataFrame(rows, "key binary, value binary, topic string, partition int, offset long")
+    assert runs_natively(reader, df)
 
     def run(way: str) -> Any:
         sink = reader._dlq_sink = LocalTopicSink(tmp_path / way)
