@@ -8,6 +8,7 @@ from typing import Any
 from avro_strategies import schemas_and_records
 from fastavro import schemaless_writer
 from hypothesis import HealthCheck, given, settings
+from hypothesis_profiles import examples
 
 from contracts._avro_json import from_json_view, has_json_view, to_json_view
 from contracts.avro import parse_schema
@@ -44,7 +45,9 @@ def avro_bytes(record: Any, schema: Any) -> bytes:
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(schemas_and_records())
 def test_the_json_view_of_random_records_is_json_and_comes_back_as_written(
