@@ -127,7 +127,21 @@ def lint_registry(
             problems.extend(
                 Problem.of(error, path) for error in _rule_errors(registry, target, executors, actions)
             )
+            problems.extend(_skipped_rule_set(target, path))
     return _unique(problems)
+
+
+def _skipped_rule_set(target: loader.ContractVersion, path: str | None) -> list[Problem]:
+    """A rule set whose `enableAt` leaves it to the server: the engine runs none of its rules."""
+    rule_set = target.schema.rules
+    count = len(rule_set.migration_rules) + len(rule_set.domain_rules) + len(rule_set.encoding_rules)
+    if rule_set.runs_on_client or not count:
+        return []
+    reason = (
+        f"ruleSet.enableAt is {rule_set.enable_at!r}: clients skip this rule set, so the engine runs"
+        f" none of its {count} rules"
+    )
+    return [Problem(reason, target.subject, target.version, position="enableAt", path=path)]
 
 
 def _rule_errors(

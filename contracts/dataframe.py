@@ -17,7 +17,7 @@ from contracts._reasons import NativeReasons, with_exact_reasons
 from contracts._routing import DlqLayout, Router, route_rejected
 from contracts.errors import ContractError, RegistryError
 from contracts.model import RegisteredSchema, RuleMode
-from contracts.planner import ORIGINAL, RECORD, STATUS, Plan, build_plan
+from contracts.planner import ORIGINAL, RECORD, STATUS, Plan, SkippedRuleSet, build_plan
 from contracts.plugins import ACTION_GROUP, EXECUTOR_GROUP, PluginRegistry, load_group, with_overrides
 from contracts.registry import Registry
 from contracts.serde import WriterVersion
@@ -139,9 +139,10 @@ class _Compiler:
     def plan(self, mode: RuleMode) -> Plan:
         version = self.target
         compiled = loader.compile_rules(version, mode, loader.rules_for(version, mode), self.executors)
-        return build_plan(
-            version.subject, version.version, mode, version.spark_type, compiled, self.resolve_action
-        )
+        skipped = tuple(rule.name for rule in loader.skipped_rules(version, mode))
+        where = (version.subject, version.version, mode, version.spark_type)
+        note = SkippedRuleSet(version.schema.rules.enable_at, skipped) if skipped else None
+        return build_plan(*where, compiled, self.resolve_action, skipped=note)
 
     def load(self, version: int) -> loader.ContractVersion:
         if version == self.target.version:

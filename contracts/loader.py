@@ -111,10 +111,26 @@ def _referenced_schemas(registry: Registry, schema: Schema, seen: frozenset[str]
 
 
 def rules_for(version: ContractVersion, mode: RuleMode) -> list[Rule]:
-    """The domain rules that run in WRITE or READ, in running order (SEMANTICS.md §2)."""
+    """The domain rules that run in WRITE or READ, in running order (SEMANTICS.md §2); none when
+    the rule set's `enableAt` leaves it to the server."""
     if mode not in (RuleMode.WRITE, RuleMode.READ):
         raise ContractError(f"mode must be WRITE or READ, not {mode.value}", subject=version.subject)
-    return running_order(version.schema.rules.domain_rules, mode)
+    rule_set = version.schema.rules
+    return running_order(rule_set.domain_rules, mode) if rule_set.runs_on_client else []
+
+
+def migration_rules_for(version: ContractVersion, mode: RuleMode) -> list[Rule]:
+    """The migration rules of `version` that run in UPGRADE or DOWNGRADE, in running order; none
+    when the rule set's `enableAt` leaves it to the server."""
+    rule_set = version.schema.rules
+    return running_order(rule_set.migration_rules, mode) if rule_set.runs_on_client else []
+
+
+def skipped_rules(version: ContractVersion, mode: RuleMode) -> list[Rule]:
+    """The domain rules of WRITE or READ that the rule set's `enableAt` makes a client skip (none
+    when the set runs on clients), in running order."""
+    rule_set = version.schema.rules
+    return [] if rule_set.runs_on_client else running_order(rule_set.domain_rules, mode)
 
 
 def running_order(rules: Sequence[Rule], mode: RuleMode) -> list[Rule]:

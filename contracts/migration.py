@@ -14,7 +14,7 @@ from typing import Any
 
 from contracts import _batch
 from contracts.errors import ContractError, SerializationError
-from contracts.loader import ContractVersion, compile_rules, running_order
+from contracts.loader import ContractVersion, compile_rules, migration_rules_for
 from contracts.model import Rule, RuleMode
 from contracts.planner import Plan, build_plan
 
@@ -39,7 +39,7 @@ def migration_steps(
     steps = []
     for newer in newer_versions if mode is RuleMode.UPGRADE else reversed(newer_versions):
         version = versions[newer]
-        rules = running_order(version.schema.rules.migration_rules, mode)
+        rules = migration_rules_for(version, mode)
         if rules:
             steps.append((version, mode, rules))
     return steps

@@ -128,6 +128,20 @@ class PlannedRule:
 
 
 @dataclass(frozen=True)
+class SkippedRuleSet:
+    """Rules a plan leaves out because their rule set's `enableAt` is not for clients."""
+
+    enable_at: str | None
+    rules: tuple[str, ...]
+
+    def describe(self) -> str:
+        return (
+            f"the rule set's enableAt is {self.enable_at!r}: a client skips all {len(self.rules)} of its"
+            f" rules ({', '.join(self.rules)})"
+        )
+
+
+@dataclass(frozen=True)
 class Plan:
     """The ordered rules one contract version runs in one mode, ready to apply to a DataFrame."""
 
@@ -137,9 +151,12 @@ class Plan:
     record_type: StructType
     rules: tuple[PlannedRule, ...]
     plan_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    skipped: SkippedRuleSet | None = None
 
     def explain(self) -> str:
         header = f"Plan {self.mode.value} for subject {self.subject!r} version {self.version}"
+        if self.skipped is not None:
+            return f"{header}: no rules, {self.skipped.describe()}"
         if not self.rules:
             return f"{header}: no rules"
         return "\n".join([f"{header}:", *(f"  {rule.describe()}" for rule in self.rules)])
@@ -286,8 +303,10 @@ def build_plan(
     record_type: StructType,
     rules: Sequence[tuple[RuleContext, Step | None]],
     resolve_action: Any,
+    skipped: SkippedRuleSet | None = None,
 ) -> Plan:
-    """Resolve each rule's actions and truncate after a rule without executor (SEMANTICS.md §2.1)."""
+    """Resolve each rule's actions and truncate after a rule without executor (SEMANTICS.md §2.1);
+    `skipped` names the rules the rule set's `enableAt` leaves out, for `explain`."""
     planned: list[PlannedRule] = []
     for index, (ctx, step) in enumerate(rules):
         action_ctx = ActionContext(ctx.rule, subject, version, mode, ctx.properties)
@@ -302,7 +321,7 @@ def build_plan(
         )
         if step is None:
             break
-    return Plan(subject, version, mode, record_type, tuple(planned))
+    return Plan(subject, version, mode, record_type, tuple(planned), skipped=skipped)
 
 
 def check_record_columns(df: DataFrame, record_type: StructType, subject: str, version: int) -> list[str]:

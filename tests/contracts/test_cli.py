@@ -179,6 +179,19 @@ def test_lint_of_a_registry_subject_compiles_its_registered_rules(server: Regist
     assert cli("lint", "--registry", server.url, "--subject", "nobody-value").status == 1
 
 
+def test_lint_says_when_enable_at_leaves_a_rule_set_to_the_server(tmp_path: Path) -> None:
+    root = tmp_path / "contracts"
+    payload = contract_payload(RULES)
+    payload["ruleSet"]["enableAt"] = "SERVER"
+    path = write_version(root, SUBJECT, 1, payload)
+    ran = cli("lint", str(root))
+    assert ran.status == 1
+    assert ran.out.splitlines() == [
+        f"{path}: subject={SUBJECT} version=1 rule=- position=enableAt: ruleSet.enableAt is 'SERVER':"
+        " clients skip this rule set, so the engine runs none of its 3 rules"
+    ]
+
+
 def test_lint_wants_a_directory_or_a_registry_not_both(users_dir: Path) -> None:
     ran = cli("lint", str(users_dir), "--registry", "http://127.0.0.1:1")
     assert ran.status == 2

@@ -143,6 +143,45 @@ def test_disabled_rules_are_skipped(sink: LocalTopicSink, users: Any) -> None:
     assert "no rules" in contract.explain("WRITE")
 
 
+@pytest.mark.parametrize(
+    ("enable_at", "skipped"), [("SERVER", True), ("GATEWAY", True), ("CLIENT", False), ("ALL", False)]
+)
+def test_a_rule_set_enabled_off_the_client_is_skipped(
+    sink: LocalTopicSink, users: Any, enable_at: str, skipped: bool
+) -> None:
+    registry = LocalRegistry()
+    rule_set = {"domainRules": [rule("neverPasses", "false")], "enableAt": enable_at}
+    registry.register_schema(SUBJECT, Schema.from_dict({"schema": json.dumps(USER), "ruleSet": rule_set}))
+    contract = DataContract(registry, SUBJECT, dlq_sink=sink)
+    explained = contract.explain("WRITE")
+    if skipped:
+        assert ids(contract.write(users)) == [1, 2, 3]
+        assert f"enableAt is {enable_at!r}: a client skips all 1 of its rules" in explained
+    else:
+        assert "neverPasses" in explained and "enableAt" not in explained
+        with pytest.raises(Exception, match="neverPasses"):
+            contract.write(users).collect()
+
+
+def test_migration_rules_of_a_set_enabled_off_the_client_are_skipped(
+    sink: LocalTopicSink, users: Any
+) -> None:
+    registry = LocalRegistry()
+    register(registry, [])
+    blocker = {"name": "blockUpgrade", "kind": "CONDITION", "type": "CEL", "mode": "UPGRADE", "expr": "false"}
+    later = {**USER, "fields": [*USER["fields"], {"name": "tier", "type": "int", "default": 0}]}
+    for enable_at in ("SERVER", "CLIENT"):
+        rule_set = {"migrationRules": [blocker], "enableAt": enable_at}
+        registry.register_schema(
+            SUBJECT, Schema.from_dict({"schema": json.dumps(later), "ruleSet": rule_set})
+        )
+    server_only = DataContract(registry, SUBJECT, version=2, dlq_sink=sink)
+    assert sorted(row["tier"] for row in server_only.read(users, writer_version=1).collect()) == [0, 0, 0]
+    client = DataContract(registry, SUBJECT, version=3, dlq_sink=sink)
+    with pytest.raises(Exception, match="blockUpgrade"):
+        client.read(users.selectExpr("*", "1 AS tier"), writer_version=2).collect()
+
+
 def test_a_row_rejected_goes_no_further(sink: LocalTopicSink, users: Any) -> None:
     rules = [
         rule("positiveAge", "message.age > 0", onFailure="DLQ", params={"dlq.topic": "age"}),
