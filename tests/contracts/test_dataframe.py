@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +197,29 @@ def test_a_row_rejected_goes_no_further(sink: LocalTopicSink, users: Any) -> Non
     assert (metrics["positiveAge"].passed, metrics["positiveAge"].failed) == (1, 2)
     assert (metrics["hasName"].passed, metrics["hasName"].failed) == (1, 0)
     assert metrics["positiveAge"].by_action == {"NONE": 1, "DLQ": 2}
+
+
+def test_metrics_asked_before_any_action_fail_fast_saying_why(sink: LocalTopicSink, users: Any) -> None:
+    result = make_contract(sink, [rule("positiveAge", "message.age > 0", onFailure="NONE")]).apply(users)
+    assert result.metrics is not None
+    answers: list[Any] = []
+
+    def ask() -> None:
+        try:
+            answers.append(result.metrics.get())  # type: ignore[union-attr]
+        except ContractError as error:
+            answers.append(error)
+
+    asking = threading.Thread(target=ask, daemon=True)
+    asking.start()
+    asking.join(60)
+    assert answers, "metrics.get() is still waiting for an action that nobody runs"
+    assert isinstance(answers[0], ContractError), answers
+    assert "no Spark action on the result has finished" in str(answers[0])
+    with pytest.raises(ContractError, match="no Spark action"):
+        result.metrics.get(timeout=0.1)
+    assert ids(result.valid) == [1, 2, 3]
+    assert (result.metrics.get()["positiveAge"].passed, result.metrics.get()["positiveAge"].failed) == (1, 2)
 
 
 def test_without_metrics_there_is_no_observation(sink: LocalTopicSink, users: Any, capsys: Any) -> None:
