@@ -153,7 +153,7 @@ def rule_context(
     version: ContractVersion, mode: RuleMode, rule: Rule, record: ContractVersion | None = None
 ) -> RuleContext:
     """The context of `rule`, registered in `version`, over records of `record` (by default the
-    version's own; a migration compiled natively reads the writer's)."""
+    version's own; a migration rule runs on the record it migrates)."""
     shape = record or version
     return RuleContext(
         rule=rule,
@@ -173,11 +173,15 @@ def compile_rules(
     mode: RuleMode,
     rules: list[Rule],
     executors: PluginRegistry[Executor],
+    record: ContractVersion | None = None,
 ) -> list[tuple[RuleContext, Step | None]]:
-    """Compile each rule once with the executor for its name or type; None where there is none."""
+    """Compile each rule once with the executor for its name or type; None where there is none.
+
+    `record` is the version whose records the rules receive, when not `version`'s own: a
+    migration rule runs on the record of the version it migrates from."""
     compiled: list[tuple[RuleContext, Step | None]] = []
     for rule in rules:
-        ctx = rule_context(version, mode, rule)
+        ctx = rule_context(version, mode, rule, record)
         executor = executors.find(rule.type, rule_name=rule.name)
         if executor is None:
             compiled.append((ctx, None))
@@ -185,8 +189,11 @@ def compile_rules(
         try:
             step = executor.compile(ctx)
         except ContractError as e:
+            reason = e.reason
+            if record is not None and record.version != version.version:
+                reason += f" (in {mode.value} the rule receives records of version {record.version})"
             raise ContractError(
-                e.reason,
+                reason,
                 subject=version.subject,
                 version=version.version,
                 rule=rule.name,

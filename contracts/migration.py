@@ -15,7 +15,7 @@ from typing import Any
 from contracts import _batch
 from contracts.errors import ContractError, SerializationError
 from contracts.loader import ContractVersion, compile_rules, migration_rules_for
-from contracts.model import Rule, RuleMode
+from contracts.model import Rule, RuleKind, RuleMode
 from contracts.planner import Plan, build_plan
 
 Resolver = Callable[[str, Any], Any]
@@ -52,15 +52,42 @@ def migration_plans(
     executors: Any,
     resolve_action: Resolver,
 ) -> tuple[Plan, ...]:
-    """One compiled plan per migration step, in running order."""
+    """One compiled plan per migration step, in running order, each rule compiled against the
+    record it receives (`received_records`)."""
     plans = []
-    for version, mode, rules in migration_steps(versions, writer, target):
-        compiled = compile_rules(version, mode, rules, executors)
-        plan = build_plan(
-            version.subject, version.version, mode, version.spark_type, compiled, resolve_action
-        )
-        plans.append(plan)
+    steps = migration_steps(versions, writer, target)
+    for (version, mode, rules), received in zip(
+        steps, received_records(versions, writer, steps), strict=True
+    ):
+        compiled = [
+            step for rule, record in zip(rules, received, strict=True)
+            for step in compile_rules(version, mode, [rule], executors, record=record)
+        ]  # fmt: skip
+        where = (version.subject, version.version, mode, received[0].spark_type)
+        plans.append(build_plan(*where, compiled, resolve_action))
     return tuple(plans)
+
+
+def received_records(
+    versions: Mapping[int, ContractVersion],
+    writer: int,
+    steps: list[tuple[ContractVersion, RuleMode, list[Rule]]],
+) -> list[list[ContractVersion]]:
+    """For each rule of each step, the version whose record it receives: the writer's at first;
+    after a TRANSFORM, the version the step migrates to (its own on UPGRADE, the one below on
+    DOWNGRADE), as a transform's result is that version's record. A step of conditions only, or
+    a version without rules, hands on the record it received."""
+    record = versions[writer]
+    received = []
+    for version, mode, rules in steps:
+        result = version if mode is RuleMode.UPGRADE else versions[version.version - 1]
+        step_records = []
+        for rule in rules:
+            step_records.append(record)
+            if rule.kind is RuleKind.TRANSFORM:
+                record = result
+        received.append(step_records)
+    return received
 
 
 def migrate(plans: tuple[Plan, ...], records: list[Any], statuses: list[dict[str, Any] | None]) -> None:

@@ -192,6 +192,34 @@ def test_lint_says_when_enable_at_leaves_a_rule_set_to_the_server(tmp_path: Path
     ]
 
 
+def test_lint_compiles_a_migration_rule_against_the_record_it_receives(tmp_path: Path) -> None:
+    root = tmp_path / "contracts"
+    item = {
+        "type": "record",
+        "name": "Item",
+        "fields": [{"name": "id", "type": "long"}, {"name": "qty", "type": "int"}],
+    }
+    renamed = {**item, "fields": [item["fields"][0], {"name": "quantity", "type": "int"}]}
+    write_version(
+        root, "items-value", 1, {"schema": json.dumps(item), "metadata": {"properties": {"major": "1"}}}
+    )
+    rules = [
+        cel("typo", "message.quantity > 0", mode="UPGRADE"),
+        cel("positive", "message.qty > 0", mode="UPDOWN", onFailure="ERROR,NONE"),
+        cel("qtyUp", "{'id': message.id, 'quantity': message.qty}", kind="TRANSFORM", mode="UPGRADE"),
+        cel("qtyDown", "{'id': message.id, 'qty': message.quantity}", kind="TRANSFORM", mode="DOWNGRADE"),
+        cel("checked", "message.quantity > 0", mode="UPGRADE"),
+    ]
+    payload = {"schema": json.dumps(renamed), "metadata": {"properties": {"major": "2"}}}
+    path = write_version(root, "items-value", 2, {**payload, "ruleSet": {"migrationRules": rules}})
+    (root / "items-value" / "config.json").write_text(json.dumps({"compatibilityGroup": "major"}))
+    ran = cli("lint", str(root))
+    assert ran.out.splitlines() == [
+        f"{path}: subject=items-value version=2 rule=typo position=1:9: the expression reads field"
+        " 'quantity', which the schema lacks (in UPGRADE the rule receives records of version 1)"
+    ]
+
+
 def test_lint_wants_a_directory_or_a_registry_not_both(users_dir: Path) -> None:
     ran = cli("lint", str(users_dir), "--registry", "http://127.0.0.1:1")
     assert ran.status == 2

@@ -567,3 +567,145 @@ def test_user_action_by_registration(sink: LocalTopicSink, users: Any, tmp_path:
     lines = [json.loads(line) for line in audit_log.read_text().splitlines()]
     assert sorted(line["id"] for line in lines) == [2, 3]
     assert {line["reason"] for line in lines} == {"Rule expr failed: message.age > 0"}
+
+
+# -- migration rules see the record they migrate ------------------------------------------------
+
+ITEMS = "items-value"
+ITEM_V1 = {
+    "type": "record",
+    "name": "Item",
+    "fields": [{"name": "id", "type": "long"}, {"name": "qty", "type": "int"}],
+}
+ITEM_V2 = {**ITEM_V1, "fields": [ITEM_V1["fields"][0], {"name": "quantity", "type": "int"}]}
+ITEM_V3 = {**ITEM_V2, "fields": [*ITEM_V2["fields"], {"name": "total", "type": "long"}]}
+
+
+def migration(name: str, mode: str, expr: str, kind: str = "TRANSFORM", **fields: Any) -> dict[str, Any]:
+    return {"name": name, "kind": kind, "type": "CEL", "mode": mode, "expr": expr, **fields}
+
+
+def register_versions(
+    subject: str, versions: list[tuple[dict[str, Any], list[dict[str, Any]]]]
+) -> LocalRegistry:
+    """Each version in its own major, so a rename needs no default to be registered."""
+    registry = LocalRegistry()
+    registry.set_config(subject, compatibilityGroup="major")
+    for major, (schema, rules) in enumerate(versions, start=1):
+        payload = {
+            "schema": json.dumps(schema),
+            "metadata": {"properties": {"major": str(major)}},
+            "ruleSet": {"migrationRules": rules},
+        }
+        registry.register_schema(subject, Schema.from_dict(payload))
+    return registry
+
+
+ITEM_VERSIONS = [
+    (ITEM_V1, []),
+    (
+        ITEM_V2,
+        [
+            # First in the list: on UPGRADE it reads the writer's record, on DOWNGRADE (reversed,
+            # after qtyDown) the version-1 record qtyDown made; either way it has `qty`.
+            migration("positive", "UPDOWN", "message.qty > 0", kind="CONDITION", onFailure="DLQ,NONE",
+                      params={"dlq.topic": "nonpositive"}),
+            migration("qtyUp", "UPGRADE", "{'id': message.id, 'quantity': message.qty}"),
+            migration("qtyDown", "DOWNGRADE", "{'id': message.id, 'qty': message.quantity}"),
+        ],
+    ),
+    (
+        ITEM_V3,
+        [
+            # Receives what version 2's migration left: a version-2 record.
+            migration("totalUp", "UPGRADE",
+                      "{'id': message.id, 'quantity': message.quantity, 'total': message.quantity * 2}"),
+            migration("totalDown", "DOWNGRADE", "{'id': message.id, 'quantity': message.quantity}"),
+        ],
+    ),
+]  # fmt: skip
+
+
+def test_cel_migration_rules_compile_against_the_record_they_receive(
+    spark: Any, sink: LocalTopicSink
+) -> None:
+    registry = register_versions(ITEMS, ITEM_VERSIONS)
+    v1_rows = spark.createDataFrame([(1, 5), (2, 0)], "id long, qty int")
+    latest = DataContract(registry, ITEMS, version=3, dlq_sink=sink)
+    assert [tuple(row) for row in latest.read(v1_rows, writer_version=1).collect()] == [(1, 5, 10)]
+    (rejected,) = sink.read("nonpositive")
+    headers = dict(rejected.headers)
+    assert (headers["__rule.name"], headers["__rule.mode"]) == (b"positive", b"UPGRADE")
+
+    v3_rows = spark.createDataFrame([(1, 5, 10), (2, 0, 0)], "id long, quantity int, total long")
+    oldest = DataContract(registry, ITEMS, version=1, dlq_sink=sink)
+    # Downgrading, `positive` fails the second record and its action pair says NONE.
+    assert sorted(tuple(row) for row in oldest.read(v3_rows, writer_version=3).collect()) == [(1, 5), (2, 0)]
+    middle = DataContract(registry, ITEMS, version=2, dlq_sink=sink)
+    v2_rows = spark.createDataFrame([(3, 7)], "id long, quantity int")
+    assert [tuple(row) for row in latest.read(v2_rows, writer_version=2).collect()] == [(3, 7, 14)]
+    assert [tuple(row) for row in middle.read(v1_rows.where("id = 1"), writer_version=1).collect()] == [
+        (1, 5)
+    ]
+
+
+def test_a_migration_rule_reading_a_field_its_record_lacks_is_refused_naming_that_record(spark: Any) -> None:
+    typo = migration("qtyUp", "UPGRADE", "{'id': message.id, 'quantity': message.quantity}")
+    registry = register_versions(ITEMS, [(ITEM_V1, []), (ITEM_V2, [typo])])
+    contract = DataContract(registry, ITEMS, version=2)
+    rows = spark.createDataFrame([(1, 5)], "id long, qty int")
+    with pytest.raises(ContractError, match="reads field 'quantity'") as caught:
+        contract.read(rows, writer_version=1)
+    error = caught.value
+    assert (error.subject, error.version, error.rule, error.position) == (ITEMS, 2, "qtyUp", "1:40")
+    assert "receives records of version 1" in str(error)
+
+
+SECRET_V1 = {
+    "type": "record",
+    "name": "Secret",
+    "fields": [{"name": "id", "type": "long"}, {"name": "ssn", "type": "string", "confluent:tags": ["PII"]}],
+}
+SECRET_V2 = {
+    **SECRET_V1,
+    "fields": [
+        SECRET_V1["fields"][0],
+        {"name": "socialSecurityNumber", "type": "string", "confluent:tags": ["PII"]},
+    ],
+}
+RENAME_SSN = {
+    "name": "ssnUp",
+    "kind": "TRANSFORM",
+    "type": "JSONATA",
+    "mode": "UPGRADE",
+    "expr": "$merge([$sift($, function($v, $k) {$k != 'ssn'}), {'socialSecurityNumber': $.'ssn'}])",
+}
+
+
+@pytest.mark.parametrize("on_failure", ["NONE", "DLQ"])
+def test_a_cel_field_migration_rule_fails_every_record_as_the_reference_does(
+    spark: Any, sink: LocalTopicSink, on_failure: str
+) -> None:
+    """The reference gives a field rule no schema to walk in a migration, so it fails each record
+    and its onFailure action runs; the record goes on unchanged with NONE."""
+    mask = {
+        "name": "maskPii",
+        "kind": "TRANSFORM",
+        "type": "CEL_FIELD",
+        "mode": "UPGRADE",
+        "tags": ["PII"],
+        "expr": "'XXX'",
+        "onFailure": on_failure,
+        "params": {"dlq.topic": "masking"},
+    }
+    registry = register_versions("secrets-value", [(SECRET_V1, []), (SECRET_V2, [RENAME_SSN, mask])])
+    contract = DataContract(registry, "secrets-value", version=2, dlq_sink=sink)
+    rows = spark.createDataFrame([(1, "123"), (2, "456")], "id long, ssn string")
+    read = sorted(tuple(row) for row in contract.read(rows, writer_version=1).collect())
+    if on_failure == "NONE":
+        assert read == [(1, "123"), (2, "456")]
+    else:
+        assert read == []
+        reasons = {dict(record.headers)["__rule.exception"] for record in sink.read("masking")}
+        assert len(sink.read("masking")) == 2
+        assert len(reasons) == 1 and b"CEL_FIELD" in reasons.pop()
