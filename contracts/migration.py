@@ -90,16 +90,24 @@ def received_records(
     return received
 
 
-def migrate(plans: tuple[Plan, ...], records: list[Any], statuses: list[dict[str, Any] | None]) -> None:
-    """Run the migration plans over records in place (a rule without executor fails each record)."""
+def migrate(
+    plans: tuple[Plan, ...],
+    records: list[Any],
+    statuses: list[dict[str, Any] | None],
+    failures: list[str | None],
+) -> None:
+    """Run the migration plans over records in place: a DLQ rejection sets a row's status, an
+    ERROR action its failure (the message the job fails with, see planner.raise_failures); a
+    rule without executor fails each record."""
     for plan in plans:
         for rule in plan.rules:
             if rule.step is None:
                 for i, status in enumerate(statuses):
-                    if status is None:
-                        statuses[i] = _batch.act(rule, records[i], False, rule.missing_executor_reason)
+                    if status is None and failures[i] is None:
+                        reason = rule.missing_executor_reason
+                        statuses[i], failures[i] = _batch.act(rule, records[i], False, reason)
                 continue
-            _batch.run_rule(rule, _batch.evaluator_for(plan.plan_id, rule), records, statuses)
+            _batch.run_rule(rule, _batch.evaluator_for(plan.plan_id, rule), records, statuses, failures)
 
 
 def missing_field_message(name: str) -> str:

@@ -4,7 +4,8 @@ A plan is an ordered list of compiled rules (SEMANTICS.md §2). Applying it pack
 columns into one struct column, runs native steps as Column expressions and consecutive Python
 steps in one `mapInArrow` pass, and leaves one status column `_contract` that is null for rows
 still valid and names the rule, mode, action and reason for rows a DLQ action rejected. ERROR
-actions fail the job natively (`raise_error`) when the failing row is computed.
+actions fail the job natively (`raise_error`) when the failing row is computed, those of rules
+evaluated in Python too: the pass marks the row and `raise_failures` raises right after it.
 """
 
 from __future__ import annotations
@@ -24,13 +25,15 @@ from executors._protocol import BatchStep, NativeStep, RuleContext, Step, condit
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Observation
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import StructField, StructType
 
 RECORD = "__contract_record"
 ORIGINAL = "__contract_original"
 STATUS = "_contract"
 OUTCOME_PREFIX = "__contract_outcome_"
 FIELD_PREFIX = "__contract_field_"
+FAILURE = "__contract_failure"
+"""A Python pass's column: the message the job fails with, on a row whose ERROR action fired there."""
 
 
 def status_type() -> StructType:
@@ -90,14 +93,15 @@ class PlannedRule:
             return condition_failure_message(self.rule)
         return f"Rule failed: {self.rule.name}"
 
-    def error_message(self, reason: str) -> str:
-        """The text an ERROR action fails the job with: subject, version, rule, mode and reason."""
+    def error_message(self, reason: str, cause: str | None = None) -> str:
+        """The text an ERROR action fails the job with: a first line naming subject, version, rule,
+        mode and reason, the same wherever the rule ran (Spark appends its SQLSTATE on the next
+        line), then the cause, when Python knows one (an executor's traceback)."""
         ctx = self.ctx
-        return str(
-            RuleError(
-                reason, subject=ctx.subject, version=ctx.version, rule=self.rule.name, mode=ctx.mode.value
-            )
+        error = RuleError(
+            reason, subject=ctx.subject, version=ctx.version, rule=self.rule.name, mode=ctx.mode.value
         )
+        return f"{error}\n{cause or ''}"
 
     def status(self, action: ActionPlan, reason: str | None) -> dict[str, Any]:
         """The `_contract` value for a row this rule rejected."""
@@ -429,6 +433,25 @@ def native_status(rule: PlannedRule, outcome: Column) -> Column:
             status = F.when(fired, _status_literal(value)).otherwise(status)
     # `fired` is null for rows already rejected, so `when` leaves their status as it was.
     return status
+
+
+def failure_field() -> StructField:
+    """The FAILURE column a Python pass adds to its output (see `raise_failures`)."""
+    from pyspark.sql.types import StringType, StructField
+
+    return StructField(FAILURE, StringType(), True)
+
+
+def raise_failures(staged: DataFrame) -> DataFrame:
+    """After a Python pass that marked rows in FAILURE instead of raising: fail the job on such a
+    row natively, in `_contract` as a native ERROR rule does, so both raise Spark's own
+    USER_RAISED_EXCEPTION with the same first line, on a classic session and on Spark Connect
+    (an exception raised in a Python worker reaches the user as a PythonException instead)."""
+    from pyspark.sql import functions as F
+
+    failure = F.col(FAILURE)
+    status = F.when(failure.isNotNull(), F.raise_error(failure)).otherwise(F.col(STATUS))
+    return staged.withColumn(STATUS, status).drop(FAILURE)
 
 
 def _status_literal(value: dict[str, Any]) -> Column:

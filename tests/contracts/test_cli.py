@@ -432,6 +432,38 @@ def test_apply_stops_with_the_rule_when_an_error_action_fires(
     assert "FAILED" in ran.err
 
 
+def test_apply_fails_with_the_same_line_whether_the_rule_ran_natively_or_in_python(
+    spark: Any, tmp_path: Path
+) -> None:
+    source = tmp_path / "users.jsonl"
+    source.write_text(json.dumps({"name": "ann", "age": 30, "email": "ann@example.com"}) + "\n")
+    failures = []
+    # The same rule name and doc; the second expression has no native form and runs in Python.
+    for run_number, expr in enumerate(["message.age > 100", "format('%s', [message.name]) == 'nobody'"]):
+        root = tmp_path / f"contracts{run_number}"
+        write_version(root, SUBJECT, 1, contract_payload([cel("mustBeOld", expr, doc="too young")]))
+        assert (
+            DataContract(LocalRegistry(root), SUBJECT)
+            .explain()
+            .endswith("(native)" if run_number == 0 else "(python)")
+        )
+        ran = cli(
+            "apply", "--registry", str(root), "--subject", SUBJECT, "--mode", "WRITE",
+            "--input", str(source), "--format", "json", "--output", str(tmp_path / f"out{run_number}"),
+            "--dlq-dir", str(tmp_path / "dlq"), spark=spark,
+        )  # fmt: skip
+        assert ran.status == 1
+        failures.append([line for line in ran.err.splitlines() if line.startswith("spark-contracts apply:")])
+    assert (
+        failures[0]
+        == failures[1]
+        == [
+            "spark-contracts apply: SparkRuntimeException: [USER_RAISED_EXCEPTION] Rule 'mustBeOld' failed in"
+            " WRITE on subject 'users-value' version 1: too young"
+        ]
+    )
+
+
 def test_apply_of_wire_format_wants_read_mode(users_dir: Path, tmp_path: Path) -> None:
     ran = cli(
         "apply", "--registry", str(users_dir), "--subject", SUBJECT, "--mode", "WRITE",

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import fastavro
 import pytest
 from pyspark import cloudpickle
 
@@ -15,6 +18,9 @@ from actions._protocol import ActionContext, ActionPlan, Effect
 from actions.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
 from contracts.errors import ContractError
+from contracts.wire import encode_frame
+from executors._protocol import NativeStep
+from executors.cel.executor import CelExecutor
 
 # Executors and actions defined here run on Spark workers, which cannot import test modules.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -709,3 +715,92 @@ def test_a_cel_field_migration_rule_fails_every_record_as_the_reference_does(
         reasons = {dict(record.headers)["__rule.exception"] for record in sink.read("masking")}
         assert len(sink.read("masking")) == 2
         assert len(reasons) == 1 and b"CEL_FIELD" in reasons.pop()
+
+
+# -- an ERROR in Python fails the job as a native ERROR does ------------------------------------
+
+
+@dataclass(frozen=True)
+class PythonOnly:
+    """A built-in executor whose rules run in the Python pass: its native steps' Python twins."""
+
+    executor: Any
+
+    @property
+    def type(self) -> str:
+        return str(self.executor.type)
+
+    def compile(self, ctx: Any) -> Any:
+        step = self.executor.compile(ctx)
+        return step.batch if isinstance(step, NativeStep) else step
+
+
+class Explode:
+    """A per-record executor that raises: its rule fails with the exception as its reason."""
+
+    type = "EXPLODE"
+
+    def transform(self, ctx: Any, message: dict[str, Any]) -> bool:
+        raise ValueError(f"cannot judge {message['name']!r}")
+
+
+def failure(df: Any) -> tuple[str, str, str]:
+    """The exception a Spark action on `df` raises: its class name, first line and whole text."""
+    with pytest.raises(Exception) as caught:
+        df.collect()
+    text = str(caught.value)
+    return type(caught.value).__name__, text.splitlines()[0], text
+
+
+def test_an_error_action_in_the_python_pass_fails_the_job_as_a_native_one(
+    sink: LocalTopicSink, users: Any
+) -> None:
+    rules = [rule("positiveAge", "message.age > 0")]
+    native = make_contract(sink, rules)
+    python = make_contract(sink, rules, executors={"positiveAge": PythonOnly(CelExecutor())})
+    assert "(native)" in native.explain() and "(python)" in python.explain()
+    expected = (
+        "SparkRuntimeException",
+        "[USER_RAISED_EXCEPTION] Rule 'positiveAge' failed in WRITE on subject 'users-value' version 1:"
+        " Rule expr failed: message.age > 0",
+    )
+    assert failure(native.write(users))[:2] == expected
+    assert failure(python.write(users))[:2] == expected
+    assert failure(python.apply(users).valid)[:2] == expected
+
+
+def test_an_executor_exception_behind_an_error_action_keeps_its_traceback(
+    sink: LocalTopicSink, users: Any
+) -> None:
+    contract = make_contract(sink, [rule("judged", "", type="EXPLODE")], executors=[Explode()])
+    name, first, text = failure(contract.write(users.where("id = 2")))
+    assert (name, first) == (
+        "SparkRuntimeException",
+        "[USER_RAISED_EXCEPTION] Rule 'judged' failed in WRITE on subject 'users-value' version 1:"
+        " ValueError: cannot judge 'bob'",
+    )
+    assert "Traceback (most recent call last)" in text and "in transform" in text
+
+
+def test_a_migration_error_in_python_fails_the_job_as_a_native_one(spark: Any, sink: LocalTopicSink) -> None:
+    """Migrations in Python (reading a decoded DataFrame, and inside the decode pass) fail with the
+    first line a native ERROR rule gives."""
+    positive, up, down = ITEM_VERSIONS[1][1]
+    registry = register_versions(
+        ITEMS, [(ITEM_V1, []), (ITEM_V2, [{**positive, "onFailure": "ERROR,NONE"}, up, down])]
+    )
+    contract = DataContract(registry, ITEMS, version=2, dlq_sink=sink)
+    expected = (
+        "SparkRuntimeException",
+        "[USER_RAISED_EXCEPTION] Rule 'positive' failed in UPGRADE on subject 'items-value' version 2:"
+        " Rule expr failed: message.qty > 0",
+    )
+    rows = spark.createDataFrame([(1, 5), (2, 0)], "id long, qty int")
+    assert failure(contract.read(rows, writer_version=1))[:2] == expected
+    writer = registry.get_version(ITEMS, 1)
+    frames = []
+    for record in ({"id": 1, "qty": 5}, {"id": 2, "qty": 0}):
+        body = io.BytesIO()
+        fastavro.schemaless_writer(body, fastavro.parse_schema(ITEM_V1), record)
+        frames.append((encode_frame(writer.schema_id, body.getvalue()),))
+    assert failure(contract.deserialize(spark.createDataFrame(frames, "value binary")))[:2] == expected
