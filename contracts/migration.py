@@ -59,10 +59,9 @@ def migration_plans(
     for (version, mode, rules), received in zip(
         steps, received_records(versions, writer, steps), strict=True
     ):
-        compiled = [
-            step for rule, record in zip(rules, received, strict=True)
-            for step in compile_rules(version, mode, [rule], executors, record=record)
-        ]  # fmt: skip
+        compiled = []
+        for rule, record in zip(rules, received, strict=True):
+            compiled.extend(compile_rules(version, mode, [rule], executors, record=record))
         where = (version.subject, version.version, mode, received[0].spark_type)
         plans.append(build_plan(*where, compiled, resolve_action))
     return tuple(plans)
