@@ -2,7 +2,9 @@
 
 Each Arrow batch is converted to Avro-shaped records once, every rule of the pass runs over the
 records still valid, and the record, status and outcome columns are written back. Evaluators
-are built once per Python worker and cached, never per row or batch.
+are built once per Python worker and cached, never per row or batch. An ERROR action does not
+raise in the worker: the row is marked with the message the job fails with (planner.FAILURE)
+and `planner.raise_failures` fails the job right after the pass, as a native ERROR rule does.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from fastavro.validation import ValidationError, validate
 
 from actions._protocol import ActionContext, ActionPlan, Effect
 from contracts import avro
-from contracts.errors import ContractError, RuleError, SerializationError
+from contracts.errors import ContractError, SerializationError
 from contracts.model import RuleKind
 from executors._protocol import BatchEvaluator, BatchStep, NativeStep, Outcome
 
@@ -35,7 +37,7 @@ def apply_batch_rules(staged: DataFrame, rules: Sequence[PlannedRule], plan_id: 
     """Add a mapInArrow pass running `rules` over `staged`, with an outcome column per evaluated rule."""
     from pyspark.sql.types import BooleanType, StructField, StructType
 
-    from contracts.planner import OUTCOME_PREFIX
+    from contracts.planner import OUTCOME_PREFIX, failure_field, raise_failures
 
     present = set(staged.columns)
     new_outcomes = [
@@ -43,8 +45,8 @@ def apply_batch_rules(staged: DataFrame, rules: Sequence[PlannedRule], plan_id: 
         for rule in rules
         if OUTCOME_PREFIX + str(rule.index) not in present
     ]
-    output = StructType([*staged.schema.fields, *new_outcomes])
-    return staged.mapInArrow(_BatchPass(tuple(rules), plan_id, output.json()), output)
+    output = StructType([*staged.schema.fields, *new_outcomes, failure_field()])
+    return raise_failures(staged.mapInArrow(_BatchPass(tuple(rules), plan_id, output.json()), output))
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,7 @@ class _RowsInFlight:
         self.schema = owner.rules[0].ctx.schema
         self.records = avro.arrow_to_records(_unpacked(batch.column(RECORD)), self.schema)
         self.statuses: list[dict[str, Any] | None] = batch.column(STATUS).to_pylist()
+        self.failures: list[str | None] = [None] * batch.num_rows
         self.outcomes: dict[str, list[bool | None]] = {}
         self.records_changed = False
 
@@ -91,7 +94,7 @@ class _RowsInFlight:
 
         evaluator = evaluator_for(self.owner.plan_id, rule)
         outcome, changed = run_rule(
-            rule, evaluator, self.records, self.statuses, validate_against=self.schema
+            rule, evaluator, self.records, self.statuses, self.failures, validate_against=self.schema
         )
         self.records_changed = self.records_changed or changed
         self.outcomes[OUTCOME_PREFIX + str(rule.index)] = outcome
@@ -107,7 +110,7 @@ class _RowsInFlight:
                 _run_callback(rule, action, self.records[i], None if passed else reason)
 
     def _to_batch(self, arrow_schema: pa.Schema) -> pa.RecordBatch:
-        from contracts.planner import RECORD, STATUS
+        from contracts.planner import FAILURE, RECORD, STATUS
 
         columns = []
         for arrow_field in arrow_schema:
@@ -119,6 +122,8 @@ class _RowsInFlight:
                 columns.append(pa.array(self.statuses, type=arrow_field.type))
             elif name in self.outcomes:
                 columns.append(pa.array(self.outcomes[name], type=pa.bool_()))
+            elif name == FAILURE:
+                columns.append(pa.array(self.failures, type=arrow_field.type))
             else:
                 columns.append(self.batch.column(name))
         return pa.RecordBatch.from_arrays(columns, schema=arrow_schema)
@@ -129,13 +134,14 @@ def run_rule(
     evaluator: BatchEvaluator,
     records: list[Any],
     statuses: list[dict[str, Any] | None],
+    failures: list[str | None],
     *,
     validate_against: Any = None,
 ) -> tuple[list[bool | None], bool]:
-    """Run one rule over the records whose status is still null, in place: transforms replace
-    records, actions run, DLQ rejections set the status, ERROR raises. Returns the per-row
-    outcome (None where not evaluated) and whether any record changed."""
-    active = [i for i, status in enumerate(statuses) if status is None]
+    """Run one rule over the records still valid (no status, no failure), in place: transforms
+    replace records, actions run, DLQ rejections set the status, ERROR sets the failure. Returns
+    the per-row outcome (None where not evaluated) and whether any record changed."""
+    active = [i for i, status in enumerate(statuses) if status is None and failures[i] is None]
     results = evaluator([records[i] for i in active]) if active else []
     outcome: list[bool | None] = [None] * len(statuses)
     changed = False
@@ -146,26 +152,24 @@ def run_rule(
         if result.passed and rule.rule.kind is RuleKind.TRANSFORM:
             records[i] = result.record
             changed = True
-        statuses[i] = act(rule, records[i], result.passed, result.reason)
+        statuses[i], failures[i] = act(rule, records[i], result.passed, result.reason, result.cause)
     return outcome, changed
 
 
-def act(rule: PlannedRule, record: Any, passed: bool, reason: str | None) -> dict[str, Any] | None:
-    """Run the action for this outcome: the row's new status (a rejection) or None; ERROR raises."""
+def act(
+    rule: PlannedRule, record: Any, passed: bool, reason: str | None, cause: str | None = None
+) -> tuple[dict[str, Any] | None, str | None]:
+    """Run the action for this outcome: the row's new status (a DLQ rejection) and, when an ERROR
+    action fired, the message the job fails with (the first line a native rule fails with, then
+    `cause`); both None when the row goes on."""
     action = rule.on_success if passed else rule.on_failure
     why = None if passed else (reason or rule.failure_reason())
     _run_callback(rule, action, record, why)
     if action.effect is Effect.FAIL:
-        raise RuleError(
-            why or "rule passed",
-            subject=rule.ctx.subject,
-            version=rule.ctx.version,
-            rule=rule.rule.name,
-            mode=rule.ctx.mode.value,
-        )
+        return None, rule.error_message(why or "rule passed", cause)
     if action.effect is Effect.REJECT:
-        return rule.status(action, why)
-    return None
+        return rule.status(action, why), None
+    return None, None
 
 
 def _conforming(rule: PlannedRule, result: Outcome, schema: Any) -> Outcome:

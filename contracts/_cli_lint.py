@@ -15,7 +15,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from contracts import loader
+from contracts import loader, migration
 from contracts.dataframe import _Compiler
 from contracts.errors import ContractError, DataContractError
 from contracts.model import Rule, RuleMode, Schema
@@ -127,7 +127,21 @@ def lint_registry(
             problems.extend(
                 Problem.of(error, path) for error in _rule_errors(registry, target, executors, actions)
             )
+            problems.extend(_skipped_rule_set(target, path))
     return _unique(problems)
+
+
+def _skipped_rule_set(target: loader.ContractVersion, path: str | None) -> list[Problem]:
+    """A rule set whose `enableAt` leaves it to the server: the engine runs none of its rules."""
+    rule_set = target.schema.rules
+    count = len(rule_set.migration_rules) + len(rule_set.domain_rules) + len(rule_set.encoding_rules)
+    if rule_set.runs_on_client or not count:
+        return []
+    reason = (
+        f"ruleSet.enableAt is {rule_set.enable_at!r}: clients skip this rule set, so the engine runs"
+        f" none of its {count} rules"
+    )
+    return [Problem(reason, target.subject, target.version, position="enableAt", path=path)]
 
 
 def _rule_errors(
@@ -140,9 +154,10 @@ def _rule_errors(
     compiler = _Compiler(registry, target.subject, target, executors, actions)
     for attribute, modes in _MODES:
         for mode in modes:
-            for rule in loader.running_order(getattr(target.schema.rules, attribute), mode):
+            rules = loader.running_order(getattr(target.schema.rules, attribute), mode)
+            for rule, record in zip(rules, _received(compiler, target, mode, rules), strict=True):
                 try:
-                    compiled = loader.compile_rules(target, mode, [rule], executors)
+                    compiled = loader.compile_rules(target, mode, [rule], executors, record=record)
                     build_plan(
                         target.subject,
                         target.version,
@@ -164,6 +179,22 @@ def _rule_errors(
                         rule=rule.name,
                         position="type",
                     )
+
+
+def _received(
+    compiler: _Compiler, target: loader.ContractVersion, mode: RuleMode, rules: list[Rule]
+) -> list[loader.ContractVersion | None]:
+    """The version whose record each rule receives (None: its own): a migration rule's, in a
+    migration between its version and the one below, when that one exists."""
+    if not mode.is_migration:
+        return [None] * len(rules)
+    try:
+        below = compiler.load(target.version - 1)
+    except DataContractError:
+        return [None] * len(rules)
+    versions = {below.version: below, target.version: target}
+    writer = below.version if mode is RuleMode.UPGRADE else target.version
+    return list(migration.received_records(versions, writer, [(target, mode, rules)])[0])
 
 
 def _layout(root: Path, problems: list[Problem]) -> Iterator[tuple[Path, str, int | None]]:

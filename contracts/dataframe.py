@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import copy
 import os
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
@@ -17,7 +19,7 @@ from contracts._reasons import NativeReasons, with_exact_reasons
 from contracts._routing import DlqLayout, Router, route_rejected
 from contracts.errors import ContractError, RegistryError
 from contracts.model import RegisteredSchema, RuleMode
-from contracts.planner import ORIGINAL, RECORD, STATUS, Plan, build_plan
+from contracts.planner import ORIGINAL, RECORD, STATUS, Plan, SkippedRuleSet, build_plan
 from contracts.plugins import ACTION_GROUP, EXECUTOR_GROUP, PluginRegistry, load_group, with_overrides
 from contracts.registry import Registry
 from contracts.serde import WriterVersion
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
     from actions.sink import DlqSink
 
 DEFAULT_DLQ_DIR = "dlq-topics"
+DEFAULT_METRICS_TIMEOUT_S = 2.0
+"""How long `RuleMetrics.get` waits for the first action on a batch result to finish."""
 
 
 @dataclass(frozen=True)
@@ -51,22 +55,30 @@ class RuleMetrics:
     progress under `observedMetrics[metrics.name]`, and `get(query.lastProgress)` reads them.
     """
 
-    def __init__(self, plan: Plan, observation: Observation | str | None) -> None:
+    def __init__(self, plan: Plan, observation: Observation | str | None, name: str | None) -> None:
         self._plan = plan
         self._observation = observation
+        self._name = name
+        self._lock = threading.Lock()
+        self._waiting: Future[Mapping[str, Any]] | None = None
 
     @property
     def name(self) -> str | None:
         """The name the counts are observed under (None when the plan has no rules)."""
-        if self._observation is None or isinstance(self._observation, str):
-            return self._observation
-        return self._observation._name
+        return self._name
 
-    def get(self, progress: Any = None) -> dict[str, RuleCounts]:
-        """Counts per rule name. Batch: waits for the first Spark action on the result to finish.
-        Streaming: the counts of the micro-batch whose `progress` (e.g. `query.lastProgress`) is given."""
+    def get(
+        self, progress: Any = None, *, timeout: float = DEFAULT_METRICS_TIMEOUT_S
+    ) -> dict[str, RuleCounts]:
+        """Counts per rule name.
+
+        Batch: the counts of the first Spark action on the result. When no action has finished
+        within `timeout` seconds (raise it to wait for one running in another thread) this is a
+        ContractError, where Spark's own `Observation.get` would wait forever.
+        Streaming: the counts of the micro-batch whose `progress` (e.g. `query.lastProgress`) is given.
+        """
         counts: dict[str, RuleCounts] = {}
-        observed = self._observed(progress)
+        observed = self._observed(progress, timeout)
         for planned in self._plan.rules:
             passed = int(observed.get(f"{planned.index}.passed", 0) or 0)
             failed = int(observed.get(f"{planned.index}.failed", 0) or 0)
@@ -78,11 +90,11 @@ class RuleMetrics:
             )
         return counts
 
-    def _observed(self, progress: Any) -> Mapping[str, Any]:
+    def _observed(self, progress: Any, timeout: float) -> Mapping[str, Any]:
         if self._observation is None:
             return {}
         if not isinstance(self._observation, str):
-            return self._observation.get
+            return self._first_action(self._observation, timeout)
         if progress is None:
             raise ContractError(
                 "these metrics come from a streaming query: pass its progress, e.g."
@@ -99,6 +111,29 @@ class RuleMetrics:
             names = [field["name"] for field in values["schema"]["fields"]]
             return dict(zip(names, values["values"], strict=True))
         return values
+
+    def _first_action(self, observation: Observation, timeout: float) -> Mapping[str, Any]:
+        """The observation's counts, waiting at most `timeout` seconds. A classic session's
+        `Observation.get` blocks until an action finishes, so it waits in a background thread,
+        one per RuleMetrics however often it is asked; Spark Connect's answers an empty dict."""
+        with self._lock:
+            if self._waiting is None:
+                self._waiting = _in_background(lambda: observation.get)
+            waiting = self._waiting
+        wait([waiting], timeout=timeout)
+        observed = waiting.result() if waiting.done() else {}
+        if observed:
+            return observed
+        with self._lock:
+            if self._waiting is waiting and waiting.done():
+                self._waiting = None  # Connect's empty answer: ask again next time
+        raise ContractError(
+            f"no Spark action on the result has finished within {timeout:g} s, and the per-rule"
+            " counts are gathered by the first one: run an action (count, collect, a write) on the"
+            " result first, or give get() a longer timeout to wait for one still running",
+            subject=self._plan.subject,
+            version=self._plan.version,
+        )
 
     def __repr__(self) -> str:
         return f"RuleMetrics({self._plan.mode.value}, rules={[r.rule.name for r in self._plan.rules]})"
@@ -139,9 +174,10 @@ class _Compiler:
     def plan(self, mode: RuleMode) -> Plan:
         version = self.target
         compiled = loader.compile_rules(version, mode, loader.rules_for(version, mode), self.executors)
-        return build_plan(
-            version.subject, version.version, mode, version.spark_type, compiled, self.resolve_action
-        )
+        skipped = tuple(rule.name for rule in loader.skipped_rules(version, mode))
+        where = (version.subject, version.version, mode, version.spark_type)
+        note = SkippedRuleSet(version.schema.rules.enable_at, skipped) if skipped else None
+        return build_plan(*where, compiled, self.resolve_action, skipped=note)
 
     def load(self, version: int) -> loader.ContractVersion:
         if version == self.target.version:
@@ -419,8 +455,12 @@ class DataContract:
 
     def _observe(self, plan: Plan, df: DataFrame) -> Observation | str | None:
         """The observation that gathers `plan`'s counts on `df` (None when metrics are off)."""
-        observation = _observation(plan, df) if self.collect_metrics else None
-        self._last_metrics = RuleMetrics(plan, observation) if self.collect_metrics else None
+        if not self.collect_metrics:
+            self._last_metrics = None
+            return None
+        name = _observation_name(plan)
+        observation = _observation(name, df) if name is not None else None
+        self._last_metrics = RuleMetrics(plan, observation, name)
         return observation
 
     def _json_layout(self, df: DataFrame, plan: Plan) -> DlqLayout:
@@ -471,14 +511,30 @@ def _mode(mode: str | RuleMode) -> RuleMode:
     return chosen
 
 
-def _observation(plan: Plan, df: DataFrame) -> Observation | str | None:
+def _in_background(call: Callable[[], Mapping[str, Any]]) -> Future[Mapping[str, Any]]:
+    """`call()` run in a daemon thread (it may never return), its answer in the future."""
+    future: Future[Mapping[str, Any]] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(call())
+        except BaseException as error:  # handed to whoever waits on the future
+            future.set_exception(error)
+
+    threading.Thread(target=run, name="contract-metrics", daemon=True).start()
+    return future
+
+
+def _observation_name(plan: Plan) -> str | None:
+    """A name of its own for one call's counts (None when the plan has no rules to count)."""
+    return f"contract_{plan.plan_id}_{uuid.uuid4().hex[:8]}" if plan.rules else None
+
+
+def _observation(name: str, df: DataFrame) -> Observation | str:
     """An Observation for a batch DataFrame; for a streaming one (which Observation does not
     support) the name its query reports the counts under."""
     from pyspark.sql import Observation
 
-    if not plan.rules:
-        return None
-    name = f"contract_{plan.plan_id}_{uuid.uuid4().hex[:8]}"
     return name if df.isStreaming else Observation(name)
 
 

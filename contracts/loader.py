@@ -111,10 +111,26 @@ def _referenced_schemas(registry: Registry, schema: Schema, seen: frozenset[str]
 
 
 def rules_for(version: ContractVersion, mode: RuleMode) -> list[Rule]:
-    """The domain rules that run in WRITE or READ, in running order (SEMANTICS.md §2)."""
+    """The domain rules that run in WRITE or READ, in running order (SEMANTICS.md §2); none when
+    the rule set's `enableAt` leaves it to the server."""
     if mode not in (RuleMode.WRITE, RuleMode.READ):
         raise ContractError(f"mode must be WRITE or READ, not {mode.value}", subject=version.subject)
-    return running_order(version.schema.rules.domain_rules, mode)
+    rule_set = version.schema.rules
+    return running_order(rule_set.domain_rules, mode) if rule_set.runs_on_client else []
+
+
+def migration_rules_for(version: ContractVersion, mode: RuleMode) -> list[Rule]:
+    """The migration rules of `version` that run in UPGRADE or DOWNGRADE, in running order; none
+    when the rule set's `enableAt` leaves it to the server."""
+    rule_set = version.schema.rules
+    return running_order(rule_set.migration_rules, mode) if rule_set.runs_on_client else []
+
+
+def skipped_rules(version: ContractVersion, mode: RuleMode) -> list[Rule]:
+    """The domain rules of WRITE or READ that the rule set's `enableAt` makes a client skip (none
+    when the set runs on clients), in running order."""
+    rule_set = version.schema.rules
+    return [] if rule_set.runs_on_client else running_order(rule_set.domain_rules, mode)
 
 
 def running_order(rules: Sequence[Rule], mode: RuleMode) -> list[Rule]:
@@ -137,7 +153,7 @@ def rule_context(
     version: ContractVersion, mode: RuleMode, rule: Rule, record: ContractVersion | None = None
 ) -> RuleContext:
     """The context of `rule`, registered in `version`, over records of `record` (by default the
-    version's own; a migration compiled natively reads the writer's)."""
+    version's own; a migration rule runs on the record it migrates)."""
     shape = record or version
     return RuleContext(
         rule=rule,
@@ -160,10 +176,12 @@ def compile_rules(
     record: ContractVersion | None = None,
 ) -> list[tuple[RuleContext, Step | None]]:
     """Compile each rule once with the executor for its name or type; None where there is none.
-    `record`: the version whose records the rules receive, when not their own (a migration's)."""
+
+    `record` is the version whose records the rules receive, when not `version`'s own: a
+    migration rule runs on the record of the version it migrates from."""
     compiled: list[tuple[RuleContext, Step | None]] = []
     for rule in rules:
-        ctx = rule_context(version, mode, rule, record=record)
+        ctx = rule_context(version, mode, rule, record)
         executor = executors.find(rule.type, rule_name=rule.name)
         if executor is None:
             compiled.append((ctx, None))
@@ -171,8 +189,11 @@ def compile_rules(
         try:
             step = executor.compile(ctx)
         except ContractError as e:
+            reason = e.reason
+            if record is not None and record.version != version.version:
+                reason += f" (in {mode.value} the rule receives records of version {record.version})"
             raise ContractError(
-                e.reason,
+                reason,
                 subject=version.subject,
                 version=version.version,
                 rule=rule.name,

@@ -15,8 +15,8 @@ from typing import Any
 from contracts import _batch
 from contracts._avro_json import from_json_view
 from contracts.errors import ContractError, SerializationError
-from contracts.loader import ContractVersion, compile_rules, running_order
-from contracts.model import Rule, RuleMode
+from contracts.loader import ContractVersion, compile_rules, migration_rules_for
+from contracts.model import Rule, RuleKind, RuleMode
 from contracts.planner import Plan, build_plan
 
 Resolver = Callable[[str, Any], Any]
@@ -40,7 +40,7 @@ def migration_steps(
     steps = []
     for newer in newer_versions if mode is RuleMode.UPGRADE else reversed(newer_versions):
         version = versions[newer]
-        rules = running_order(version.schema.rules.migration_rules, mode)
+        rules = migration_rules_for(version, mode)
         if rules:
             steps.append((version, mode, rules))
     return steps
@@ -53,28 +53,61 @@ def migration_plans(
     executors: Any,
     resolve_action: Resolver,
 ) -> tuple[Plan, ...]:
-    """One compiled plan per migration step, in running order; the rules are compiled against the
-    writer's record, the one migrations start from (and a JSONata rule reads through its JSON view)."""
+    """One compiled plan per migration step, in running order, each rule compiled against the
+    record it receives (`received_records`)."""
     plans = []
-    for version, mode, rules in migration_steps(versions, writer, target):
-        compiled = compile_rules(version, mode, rules, executors, record=versions[writer])
-        plan = build_plan(
-            version.subject, version.version, mode, version.spark_type, compiled, resolve_action
-        )
-        plans.append(plan)
+    steps = migration_steps(versions, writer, target)
+    for (version, mode, rules), received in zip(
+        steps, received_records(versions, writer, steps), strict=True
+    ):
+        compiled = []
+        for rule, record in zip(rules, received, strict=True):
+            compiled.extend(compile_rules(version, mode, [rule], executors, record=record))
+        where = (version.subject, version.version, mode, received[0].spark_type)
+        plans.append(build_plan(*where, compiled, resolve_action))
     return tuple(plans)
 
 
-def migrate(plans: tuple[Plan, ...], records: list[Any], statuses: list[dict[str, Any] | None]) -> None:
-    """Run the migration plans over records in place (a rule without executor fails each record)."""
+def received_records(
+    versions: Mapping[int, ContractVersion],
+    writer: int,
+    steps: list[tuple[ContractVersion, RuleMode, list[Rule]]],
+) -> list[list[ContractVersion]]:
+    """For each rule of each step, the version whose record it receives: the writer's at first;
+    after a TRANSFORM, the version the step migrates to (its own on UPGRADE, the one below on
+    DOWNGRADE), as a transform's result is that version's record. A step of conditions only, or
+    a version without rules, hands on the record it received."""
+    record = versions[writer]
+    received = []
+    for version, mode, rules in steps:
+        result = version if mode is RuleMode.UPGRADE else versions[version.version - 1]
+        step_records = []
+        for rule in rules:
+            step_records.append(record)
+            if rule.kind is RuleKind.TRANSFORM:
+                record = result
+        received.append(step_records)
+    return received
+
+
+def migrate(
+    plans: tuple[Plan, ...],
+    records: list[Any],
+    statuses: list[dict[str, Any] | None],
+    failures: list[str | None],
+) -> None:
+    """Run the migration plans over records in place: a DLQ rejection sets a row's status, an
+    ERROR action its failure (the message the job fails with, see planner.raise_failures); a
+    rule without executor fails each record."""
     for plan in plans:
         for rule in plan.rules:
             if rule.step is None:
                 for i, status in enumerate(statuses):
-                    if status is None:
-                        statuses[i] = _batch.act(rule, records[i], False, rule.missing_executor_reason)
+                    if status is None and failures[i] is None:
+                        reason = rule.missing_executor_reason
+                        statuses[i], failures[i] = _batch.act(rule, records[i], False, reason)
                 continue
-            _batch.run_rule(rule, _batch.evaluator_for(plan.plan_id, rule), records, statuses)
+            _batch.run_rule(rule, _batch.evaluator_for(plan.plan_id, rule), records, statuses, failures)
 
 
 def missing_field_message(name: str) -> str:

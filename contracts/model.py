@@ -238,15 +238,25 @@ def _rule_list(data: Any, key: str, ctx: _Context) -> tuple[Rule, ...]:
 
 @dataclass(frozen=True)
 class RuleSet:
-    """Migration rules (UPGRADE/DOWNGRADE/UPDOWN), domain rules (WRITE/READ/WRITEREAD), encoding rules."""
+    """Migration rules (UPGRADE/DOWNGRADE/UPDOWN), domain rules (WRITE/READ/WRITEREAD), encoding
+    rules, and `enableAt`: where the set runs (absent, ALL or CLIENT: on clients such as this
+    engine; any other value, e.g. SERVER or GATEWAY: not on a client, which skips every rule)."""
 
     migration_rules: tuple[Rule, ...] = ()
     domain_rules: tuple[Rule, ...] = ()
     encoding_rules: tuple[Rule, ...] = ()
+    enable_at: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
     present: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
-    _KEYS = ("migrationRules", "domainRules", "encodingRules")
+    _KEYS = ("migrationRules", "domainRules", "encodingRules", "enableAt")
+    _CLIENT_VALUES = (None, "ALL", "CLIENT")
+
+    @property
+    def runs_on_client(self) -> bool:
+        """Whether a client runs this set's rules; the values are compared exactly, as the
+        Confluent clients compare them."""
+        return self.enable_at in self._CLIENT_VALUES
 
     @classmethod
     def from_dict(
@@ -257,6 +267,9 @@ class RuleSet:
         migration = _rule_list(data.get("migrationRules"), "migrationRules", ctx)
         domain = _rule_list(data.get("domainRules"), "domainRules", ctx)
         encoding = _rule_list(data.get("encodingRules"), "encodingRules", ctx)
+        enable_at = data.get("enableAt")
+        if enable_at is not None and not isinstance(enable_at, str):
+            raise ctx.error("enableAt must be a string", position="enableAt")
         for rule in migration:
             if not rule.mode.is_migration:
                 raise ctx.error(
@@ -276,6 +289,7 @@ class RuleSet:
             migration_rules=migration,
             domain_rules=domain,
             encoding_rules=encoding,
+            enable_at=enable_at,
             extra={k: v for k, v in data.items() if k not in cls._KEYS},
             present=frozenset(k for k in data if k in cls._KEYS),
         )
@@ -288,6 +302,7 @@ class RuleSet:
             ("encodingRules", self.encoding_rules),
         ):
             _emit(out, key, [rule.to_dict() for rule in rules], [], self.present)
+        _emit(out, "enableAt", self.enable_at, None, self.present)
         out.update(self.extra)
         return out
 
@@ -478,7 +493,8 @@ def merge_metadata(*layers: Metadata | None) -> Metadata | None:
 
 
 def merge_rule_sets(*layers: RuleSet | None) -> RuleSet | None:
-    """Merge rule sets list by list (registry default < schema < override)."""
+    """Merge rule sets list by list (registry default < schema < override); the last layer that
+    says where the set runs (`enableAt`) decides it."""
     present = [layer for layer in layers if layer is not None]
     if not present:
         return None
@@ -496,4 +512,5 @@ def merge_rule_sets(*layers: RuleSet | None) -> RuleSet | None:
         migration_rules=merged(layer.migration_rules for layer in present),
         domain_rules=merged(layer.domain_rules for layer in present),
         encoding_rules=merged(layer.encoding_rules for layer in present),
+        enable_at=next((layer.enable_at for layer in reversed(present) if layer.enable_at is not None), None),
     )

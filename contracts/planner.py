@@ -4,7 +4,8 @@ A plan is an ordered list of compiled rules (SEMANTICS.md §2). Applying it pack
 columns into one struct column, runs native steps as Column expressions and consecutive Python
 steps in one `mapInArrow` pass, and leaves one status column `_contract` that is null for rows
 still valid and names the rule, mode, action and reason for rows a DLQ action rejected. ERROR
-actions fail the job natively (`raise_error`) when the failing row is computed.
+actions fail the job natively (`raise_error`) when the failing row is computed, those of rules
+evaluated in Python too: the pass marks the row and `raise_failures` raises right after it.
 """
 
 from __future__ import annotations
@@ -24,13 +25,15 @@ from executors._protocol import BatchStep, NativeStep, RuleContext, Step, condit
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Observation
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import StructField, StructType
 
 RECORD = "__contract_record"
 ORIGINAL = "__contract_original"
 STATUS = "_contract"
 OUTCOME_PREFIX = "__contract_outcome_"
 FIELD_PREFIX = "__contract_field_"
+FAILURE = "__contract_failure"
+"""A Python pass's column: the message the job fails with, on a row whose ERROR action fired there."""
 
 
 def status_type() -> StructType:
@@ -90,14 +93,15 @@ class PlannedRule:
             return condition_failure_message(self.rule)
         return f"Rule failed: {self.rule.name}"
 
-    def error_message(self, reason: str) -> str:
-        """The text an ERROR action fails the job with: subject, version, rule, mode and reason."""
+    def error_message(self, reason: str, cause: str | None = None) -> str:
+        """The text an ERROR action fails the job with: a first line naming subject, version, rule,
+        mode and reason, the same wherever the rule ran (Spark appends its SQLSTATE on the next
+        line), then the cause, when Python knows one (an executor's traceback)."""
         ctx = self.ctx
-        return str(
-            RuleError(
-                reason, subject=ctx.subject, version=ctx.version, rule=self.rule.name, mode=ctx.mode.value
-            )
+        error = RuleError(
+            reason, subject=ctx.subject, version=ctx.version, rule=self.rule.name, mode=ctx.mode.value
         )
+        return f"{error}\n{cause or ''}"
 
     def status(self, action: ActionPlan, reason: str | None) -> dict[str, Any]:
         """The `_contract` value for a row this rule rejected."""
@@ -128,6 +132,20 @@ class PlannedRule:
 
 
 @dataclass(frozen=True)
+class SkippedRuleSet:
+    """Rules a plan leaves out because their rule set's `enableAt` is not for clients."""
+
+    enable_at: str | None
+    rules: tuple[str, ...]
+
+    def describe(self) -> str:
+        return (
+            f"the rule set's enableAt is {self.enable_at!r}: a client skips all {len(self.rules)} of its"
+            f" rules ({', '.join(self.rules)})"
+        )
+
+
+@dataclass(frozen=True)
 class Plan:
     """The ordered rules one contract version runs in one mode, ready to apply to a DataFrame."""
 
@@ -137,9 +155,12 @@ class Plan:
     record_type: StructType
     rules: tuple[PlannedRule, ...]
     plan_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    skipped: SkippedRuleSet | None = None
 
     def explain(self) -> str:
         header = f"Plan {self.mode.value} for subject {self.subject!r} version {self.version}"
+        if self.skipped is not None:
+            return f"{header}: no rules, {self.skipped.describe()}"
         if not self.rules:
             return f"{header}: no rules"
         return "\n".join([f"{header}:", *(f"  {rule.describe()}" for rule in self.rules)])
@@ -286,8 +307,10 @@ def build_plan(
     record_type: StructType,
     rules: Sequence[tuple[RuleContext, Step | None]],
     resolve_action: Any,
+    skipped: SkippedRuleSet | None = None,
 ) -> Plan:
-    """Resolve each rule's actions and truncate after a rule without executor (SEMANTICS.md §2.1)."""
+    """Resolve each rule's actions and truncate after a rule without executor (SEMANTICS.md §2.1);
+    `skipped` names the rules the rule set's `enableAt` leaves out, for `explain`."""
     planned: list[PlannedRule] = []
     for index, (ctx, step) in enumerate(rules):
         action_ctx = ActionContext(ctx.rule, subject, version, mode, ctx.properties)
@@ -302,7 +325,7 @@ def build_plan(
         )
         if step is None:
             break
-    return Plan(subject, version, mode, record_type, tuple(planned))
+    return Plan(subject, version, mode, record_type, tuple(planned), skipped=skipped)
 
 
 def check_record_columns(df: DataFrame, record_type: StructType, subject: str, version: int) -> list[str]:
@@ -410,6 +433,25 @@ def native_status(rule: PlannedRule, outcome: Column) -> Column:
             status = F.when(fired, _status_literal(value)).otherwise(status)
     # `fired` is null for rows already rejected, so `when` leaves their status as it was.
     return status
+
+
+def failure_field() -> StructField:
+    """The FAILURE column a Python pass adds to its output (see `raise_failures`)."""
+    from pyspark.sql.types import StringType, StructField
+
+    return StructField(FAILURE, StringType(), True)
+
+
+def raise_failures(staged: DataFrame) -> DataFrame:
+    """After a Python pass that marked rows in FAILURE instead of raising: fail the job on such a
+    row natively, in `_contract` as a native ERROR rule does, so both raise Spark's own
+    USER_RAISED_EXCEPTION with the same first line, on a classic session and on Spark Connect
+    (an exception raised in a Python worker reaches the user as a PythonException instead)."""
+    from pyspark.sql import functions as F
+
+    failure = F.col(FAILURE)
+    status = F.when(failure.isNotNull(), F.raise_error(failure)).otherwise(F.col(STATUS))
+    return staged.withColumn(STATUS, status).drop(FAILURE)
 
 
 def _status_literal(value: dict[str, Any]) -> Column:

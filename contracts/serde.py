@@ -22,7 +22,16 @@ from contracts import avro, migration
 from contracts._routing import Router
 from contracts.errors import RegistryError, SerializationError
 from contracts.loader import ContractVersion
-from contracts.planner import ORIGINAL, RECORD, STATUS, Plan, status_type
+from contracts.planner import (
+    FAILURE,
+    ORIGINAL,
+    RECORD,
+    STATUS,
+    Plan,
+    failure_field,
+    raise_failures,
+    status_type,
+)
 from contracts.registry import Registry
 from contracts.wire import decode_frame, encode_frame
 
@@ -132,10 +141,13 @@ def decode(df: DataFrame, decoder: Decoder, router: Router, keep_value: bool = T
             *writers,
             StructField(RECORD, target, True),
             StructField(STATUS, status_type(), True),
+            failure_field(),
         ]
     )
     output = StructType([f for f in decoded.fields if keep_value or f.name != decoder.value_column])
-    return df.mapInArrow(_DecodePass(decoder, decoded.json(), router, output.fieldNames()), output)
+    return raise_failures(
+        df.mapInArrow(_DecodePass(decoder, decoded.json(), router, output.fieldNames()), output)
+    )
 
 
 @dataclass(frozen=True)
@@ -161,6 +173,7 @@ def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) ->
     frames = batch.column(decoder.value_column).to_pylist()
     records: list[Any] = [None] * len(frames)
     statuses: list[dict[str, Any] | None] = [None] * len(frames)
+    failures: list[str | None] = [None] * len(frames)
     to_migrate: dict[int, tuple[WriterVersion, list[int]]] = {}
     for i, frame in enumerate(frames):
         try:
@@ -178,7 +191,7 @@ def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) ->
             for i in rows:
                 records[i] = None
         else:
-            _migrate_rows(decoder, writer, rows, records, statuses, batch)
+            _migrate_rows(decoder, writer, rows, records, statuses, failures, batch)
     writers = [
         natives.get(version, pa.nulls(batch.num_rows, output.field(writer_column(version)).type))
         for version in decoder.native_types
@@ -191,7 +204,9 @@ def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) ->
     else:
         status_column = pa.nulls(batch.num_rows, status_arrow)
     record_column = _packed(records, decoder.target_schema, output.field(RECORD).type)
-    return pa.RecordBatch.from_arrays([*batch.columns, *writers, record_column, status_column], schema=output)
+    failure_column = pa.array(failures, type=output.field(FAILURE).type)
+    columns = [*batch.columns, *writers, record_column, status_column, failure_column]
+    return pa.RecordBatch.from_arrays(columns, schema=output)
 
 
 def _packed_rows(records: list[Any], rows: list[int], schema: Any, record_type: pa.DataType) -> pa.Array:
@@ -219,15 +234,20 @@ def _migrate_rows(
     rows: list[int],
     records: list[Any],
     statuses: list[dict[str, Any] | None],
+    failures: list[str | None],
     batch: pa.RecordBatch,
 ) -> None:
-    """Migrate one writer version's rows to the target, then project them onto its schema."""
+    """Migrate one writer version's rows to the target, then project them onto its schema; a row
+    whose ERROR action fired keeps no record, only its failure."""
     group = [records[i] for i in rows]
     group_statuses = [statuses[i] for i in rows]
-    migration.migrate(writer.migrations, group, group_statuses)
-    for i, record, status in zip(rows, group, group_statuses, strict=True):
-        statuses[i] = status
-        if status is not None:
+    group_failures = [failures[i] for i in rows]
+    migration.migrate(writer.migrations, group, group_statuses, group_failures)
+    for i, record, status, failure in zip(rows, group, group_statuses, group_failures, strict=True):
+        statuses[i], failures[i] = status, failure
+        if failure is not None:
+            records[i] = None
+        if status is not None or failure is not None:
             continue
         try:
             records[i] = migration.project(record, decoder.target_schema)
@@ -304,9 +324,10 @@ def migrate_decoded(packed: DataFrame, writer: WriterVersion, target: ContractVe
             StructField(ORIGINAL, writer_type, True),
             StructField(RECORD, target.spark_type, True),
             StructField(STATUS, status_type(), True),
+            failure_field(),
         ]
     )
-    return packed.mapInArrow(_MigratePass(writer, target.avro_schema, output.json()), output)
+    return raise_failures(packed.mapInArrow(_MigratePass(writer, target.avro_schema, output.json()), output))
 
 
 @dataclass(frozen=True)
@@ -322,10 +343,11 @@ class _MigratePass:
         for batch in batches:
             records = avro.arrow_to_records(_fields(batch.column(RECORD)), self.writer.schema)
             statuses: list[dict[str, Any] | None] = batch.column(STATUS).to_pylist()
-            migration.migrate(self.writer.migrations, records, statuses)
+            failures: list[str | None] = [None] * batch.num_rows
+            migration.migrate(self.writer.migrations, records, statuses, failures)
             projected = [
-                migration.project(record, self.target_schema) if status is None else None
-                for record, status in zip(records, statuses, strict=True)
+                migration.project(record, self.target_schema) if status is None and failure is None else None
+                for record, status, failure in zip(records, statuses, failures, strict=True)
             ]
             record_column = _packed(projected, self.target_schema, output.field(RECORD).type)
             columns = [
@@ -335,6 +357,8 @@ class _MigratePass:
                 if f.name == ORIGINAL
                 else pa.array(statuses, type=f.type)
                 if f.name == STATUS
+                else pa.array(failures, type=f.type)
+                if f.name == FAILURE
                 else batch.column(f.name)
                 for f in output
             ]

@@ -7,6 +7,7 @@ consecutive batch steps in one `mapInArrow` pass and converts Arrow to records o
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -39,11 +40,14 @@ class RuleContext:
 
 @dataclass(frozen=True)
 class Outcome:
-    """One record's result of one rule: passed or not, the (possibly new) record, and why it failed."""
+    """One record's result of one rule: passed or not, the (possibly new) record, why it failed,
+    and the cause behind that reason when there is more to it (an exception's traceback), which
+    an ERROR action keeps for debugging after its first line."""
 
     passed: bool
     record: Any = None
     reason: str | None = None
+    cause: str | None = None
 
 
 @dataclass(frozen=True)
@@ -128,7 +132,7 @@ class _RecordEvaluator:
         try:
             result = self.executor.transform(self.ctx, record)
         except Exception as e:  # a failing executor is a rule failure, never a crash (DESIGN.md §3)
-            return Outcome(False, record, f"{type(e).__name__}: {e}")
+            return Outcome(False, record, f"{type(e).__name__}: {e}", traceback.format_exc())
         if rule.kind is RuleKind.CONDITION:
             if result:
                 return Outcome(True, record)

@@ -179,6 +179,47 @@ def test_lint_of_a_registry_subject_compiles_its_registered_rules(server: Regist
     assert cli("lint", "--registry", server.url, "--subject", "nobody-value").status == 1
 
 
+def test_lint_says_when_enable_at_leaves_a_rule_set_to_the_server(tmp_path: Path) -> None:
+    root = tmp_path / "contracts"
+    payload = contract_payload(RULES)
+    payload["ruleSet"]["enableAt"] = "SERVER"
+    path = write_version(root, SUBJECT, 1, payload)
+    ran = cli("lint", str(root))
+    assert ran.status == 1
+    assert ran.out.splitlines() == [
+        f"{path}: subject={SUBJECT} version=1 rule=- position=enableAt: ruleSet.enableAt is 'SERVER':"
+        " clients skip this rule set, so the engine runs none of its 3 rules"
+    ]
+
+
+def test_lint_compiles_a_migration_rule_against_the_record_it_receives(tmp_path: Path) -> None:
+    root = tmp_path / "contracts"
+    item = {
+        "type": "record",
+        "name": "Item",
+        "fields": [{"name": "id", "type": "long"}, {"name": "qty", "type": "int"}],
+    }
+    renamed = {**item, "fields": [item["fields"][0], {"name": "quantity", "type": "int"}]}
+    write_version(
+        root, "items-value", 1, {"schema": json.dumps(item), "metadata": {"properties": {"major": "1"}}}
+    )
+    rules = [
+        cel("typo", "message.quantity > 0", mode="UPGRADE"),
+        cel("positive", "message.qty > 0", mode="UPDOWN", onFailure="ERROR,NONE"),
+        cel("qtyUp", "{'id': message.id, 'quantity': message.qty}", kind="TRANSFORM", mode="UPGRADE"),
+        cel("qtyDown", "{'id': message.id, 'qty': message.quantity}", kind="TRANSFORM", mode="DOWNGRADE"),
+        cel("checked", "message.quantity > 0", mode="UPGRADE"),
+    ]
+    payload = {"schema": json.dumps(renamed), "metadata": {"properties": {"major": "2"}}}
+    path = write_version(root, "items-value", 2, {**payload, "ruleSet": {"migrationRules": rules}})
+    (root / "items-value" / "config.json").write_text(json.dumps({"compatibilityGroup": "major"}))
+    ran = cli("lint", str(root))
+    assert ran.out.splitlines() == [
+        f"{path}: subject=items-value version=2 rule=typo position=1:9: the expression reads field"
+        " 'quantity', which the schema lacks (in UPGRADE the rule receives records of version 1)"
+    ]
+
+
 def test_lint_wants_a_directory_or_a_registry_not_both(users_dir: Path) -> None:
     ran = cli("lint", str(users_dir), "--registry", "http://127.0.0.1:1")
     assert ran.status == 2
@@ -429,6 +470,38 @@ def test_apply_stops_with_the_rule_when_an_error_action_fires(
     assert ran.status == 1
     assert "mustBeOld" in ran.err
     assert "FAILED" in ran.err
+
+
+def test_apply_fails_with_the_same_line_whether_the_rule_ran_natively_or_in_python(
+    spark: Any, tmp_path: Path
+) -> None:
+    source = tmp_path / "users.jsonl"
+    source.write_text(json.dumps({"name": "ann", "age": 30, "email": "ann@example.com"}) + "\n")
+    failures = []
+    # The same rule name and doc; the second expression has no native form and runs in Python.
+    for run_number, expr in enumerate(["message.age > 100", "format('%s', [message.name]) == 'nobody'"]):
+        root = tmp_path / f"contracts{run_number}"
+        write_version(root, SUBJECT, 1, contract_payload([cel("mustBeOld", expr, doc="too young")]))
+        assert (
+            DataContract(LocalRegistry(root), SUBJECT)
+            .explain()
+            .endswith("(native)" if run_number == 0 else "(python)")
+        )
+        ran = cli(
+            "apply", "--registry", str(root), "--subject", SUBJECT, "--mode", "WRITE",
+            "--input", str(source), "--format", "json", "--output", str(tmp_path / f"out{run_number}"),
+            "--dlq-dir", str(tmp_path / "dlq"), spark=spark,
+        )  # fmt: skip
+        assert ran.status == 1
+        failures.append([line for line in ran.err.splitlines() if line.startswith("spark-contracts apply:")])
+    assert (
+        failures[0]
+        == failures[1]
+        == [
+            "spark-contracts apply: SparkRuntimeException: [USER_RAISED_EXCEPTION] Rule 'mustBeOld' failed in"
+            " WRITE on subject 'users-value' version 1: too young"
+        ]
+    )
 
 
 def test_apply_of_wire_format_wants_read_mode(users_dir: Path, tmp_path: Path) -> None:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import fastavro
 import pytest
 from pyspark import cloudpickle
 
@@ -14,6 +18,9 @@ from actions._protocol import ActionContext, ActionPlan, Effect
 from actions.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
 from contracts.errors import ContractError
+from contracts.wire import encode_frame
+from executors._protocol import NativeStep
+from executors.cel.executor import CelExecutor
 
 # Executors and actions defined here run on Spark workers, which cannot import test modules.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -143,6 +150,45 @@ def test_disabled_rules_are_skipped(sink: LocalTopicSink, users: Any) -> None:
     assert "no rules" in contract.explain("WRITE")
 
 
+@pytest.mark.parametrize(
+    ("enable_at", "skipped"), [("SERVER", True), ("GATEWAY", True), ("CLIENT", False), ("ALL", False)]
+)
+def test_a_rule_set_enabled_off_the_client_is_skipped(
+    sink: LocalTopicSink, users: Any, enable_at: str, skipped: bool
+) -> None:
+    registry = LocalRegistry()
+    rule_set = {"domainRules": [rule("neverPasses", "false")], "enableAt": enable_at}
+    registry.register_schema(SUBJECT, Schema.from_dict({"schema": json.dumps(USER), "ruleSet": rule_set}))
+    contract = DataContract(registry, SUBJECT, dlq_sink=sink)
+    explained = contract.explain("WRITE")
+    if skipped:
+        assert ids(contract.write(users)) == [1, 2, 3]
+        assert f"enableAt is {enable_at!r}: a client skips all 1 of its rules" in explained
+    else:
+        assert "neverPasses" in explained and "enableAt" not in explained
+        with pytest.raises(Exception, match="neverPasses"):
+            contract.write(users).collect()
+
+
+def test_migration_rules_of_a_set_enabled_off_the_client_are_skipped(
+    sink: LocalTopicSink, users: Any
+) -> None:
+    registry = LocalRegistry()
+    register(registry, [])
+    blocker = {"name": "blockUpgrade", "kind": "CONDITION", "type": "CEL", "mode": "UPGRADE", "expr": "false"}
+    later = {**USER, "fields": [*USER["fields"], {"name": "tier", "type": "int", "default": 0}]}
+    for enable_at in ("SERVER", "CLIENT"):
+        rule_set = {"migrationRules": [blocker], "enableAt": enable_at}
+        registry.register_schema(
+            SUBJECT, Schema.from_dict({"schema": json.dumps(later), "ruleSet": rule_set})
+        )
+    server_only = DataContract(registry, SUBJECT, version=2, dlq_sink=sink)
+    assert sorted(row["tier"] for row in server_only.read(users, writer_version=1).collect()) == [0, 0, 0]
+    client = DataContract(registry, SUBJECT, version=3, dlq_sink=sink)
+    with pytest.raises(Exception, match="blockUpgrade"):
+        client.read(users.selectExpr("*", "1 AS tier"), writer_version=2).collect()
+
+
 def test_a_row_rejected_goes_no_further(sink: LocalTopicSink, users: Any) -> None:
     rules = [
         rule("positiveAge", "message.age > 0", onFailure="DLQ", params={"dlq.topic": "age"}),
@@ -157,6 +203,29 @@ def test_a_row_rejected_goes_no_further(sink: LocalTopicSink, users: Any) -> Non
     assert (metrics["positiveAge"].passed, metrics["positiveAge"].failed) == (1, 2)
     assert (metrics["hasName"].passed, metrics["hasName"].failed) == (1, 0)
     assert metrics["positiveAge"].by_action == {"NONE": 1, "DLQ": 2}
+
+
+def test_metrics_asked_before_any_action_fail_fast_saying_why(sink: LocalTopicSink, users: Any) -> None:
+    result = make_contract(sink, [rule("positiveAge", "message.age > 0", onFailure="NONE")]).apply(users)
+    assert result.metrics is not None
+    answers: list[Any] = []
+
+    def ask() -> None:
+        try:
+            answers.append(result.metrics.get())  # type: ignore[union-attr]
+        except ContractError as error:
+            answers.append(error)
+
+    asking = threading.Thread(target=ask, daemon=True)
+    asking.start()
+    asking.join(60)
+    assert answers, "metrics.get() is still waiting for an action that nobody runs"
+    assert isinstance(answers[0], ContractError), answers
+    assert "no Spark action on the result has finished" in str(answers[0])
+    with pytest.raises(ContractError, match="no Spark action"):
+        result.metrics.get(timeout=0.1)
+    assert ids(result.valid) == [1, 2, 3]
+    assert (result.metrics.get()["positiveAge"].passed, result.metrics.get()["positiveAge"].failed) == (1, 2)
 
 
 def test_without_metrics_there_is_no_observation(sink: LocalTopicSink, users: Any, capsys: Any) -> None:
@@ -504,3 +573,234 @@ def test_user_action_by_registration(sink: LocalTopicSink, users: Any, tmp_path:
     lines = [json.loads(line) for line in audit_log.read_text().splitlines()]
     assert sorted(line["id"] for line in lines) == [2, 3]
     assert {line["reason"] for line in lines} == {"Rule expr failed: message.age > 0"}
+
+
+# -- migration rules see the record they migrate ------------------------------------------------
+
+ITEMS = "items-value"
+ITEM_V1 = {
+    "type": "record",
+    "name": "Item",
+    "fields": [{"name": "id", "type": "long"}, {"name": "qty", "type": "int"}],
+}
+ITEM_V2 = {**ITEM_V1, "fields": [ITEM_V1["fields"][0], {"name": "quantity", "type": "int"}]}
+ITEM_V3 = {**ITEM_V2, "fields": [*ITEM_V2["fields"], {"name": "total", "type": "long"}]}
+
+
+def migration(name: str, mode: str, expr: str, kind: str = "TRANSFORM", **fields: Any) -> dict[str, Any]:
+    return {"name": name, "kind": kind, "type": "CEL", "mode": mode, "expr": expr, **fields}
+
+
+def register_versions(
+    subject: str, versions: list[tuple[dict[str, Any], list[dict[str, Any]]]]
+) -> LocalRegistry:
+    """Each version in its own major, so a rename needs no default to be registered."""
+    registry = LocalRegistry()
+    registry.set_config(subject, compatibilityGroup="major")
+    for major, (schema, rules) in enumerate(versions, start=1):
+        payload = {
+            "schema": json.dumps(schema),
+            "metadata": {"properties": {"major": str(major)}},
+            "ruleSet": {"migrationRules": rules},
+        }
+        registry.register_schema(subject, Schema.from_dict(payload))
+    return registry
+
+
+ITEM_VERSIONS = [
+    (ITEM_V1, []),
+    (
+        ITEM_V2,
+        [
+            # First in the list: on UPGRADE it reads the writer's record, on DOWNGRADE (reversed,
+            # after qtyDown) the version-1 record qtyDown made; either way it has `qty`.
+            migration("positive", "UPDOWN", "message.qty > 0", kind="CONDITION", onFailure="DLQ,NONE",
+                      params={"dlq.topic": "nonpositive"}),
+            migration("qtyUp", "UPGRADE", "{'id': message.id, 'quantity': message.qty}"),
+            migration("qtyDown", "DOWNGRADE", "{'id': message.id, 'qty': message.quantity}"),
+        ],
+    ),
+    (
+        ITEM_V3,
+        [
+            # Receives what version 2's migration left: a version-2 record.
+            migration("totalUp", "UPGRADE",
+                      "{'id': message.id, 'quantity': message.quantity, 'total': message.quantity * 2}"),
+            migration("totalDown", "DOWNGRADE", "{'id': message.id, 'quantity': message.quantity}"),
+        ],
+    ),
+]  # fmt: skip
+
+
+def test_cel_migration_rules_compile_against_the_record_they_receive(
+    spark: Any, sink: LocalTopicSink
+) -> None:
+    registry = register_versions(ITEMS, ITEM_VERSIONS)
+    v1_rows = spark.createDataFrame([(1, 5), (2, 0)], "id long, qty int")
+    latest = DataContract(registry, ITEMS, version=3, dlq_sink=sink)
+    assert [tuple(row) for row in latest.read(v1_rows, writer_version=1).collect()] == [(1, 5, 10)]
+    (rejected,) = sink.read("nonpositive")
+    headers = dict(rejected.headers)
+    assert (headers["__rule.name"], headers["__rule.mode"]) == (b"positive", b"UPGRADE")
+
+    v3_rows = spark.createDataFrame([(1, 5, 10), (2, 0, 0)], "id long, quantity int, total long")
+    oldest = DataContract(registry, ITEMS, version=1, dlq_sink=sink)
+    # Downgrading, `positive` fails the second record and its action pair says NONE.
+    assert sorted(tuple(row) for row in oldest.read(v3_rows, writer_version=3).collect()) == [(1, 5), (2, 0)]
+    middle = DataContract(registry, ITEMS, version=2, dlq_sink=sink)
+    v2_rows = spark.createDataFrame([(3, 7)], "id long, quantity int")
+    assert [tuple(row) for row in latest.read(v2_rows, writer_version=2).collect()] == [(3, 7, 14)]
+    assert [tuple(row) for row in middle.read(v1_rows.where("id = 1"), writer_version=1).collect()] == [
+        (1, 5)
+    ]
+
+
+def test_a_migration_rule_reading_a_field_its_record_lacks_is_refused_naming_that_record(spark: Any) -> None:
+    typo = migration("qtyUp", "UPGRADE", "{'id': message.id, 'quantity': message.quantity}")
+    registry = register_versions(ITEMS, [(ITEM_V1, []), (ITEM_V2, [typo])])
+    contract = DataContract(registry, ITEMS, version=2)
+    rows = spark.createDataFrame([(1, 5)], "id long, qty int")
+    with pytest.raises(ContractError, match="reads field 'quantity'") as caught:
+        contract.read(rows, writer_version=1)
+    error = caught.value
+    assert (error.subject, error.version, error.rule, error.position) == (ITEMS, 2, "qtyUp", "1:40")
+    assert "receives records of version 1" in str(error)
+
+
+SECRET_V1 = {
+    "type": "record",
+    "name": "Secret",
+    "fields": [{"name": "id", "type": "long"}, {"name": "ssn", "type": "string", "confluent:tags": ["PII"]}],
+}
+SECRET_V2 = {
+    **SECRET_V1,
+    "fields": [
+        SECRET_V1["fields"][0],
+        {"name": "socialSecurityNumber", "type": "string", "confluent:tags": ["PII"]},
+    ],
+}
+RENAME_SSN = {
+    "name": "ssnUp",
+    "kind": "TRANSFORM",
+    "type": "JSONATA",
+    "mode": "UPGRADE",
+    "expr": "$merge([$sift($, function($v, $k) {$k != 'ssn'}), {'socialSecurityNumber': $.'ssn'}])",
+}
+
+
+@pytest.mark.parametrize("on_failure", ["NONE", "DLQ"])
+def test_a_cel_field_migration_rule_fails_every_record_as_the_reference_does(
+    spark: Any, sink: LocalTopicSink, on_failure: str
+) -> None:
+    """The reference gives a field rule no schema to walk in a migration, so it fails each record
+    and its onFailure action runs; the record goes on unchanged with NONE."""
+    mask = {
+        "name": "maskPii",
+        "kind": "TRANSFORM",
+        "type": "CEL_FIELD",
+        "mode": "UPGRADE",
+        "tags": ["PII"],
+        "expr": "'XXX'",
+        "onFailure": on_failure,
+        "params": {"dlq.topic": "masking"},
+    }
+    registry = register_versions("secrets-value", [(SECRET_V1, []), (SECRET_V2, [RENAME_SSN, mask])])
+    contract = DataContract(registry, "secrets-value", version=2, dlq_sink=sink)
+    rows = spark.createDataFrame([(1, "123"), (2, "456")], "id long, ssn string")
+    read = sorted(tuple(row) for row in contract.read(rows, writer_version=1).collect())
+    if on_failure == "NONE":
+        assert read == [(1, "123"), (2, "456")]
+    else:
+        assert read == []
+        reasons = {dict(record.headers)["__rule.exception"] for record in sink.read("masking")}
+        assert len(sink.read("masking")) == 2
+        assert len(reasons) == 1 and b"CEL_FIELD" in reasons.pop()
+
+
+# -- an ERROR in Python fails the job as a native ERROR does ------------------------------------
+
+
+@dataclass(frozen=True)
+class PythonOnly:
+    """A built-in executor whose rules run in the Python pass: its native steps' Python twins."""
+
+    executor: Any
+
+    @property
+    def type(self) -> str:
+        return str(self.executor.type)
+
+    def compile(self, ctx: Any) -> Any:
+        step = self.executor.compile(ctx)
+        return step.batch if isinstance(step, NativeStep) else step
+
+
+class Explode:
+    """A per-record executor that raises: its rule fails with the exception as its reason."""
+
+    type = "EXPLODE"
+
+    def transform(self, ctx: Any, message: dict[str, Any]) -> bool:
+        raise ValueError(f"cannot judge {message['name']!r}")
+
+
+def failure(df: Any) -> tuple[str, str, str]:
+    """The exception a Spark action on `df` raises: its class name, first line and whole text."""
+    with pytest.raises(Exception) as caught:
+        df.collect()
+    text = str(caught.value)
+    return type(caught.value).__name__, text.splitlines()[0], text
+
+
+def test_an_error_action_in_the_python_pass_fails_the_job_as_a_native_one(
+    sink: LocalTopicSink, users: Any
+) -> None:
+    rules = [rule("positiveAge", "message.age > 0")]
+    native = make_contract(sink, rules)
+    python = make_contract(sink, rules, executors={"positiveAge": PythonOnly(CelExecutor())})
+    assert "(native)" in native.explain() and "(python)" in python.explain()
+    expected = (
+        "SparkRuntimeException",
+        "[USER_RAISED_EXCEPTION] Rule 'positiveAge' failed in WRITE on subject 'users-value' version 1:"
+        " Rule expr failed: message.age > 0",
+    )
+    assert failure(native.write(users))[:2] == expected
+    assert failure(python.write(users))[:2] == expected
+    assert failure(python.apply(users).valid)[:2] == expected
+
+
+def test_an_executor_exception_behind_an_error_action_keeps_its_traceback(
+    sink: LocalTopicSink, users: Any
+) -> None:
+    contract = make_contract(sink, [rule("judged", "", type="EXPLODE")], executors=[Explode()])
+    name, first, text = failure(contract.write(users.where("id = 2")))
+    assert (name, first) == (
+        "SparkRuntimeException",
+        "[USER_RAISED_EXCEPTION] Rule 'judged' failed in WRITE on subject 'users-value' version 1:"
+        " ValueError: cannot judge 'bob'",
+    )
+    assert "Traceback (most recent call last)" in text and "in transform" in text
+
+
+def test_a_migration_error_in_python_fails_the_job_as_a_native_one(spark: Any, sink: LocalTopicSink) -> None:
+    """Migrations in Python (reading a decoded DataFrame, and inside the decode pass) fail with the
+    first line a native ERROR rule gives."""
+    positive, up, down = ITEM_VERSIONS[1][1]
+    registry = register_versions(
+        ITEMS, [(ITEM_V1, []), (ITEM_V2, [{**positive, "onFailure": "ERROR,NONE"}, up, down])]
+    )
+    contract = DataContract(registry, ITEMS, version=2, dlq_sink=sink)
+    expected = (
+        "SparkRuntimeException",
+        "[USER_RAISED_EXCEPTION] Rule 'positive' failed in UPGRADE on subject 'items-value' version 2:"
+        " Rule expr failed: message.qty > 0",
+    )
+    rows = spark.createDataFrame([(1, 5), (2, 0)], "id long, qty int")
+    assert failure(contract.read(rows, writer_version=1))[:2] == expected
+    writer = registry.get_version(ITEMS, 1)
+    frames = []
+    for record in ({"id": 1, "qty": 5}, {"id": 2, "qty": 0}):
+        body = io.BytesIO()
+        fastavro.schemaless_writer(body, fastavro.parse_schema(ITEM_V1), record)
+        frames.append((encode_frame(writer.schema_id, body.getvalue()),))
+    assert failure(contract.deserialize(spark.createDataFrame(frames, "value binary")))[:2] == expected

@@ -188,7 +188,86 @@ NO_DEFAULT = [
     (NO_DEFAULT_V2, "2", [_rename("ssnUp", "ssn", "socialSecurityNumber", "UPGRADE")]),
 ]
 
+
+def _cel(name: str, mode: str, expr: str, kind: str = "TRANSFORM", **fields: Any) -> dict[str, Any]:
+    return {"name": name, "kind": kind, "type": "CEL", "mode": mode, "expr": expr, **fields}
+
+
+# The four versions with CEL migration rules, each compiled against the record it receives:
+# `ssnLength` reads the writer's record on UPGRADE and the version-2 record `ssnDown` made on
+# DOWNGRADE (its action pair fails the record upgrading, lets it go on downgrading); version 4's
+# rules receive what version 3's left.
+CEL_VERSIONS = [
+    VERSIONS[0],
+    VERSIONS[1],
+    (VERSIONS[2][0], "2", [
+        _cel("ssnLength", "UPDOWN", "size(message.ssn) == 3", kind="CONDITION", onFailure="ERROR,NONE"),
+        _cel("ssnUp", "UPGRADE", "{'name': message.name, 'socialSecurityNumber': message.ssn}"),
+        _cel("ssnDown", "DOWNGRADE",
+             "{'name': message.name, 'ssn': message.socialSecurityNumber, 'age': message.age}"),
+    ]),
+    (VERSIONS[3][0], "3", [
+        _cel("nameUp", "UPGRADE",
+             "{'fullName': message.name, 'socialSecurityNumber': message.socialSecurityNumber}"),
+        _cel("nameDown", "DOWNGRADE",
+             "{'name': message.fullName, 'socialSecurityNumber': message.socialSecurityNumber,"
+             " 'age': message.age}"),
+    ]),
+]  # fmt: skip
+CEL_WRITTEN = {
+    **WRITTEN,
+    1: {"name": "ann", "ssn": "1111"},
+    4: {"fullName": "di", "socialSecurityNumber": "4444", "age": 19},
+}
+
+
+def _tagged(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with its social security number field tagged PII."""
+    fields = [
+        {**f, "confluent:tags": ["PII"]} if f["name"] in ("ssn", "socialSecurityNumber") else f
+        for f in schema["fields"]
+    ]
+    return {**schema, "fields": fields}
+
+
+def _field_rule_versions(**fields: Any) -> list[Version]:
+    """Three tagged versions; version 3 masks the PII field in a CEL_FIELD migration rule, which
+    the reference fails for every record it migrates (it gives a field rule no schema to walk)."""
+    mask = {"name": "maskPii", "kind": "TRANSFORM", "type": "CEL_FIELD", "mode": "UPDOWN", "tags": ["PII"]}
+    v3_schema, v3_major, (up, down) = VERSIONS[2]
+    return [
+        (_tagged(VERSIONS[0][0]), "1", []),
+        (_tagged(VERSIONS[1][0]), "1", []),
+        (_tagged(v3_schema), v3_major, [up, {**mask, "expr": "'XXX'", **fields}, down]),
+    ]
+
+
+FIELD_READERS = [major(1), major(2), *(explicit(v) for v in (1, 2, 3))]
+FIELD_RESHAPED = {"major2", "version1", "version3"}
+FIELD_WRITTEN = {version: WRITTEN[version] for version in (1, 2, 3)}
+
 SCENARIOS = [
+    *(
+        Scenario(
+            f"cel-{reader.id}",
+            CEL_VERSIONS,
+            reader,
+            CEL_WRITTEN,
+            difference=projects_like_java(TARGETS[reader.id]) if reader.id in RESHAPED else None,
+        )
+        for reader in READERS
+    ),
+    *(
+        Scenario(
+            f"cel-field-none-{reader.id}",
+            _field_rule_versions(onFailure="NONE"),
+            reader,
+            FIELD_WRITTEN,
+            difference=projects_like_java(TARGETS[reader.id]) if reader.id in FIELD_RESHAPED else None,
+        )
+        for reader in FIELD_READERS
+    ),
+    *(Scenario(f"cel-field-error-{r.id}", _field_rule_versions(), r, FIELD_WRITTEN) for r in FIELD_READERS),
     Scenario("failing-upgrade-dlq-unused-by-major1", FAILING_DLQ, major(1), WRITTEN),
     *(
         Scenario(

@@ -107,7 +107,8 @@ def test_model_reads_values_and_unknown_keys() -> None:
     assert rule.tags == ("PII",)
     assert rule.params == {"jsonata.timeout.ms": "100"}
     assert rule.doc == "ssn became socialSecurityNumber in major 2"
-    assert schema.rules.extra == {"enableAt": "CLIENT"}
+    assert schema.rules.enable_at == "CLIENT"
+    assert schema.rules.extra == {}
     assert schema.extra == {"futureKey": {"kept": True}}
     assert schema.properties == {"application.major.version": "2"}
     assert schema.references[0].subject == "address-value"
@@ -260,6 +261,38 @@ def test_rule_set_merge_replaces_rules_by_name() -> None:
     assert merged is not None
     assert [(r.name, r.expr) for r in merged.domain_rules] == [("a", "1"), ("b", "3"), ("c", "4")]
     assert merge_rule_sets(None) is None
+
+
+@pytest.mark.parametrize(
+    ("enable_at", "runs_on_client"),
+    [(None, True), ("ALL", True), ("CLIENT", True), ("SERVER", False), ("GATEWAY", False), ("NONE", False)],
+)
+def test_enable_at_says_whether_a_client_runs_the_rule_set(
+    enable_at: str | None, runs_on_client: bool
+) -> None:
+    data: dict[str, Any] = {"domainRules": [_rule()]}
+    if enable_at is not None:
+        data["enableAt"] = enable_at
+    rule_set = RuleSet.from_dict(data)
+    assert rule_set.enable_at == enable_at
+    assert rule_set.runs_on_client is runs_on_client
+    assert rule_set.to_dict() == data
+    assert RuleSet(enable_at="SERVER").to_dict() == {"enableAt": "SERVER"}
+
+
+def test_enable_at_must_be_a_string() -> None:
+    payload = {"schema": '"string"', "ruleSet": {"enableAt": 1}}
+    with pytest.raises(ContractError, match="enableAt must be a string") as caught:
+        Schema.from_dict(payload, subject="s", version=3)
+    assert (caught.value.subject, caught.value.version, caught.value.position) == ("s", 3, "enableAt")
+
+
+def test_rule_set_merge_keeps_the_latest_enable_at() -> None:
+    rule = Rule("a", type="CEL", expr="1")
+    merged = merge_rule_sets(RuleSet(enable_at="SERVER"), RuleSet(domain_rules=(rule,)))
+    assert merged is not None and merged.enable_at == "SERVER"
+    merged = merge_rule_sets(RuleSet(enable_at="SERVER"), RuleSet(enable_at="CLIENT"))
+    assert merged is not None and merged.enable_at == "CLIENT"
 
 
 def test_malformed_json_shapes_are_contract_errors() -> None:
