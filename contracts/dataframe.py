@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from actions._protocol import Action, ActionContext, ActionPlan
+from actions._protocol import Action, ActionContext, ActionPlan, Effect
+from actions.builtin import checked_topic
 from contracts import loader, migration, serde
 from contracts._native_migration import NativeMigration, native_migration
 from contracts._reasons import NativeReasons, with_exact_reasons
@@ -169,7 +170,14 @@ class _Compiler:
                 rule=ctx.rule.name,
                 position="onFailure/onSuccess",
             )
-        return action.plan(ctx)
+        planned = action.plan(ctx)
+        if planned.effect is Effect.REJECT and planned.topic is not None:
+            # A custom action's topic is checked as the DLQ action checks its own.
+            position = f"actions.{name}.topic"
+            checked_topic(
+                planned.topic, position, subject=ctx.subject, version=ctx.version, rule=ctx.rule.name
+            )
+        return planned
 
     def plan(self, mode: RuleMode) -> Plan:
         version = self.target
@@ -348,6 +356,8 @@ class DataContract:
         """
         from pyspark.sql import functions as F
 
+        if decode_dlq_topic is not None:
+            checked_topic(decode_dlq_topic, "decode_dlq_topic", subject=self.subject, version=self.version)
         writers = self._compiler.writers()
         natives = self._natives(writers.values(), df)
         decoder = serde.Decoder(

@@ -162,6 +162,19 @@ def test_lint_reports_every_problem_with_subject_version_rule_and_position(tmp_p
     assert f"{len(expected)} problem(s)" in ran.err
 
 
+def test_lint_reports_a_dlq_topic_kafka_would_refuse(tmp_path: Path) -> None:
+    root = tmp_path / "contracts"
+    escape = cel("escape", "true", onFailure="DLQ", params={"dlq.topic": "../../etc"})
+    write_version(root, SUBJECT, 1, contract_payload([escape]))
+
+    ran = cli("lint", str(root))
+
+    assert ran.status == 1
+    [line] = ran.out.splitlines()
+    assert f"subject={SUBJECT} version=1 rule=escape position=params.dlq.topic: DLQ topic " in line
+    assert "'../../etc'" in line
+
+
 def test_lint_of_a_registry_subject_compiles_its_registered_rules(server: RegistryServer) -> None:
     from contracts import Schema
 
