@@ -205,3 +205,7 @@ def _parser() -> argparse.ArgumentParser:
     pull_.add_argument("--subject", action="append", help="a subject to export (repeatable; default: all)")
     pull_.set_defaults(handler=_pull)
     return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -5,8 +5,11 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,7 +24,8 @@ from contracts import DataContract, LocalRegistry, RegistryError
 from contracts._cli_progress import Progress
 from contracts.cli import run
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "registry"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "registry"
 SUBJECT = "users-value"
 USER = {
     "type": "record",
@@ -103,6 +107,30 @@ def users_dir(tmp_path: Path) -> Path:
 def server() -> Iterator[RegistryServer]:
     with running_registry(LocalRegistry()) as running:
         yield running
+
+
+def python_m_cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`python -m contracts.cli ARGV` in a fresh interpreter that imports this checkout."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run(
+        [sys.executable, "-m", "contracts.cli", *argv],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+    )
+
+
+def test_python_m_contracts_cli_is_the_console_script(tmp_path: Path) -> None:
+    clean = python_m_cli("lint", str(EXAMPLES), cwd=tmp_path)
+    assert (clean.returncode, clean.stdout) == (0, "")
+    assert clean.stderr == "lint: no problems\n"
+
+    write_version(tmp_path / "contracts", SUBJECT, 1, contract_payload([cel("syntax", "message.age >= ")]))
+    broken = python_m_cli("lint", str(tmp_path / "contracts"), cwd=tmp_path)
+    assert broken.returncode == 1
+    assert "rule=syntax position=1:13: CEL syntax error" in broken.stdout
 
 
 # -- lint ------------------------------------------------------------------------------------
