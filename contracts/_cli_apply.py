@@ -9,6 +9,7 @@ from actions.local_topic import LocalTopicSink
 from contracts._cli_progress import Progress
 from contracts._cli_registry import open_registry
 from contracts.dataframe import DataContract, RuleCounts
+from contracts.planner import PlannedRule
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -31,6 +32,7 @@ class ApplyJob:
     output: str
     dlq_dir: str
     version: int | None = None
+    allow_unknown_rule_types: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in ("WRITE", "READ"):
@@ -48,6 +50,15 @@ def run_apply(job: ApplyJob, spark: SparkSession, out: TextIO, err: TextIO) -> i
     job runs once (the valid rows and the DLQ in one pass); errors propagate to the caller."""
     sink = LocalTopicSink(job.dlq_dir)
     contract = DataContract(open_registry(job.registry), job.subject, version=job.version, dlq_sink=sink)
+    unhandled = unhandled_rules(contract, job)
+    for rule in unhandled:
+        err.write(f"spark-contracts apply: warning: {describe_unhandled(rule)}\n")
+    if unhandled and not job.allow_unknown_rule_types:
+        err.write(
+            "spark-contracts apply: error: not run, as no record could pass; fix the rule type or"
+            " register its executor, or pass --allow-unknown-rule-types to run it anyway\n"
+        )
+        return 1
     valid = _enforced(contract, read_input(spark, job.format, job.input, contract), job)
     before = {topic: sink.count(topic) for topic in sink.topics()}
     label = f"{job.mode} rules of {job.subject} version {contract.version} on {job.input}"
@@ -62,6 +73,26 @@ def run_apply(job: ApplyJob, spark: SparkSession, out: TextIO, err: TextIO) -> i
         if added:
             out.write(f"DLQ {topic}: {added} rows -> {sink.root}/{topic}\n")
     return 0
+
+
+def unhandled_rules(contract: DataContract, job: ApplyJob) -> list[PlannedRule]:
+    """The rules of the job's mode (and, for wire-format input, of the migrations from every
+    registered version) whose type no executor handles: each fails every record it sees."""
+    plans = [contract.plan(job.mode)]
+    if job.format in WIRE_FORMATS:
+        plans += [plan for writer in contract._compiler.writers().values() for plan in writer.migrations]
+    return [rule for plan in plans for rule in plan.rules if rule.step is None]
+
+
+def describe_unhandled(rule: PlannedRule) -> str:
+    """One line naming the rule without executor and what it will do to every record."""
+    ctx = rule.ctx
+    failure = rule.on_failure.name + (f" -> {rule.on_failure.topic}" if rule.on_failure.topic else "")
+    return (
+        f"subject={ctx.subject} version={ctx.version} rule={rule.rule.name} type={rule.rule.type}:"
+        f" no executor handles this rule type, so in {ctx.mode.value} it fails every record"
+        f" (on failure: {failure}) and the rules after it are skipped"
+    )
 
 
 def read_input(spark: SparkSession, fmt: str, path: str, contract: DataContract) -> DataFrame:

@@ -3,7 +3,7 @@
     spark-contracts lint DIR | --registry URL [--subject S ...]
     spark-contracts apply --registry DIR_OR_URL --subject S [--version N] --mode WRITE|READ
                           --input PATH --format parquet|json|avro-parquet|avro-json --output PATH
-                          [--dlq-dir DIR]
+                          [--dlq-dir DIR] [--allow-unknown-rule-types]
     spark-contracts push DIR --registry URL
     spark-contracts pull --registry URL DIR [--subject S ...]
 
@@ -98,6 +98,7 @@ def _apply(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, er
             output=args.output,
             dlq_dir=args.dlq_dir,
             version=args.version,
+            allow_unknown_rule_types=args.allow_unknown_rule_types,
         )
     except ValueError as error:
         raise _UsageError(str(error)) from error
@@ -184,6 +185,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     apply.add_argument("--output", required=True, help="where the valid rows go (Parquet)")
     apply.add_argument("--dlq-dir", default=DEFAULT_DLQ_DIR, help="the local DLQ topics directory")
+    apply.add_argument(
+        "--allow-unknown-rule-types",
+        action="store_true",
+        help="run even when a rule's type has no executor (that rule fails every record); by default"
+        " such a contract is reported and not run",
+    )
     apply.set_defaults(handler=_apply)
 
     push_ = commands.add_parser(

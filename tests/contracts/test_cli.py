@@ -545,6 +545,53 @@ def test_apply_fails_with_the_same_line_whether_the_rule_ran_natively_or_in_pyth
     )
 
 
+def test_apply_refuses_a_rule_no_executor_handles_unless_allowed(
+    spark: Any, users_dir: Path, tmp_path: Path
+) -> None:
+    mystery = {"name": "mystery", "kind": "CONDITION", "type": "NOPE", "mode": "WRITE", "onFailure": "DLQ"}
+    mystery["params"] = {"dlq.topic": "mysteries"}
+    write_version(users_dir, SUBJECT, 2, contract_payload([mystery]))
+    source = tmp_path / "users.jsonl"
+    source.write_text(json.dumps({"name": "ann", "age": 30, "email": "ann@example.com"}) + "\n")
+    output, dlq_dir = tmp_path / "valid", tmp_path / "dlq"
+    argv = [
+        "apply", "--registry", str(users_dir), "--subject", SUBJECT, "--mode", "WRITE",
+        "--input", str(source), "--format", "json", "--output", str(output), "--dlq-dir", str(dlq_dir),
+    ]  # fmt: skip
+    warning = f"subject={SUBJECT} version=2 rule=mystery type=NOPE: no executor handles this rule type"
+
+    refused = cli(*argv, spark=spark)
+
+    assert refused.status == 1
+    assert warning in refused.err
+    assert "--allow-unknown-rule-types" in refused.err
+    assert not output.exists() and not dlq_dir.exists()
+
+    allowed = cli(*argv, "--allow-unknown-rule-types", spark=spark)
+
+    assert allowed.status == 0, allowed.err
+    assert warning in allowed.err
+    assert spark.read.parquet(str(output)).count() == 0
+    assert [r["value"]["name"] for r in dlq(dlq_dir, "mysteries")] == ["ann"]
+
+
+def test_apply_of_wire_format_checks_the_migration_rules_too(users_dir: Path, tmp_path: Path) -> None:
+    renamed = {**USER, "fields": [*USER["fields"][:2], {"name": "mail", "type": "string"}]}
+    upgrade = {"name": "rename", "kind": "TRANSFORM", "type": "NOPE", "mode": "UPGRADE", "expr": "x"}
+    payload = contract_payload([], renamed)
+    payload["ruleSet"]["migrationRules"] = [upgrade]
+    write_version(users_dir, SUBJECT, 2, payload)
+
+    ran = cli(
+        "apply", "--registry", str(users_dir), "--subject", SUBJECT, "--mode", "READ",
+        "--input", "x", "--format", "avro-json", "--output", str(tmp_path / "out"), spark=object(),
+    )  # fmt: skip
+
+    assert ran.status == 1
+    assert f"subject={SUBJECT} version=2 rule=rename type=NOPE: no executor handles" in ran.err
+    assert "in UPGRADE it fails every record (on failure: ERROR)" in ran.err
+
+
 def test_apply_of_wire_format_wants_read_mode(users_dir: Path, tmp_path: Path) -> None:
     ran = cli(
         "apply", "--registry", str(users_dir), "--subject", SUBJECT, "--mode", "WRITE",
