@@ -4,7 +4,13 @@ Layout: `<root>/<topic>/<writer id>.jsonl`, one file per (writer, topic). A writ
 topic's records to a hidden temporary file (`.<writer id>.<random>.tmp`), fsyncs it and renames it
 into place on commit, so readers see a writer's records for a topic all at once or not at all; a
 retried task (same writer id) replaces its earlier files, and a crashed one leaves only hidden
-temporary files that readers skip. Each line is one record:
+temporary files that readers skip.
+
+A run with a caller-chosen id starts with `begin_run`: it records a new generation of the run in
+`<root>/.runs/<run id>`, then removes every file an earlier run with that id committed. The run's
+files carry its generation (`<writer id>.g<generation>.jsonl`), and a writer commits only while
+its generation is the current one, so a straggler of the earlier run cannot add to the rerun:
+delivery is exactly once per run id. Each line is one record:
 
     {"offset": 0, "timestamp_ms": 1700000000000, "key": "<base64>" | null,
      "value": "<base64>" | null, "headers": [["<name>", "<base64>" | null], ...]}
@@ -20,16 +26,18 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-from actions.sink import DlqError, DlqRecord, DlqWriter, validate_topic
+from actions.sink import DlqError, DlqRecord, DlqWriter, in_run, is_run_id, validate_topic
 
 SUFFIX = ".jsonl"
 # A leading '.' is what hides temporary files, so a writer id cannot start with one; 200 characters
 # leave room for the temporary name's prefix and random suffix within a 255-byte file name.
 _WRITER_ID = re.compile(r"[a-zA-Z0-9_-][a-zA-Z0-9._-]{0,199}")
+_RUNS = ".runs"  # hidden, so never taken for a topic
+_GENERATION = re.compile(r"\.g[0-9a-f]{16}$")
 
 
 @dataclass(frozen=True, init=False)
@@ -44,13 +52,21 @@ class LocalTopicSink:
 
     def open(self, writer_id: str) -> LocalTopicWriter:
         """Open the writer of one task attempt; its files are named from `writer_id`."""
-        if not isinstance(writer_id, str) or not _WRITER_ID.fullmatch(writer_id):
-            raise DlqError(
-                "writer id must be 1-200 characters of ASCII letters, digits, '.', '_' or '-'"
-                " and not start with '.'",
-                writer_id=str(writer_id),
-            )
-        return LocalTopicWriter(self.root, writer_id)
+        return LocalTopicWriter(self.root, _checked_writer_id(writer_id))
+
+    def begin_run(self, run_id: str) -> LocalRunSink:
+        """Start run `run_id` afresh (RunScopedSink): a new generation first, so the earlier run's
+        writers can no longer commit, then its committed files removed, in every topic."""
+        if not is_run_id(run_id):
+            raise DlqError("run id must be 1-100 ASCII letters, digits, '_' or '-'", writer_id=str(run_id))
+        run = LocalRunSink(self.root, run_id, uuid.uuid4().hex[:16])
+        try:
+            _replace_durably(run.marker, run.generation)
+            for topic in _subdirectories(self.root):
+                _remove(self._files(topic), lambda name: in_run(_GENERATION.sub("", name), run_id))
+        except OSError as e:
+            raise DlqError(f"cannot start run {run_id!r} in {self.root}: {e}") from e
+        return run
 
     def topics(self) -> list[str]:
         """The topics holding at least one committed record file, sorted."""
@@ -81,6 +97,33 @@ class LocalTopicSink:
         ]
 
 
+@dataclass(frozen=True)
+class LocalRunSink:
+    """The sink one generation of a run's tasks write to (made by `LocalTopicSink.begin_run`):
+    picklable, it names the root, the run and the generation its writers' files carry."""
+
+    root: str
+    run_id: str
+    generation: str
+
+    @property
+    def marker(self) -> str:
+        """The file holding the run's current generation."""
+        return os.path.join(self.root, _RUNS, self.run_id)
+
+    def open(self, writer_id: str) -> LocalTopicWriter:
+        """Open the writer of one task attempt of this generation of the run."""
+        return LocalTopicWriter(self.root, _checked_writer_id(writer_id), run=self)
+
+    def is_current(self) -> bool:
+        """Whether no later `begin_run` of the same run id has started since this one."""
+        try:
+            with open(self.marker, encoding="ascii") as marker:
+                return marker.read() == self.generation
+        except FileNotFoundError:
+            return False
+
+
 @dataclass
 class _TopicFile:
     """A topic's temporary file while its writer is open."""
@@ -94,9 +137,11 @@ class _TopicFile:
 class LocalTopicWriter(DlqWriter):
     """Writes one task attempt's records, one hidden temporary file per topic until commit."""
 
-    def __init__(self, root: str, writer_id: str) -> None:
+    def __init__(self, root: str, writer_id: str, run: LocalRunSink | None = None) -> None:
         self.root = root
         self.writer_id = writer_id
+        self._run = run
+        self._name = writer_id + (f".g{run.generation}" if run is not None else "") + SUFFIX
         self._files: dict[str, _TopicFile] = {}
         self._outcome: str | None = None
 
@@ -120,6 +165,7 @@ class LocalTopicWriter(DlqWriter):
         if self._outcome == "aborted":
             raise DlqError("cannot commit a writer already aborted", writer_id=self.writer_id)
         try:
+            self._check_current()
             for file in self._files.values():
                 _close_durably(file.handle)
             for file in self._files.values():
@@ -128,10 +174,26 @@ class LocalTopicWriter(DlqWriter):
             if self._files:
                 _sync_directory(self.root)  # a topic directory this writer created
             self._remove_stale()
+            # A begin_run between the check above and the renames listed the directories before
+            # these files arrived: this writer removes them itself.
+            self._check_current(committed=True)
         except OSError as e:
             self.abort()
             raise DlqError(f"DLQ records not delivered: {e}", writer_id=self.writer_id) from e
         self._outcome = "committed"
+
+    def _check_current(self, committed: bool = False) -> None:
+        """Fail, leaving nothing behind, when the run this writer belongs to was started again."""
+        if self._run is None or self._run.is_current():
+            return
+        if committed:
+            _remove((file.final for file in self._files.values()), lambda name: True)
+        self.abort()
+        raise DlqError(
+            f"run {self._run.run_id!r} was started again since this writer opened; its records are"
+            " left to the new run",
+            writer_id=self.writer_id,
+        )
 
     def abort(self) -> None:
         """Remove the temporary files; a writer already committed keeps its records."""
@@ -154,7 +216,7 @@ class LocalTopicWriter(DlqWriter):
             handle = open(temporary, "x", encoding="utf-8")  # noqa: SIM115 - closed on commit or abort
         except OSError as e:
             raise DlqError(f"cannot open a DLQ file: {e}", topic=topic, writer_id=self.writer_id) from e
-        file = _TopicFile(temporary, os.path.join(directory, self.writer_id + SUFFIX), handle)
+        file = _TopicFile(temporary, os.path.join(directory, self._name), handle)
         self._files[topic] = file
         return file
 
@@ -164,7 +226,7 @@ class LocalTopicWriter(DlqWriter):
         A re-executed task (same writer id) may route its rows to other topics than the attempt it
         replaces, when its input is not deterministic; its output must replace that attempt's whole.
         """
-        name = self.writer_id + SUFFIX
+        name = self._name
         for topic in _subdirectories(self.root):
             if topic in self._files:
                 continue
@@ -174,6 +236,41 @@ class LocalTopicWriter(DlqWriter):
             except FileNotFoundError:
                 continue
             _sync_directory(directory)
+
+
+def _checked_writer_id(writer_id: str) -> str:
+    if not isinstance(writer_id, str) or not _WRITER_ID.fullmatch(writer_id):
+        raise DlqError(
+            "writer id must be 1-200 characters of ASCII letters, digits, '.', '_' or '-'"
+            " and not start with '.'",
+            writer_id=str(writer_id),
+        )
+    return writer_id
+
+
+def _remove(paths: Iterable[str], chosen: Callable[[str], bool]) -> None:
+    """Delete the record files among `paths` whose writer part (the name without SUFFIX) is `chosen`,
+    and persist the removals."""
+    directories = set()
+    for path in paths:
+        if chosen(os.path.basename(path)[: -len(SUFFIX)]):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+            directories.add(os.path.dirname(path))
+    for directory in directories:
+        _sync_directory(directory)
+
+
+def _replace_durably(path: str, text: str) -> None:
+    """Write `text` to `path` in one atomic rename, durably."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    temporary = f"{path}.{uuid.uuid4().hex}.tmp"
+    with open(temporary, "x", encoding="ascii") as file:
+        file.write(text)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
+    _sync_directory(os.path.dirname(path))
 
 
 def _encode(record: DlqRecord, offset: int) -> str:

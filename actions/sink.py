@@ -1,10 +1,15 @@
 """The dead-letter sink interface: where the DLQ action delivers rejected records (SEMANTICS.md §7).
 
 A `DlqSink` is a small picklable configuration object shipped to Spark tasks; each task opens one
-`DlqWriter` named by a writer id that is the same for every attempt of that task (a run id chosen
-on the driver plus the partition id), so a retried task replaces its earlier output instead of
-duplicating it. A writer buffers or sends as it goes and `commit` returns only once every record is
-durable; anything undelivered raises `DlqError` and fails the task (DESIGN.md principle 4).
+`DlqWriter` named by a writer id that is the same for every attempt of that task (`writer_id`: a
+run id chosen on the driver, the partition id, and the micro-batch id and pass where there are
+several), so a retried task replaces its earlier output instead of duplicating it. A writer
+buffers or sends as it goes and `commit` returns only once every record is durable; anything
+undelivered raises `DlqError` and fails the task (DESIGN.md principle 4).
+
+A sink that can start a run afresh (`RunScopedSink.begin_run`) makes a rerun with the same run
+id replace an earlier run's output as a whole, whatever partitions either had, and keeps the
+earlier run's stragglers (tasks of a failed job still finishing) from adding to it.
 
 The shape follows a Kafka producer: `write` is `produce`, `commit` is `flush` plus the delivery
 reports (or `commit_transaction` with a `transactional.id` derived from the writer id, which fences
@@ -23,6 +28,10 @@ from contracts.errors import DataContractError
 
 MAX_TOPIC_LENGTH = 249
 _TOPIC_CHARS = re.compile(r"[a-zA-Z0-9._-]+")
+# A run id chosen by a caller: no '.', which separates it from the rest of a writer id.
+_RUN_ID = re.compile(r"[a-zA-Z0-9_-]{1,100}")
+# What follows "<run id>." in a writer id: an optional pass name, micro-batch id, then the partition.
+_WRITER_SUFFIX = re.compile(r"(?:[a-z]+\.)?(?:b[0-9]+\.)?[0-9]{5,}")
 
 
 class DlqError(DataContractError):
@@ -66,6 +75,28 @@ def validate_topic(topic: str) -> str:
     return topic
 
 
+def writer_id(run_id: str, partition: int, *, batch_id: str | None = None, stage: str | None = None) -> str:
+    """The writer id of one task of a run: `<run id>[.<stage>][.b<batch id>].<partition>`.
+
+    Every attempt of the task gets the same id; `stage` tells apart the passes of one job that
+    route rows (the decode pass of `deserialize`), `batch_id` the micro-batches of a stream.
+    """
+    parts = [run_id, *([stage] if stage else []), *([f"b{batch_id}"] if batch_id is not None else [])]
+    return ".".join([*parts, f"{partition:05d}"])
+
+
+def is_run_id(text: object) -> bool:
+    """Whether a caller may choose `text` as a run id: 1-100 ASCII letters, digits, '_' or '-'."""
+    return isinstance(text, str) and _RUN_ID.fullmatch(text) is not None
+
+
+def in_run(writer: str, run_id: str) -> bool:
+    """Whether `writer_id` made `writer` for a task of `run_id` (and of no other run id: the suffix
+    after the run id has a fixed shape, so run ids that share a prefix are told apart)."""
+    prefix = run_id + "."
+    return writer.startswith(prefix) and _WRITER_SUFFIX.fullmatch(writer[len(prefix) :]) is not None
+
+
 class DlqWriter(abc.ABC):
     """One task attempt's output to a sink; as a context manager it commits on success, aborts on error.
 
@@ -107,4 +138,15 @@ class DlqSink(Protocol):
 
     def open(self, writer_id: str) -> DlqWriter:
         """Open the writer for one task attempt; every attempt of one task passes the same writer id."""
+        ...
+
+
+@runtime_checkable
+class RunScopedSink(DlqSink, Protocol):
+    """A sink where a run with a caller-chosen id can replace what an earlier run with that id wrote."""
+
+    def begin_run(self, run_id: str) -> DlqSink:
+        """Discard every record committed under `run_id` and return the sink this run's tasks write
+        to: writers of the earlier run that commit afterwards (tasks of a failed job Spark could not
+        stop in time) fail instead of adding their records."""
         ...

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from actions.sink import DlqRecord, DlqSink
+from actions.sink import DlqRecord, DlqSink, writer_id
 from contracts import avro
 from contracts._reasons import NativeReasons
 
@@ -87,13 +87,15 @@ class Router:
     run_id: str
     layout: DlqLayout
     reasons: tuple[tuple[NativeReasons, str], ...] = ()
+    stage: str | None = None
+    """Names this pass in the writer ids when one job routes rows in two passes (decode, then rules)."""
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
         from contracts.planner import STATUS
 
-        writer = self.sink.open(_writer_id(self.run_id, TaskContext.get()))
+        writer = self.sink.open(_writer_id(self.run_id, self.stage, TaskContext.get()))
         try:
             for batch in batches:
                 status = batch.column(STATUS)
@@ -152,14 +154,12 @@ class Router:
         return [record_value_bytes(record) for record in records]
 
 
-def _writer_id(run_id: str, task: Any) -> str:
-    """The same for every attempt of one task: run id and partition, and in a streaming query the
-    micro-batch id too (each micro-batch's tasks reuse the partition ids)."""
+def _writer_id(run_id: str, stage: str | None, task: Any) -> str:
+    """The same for every attempt of one task: run id, pass and partition, and in a streaming query
+    the micro-batch id too (each micro-batch's tasks reuse the partition ids)."""
     partition = task.partitionId() if task is not None else 0
     batch_id = task.getLocalProperty(STREAMING_BATCH_ID) if task is not None else None
-    if batch_id is None:
-        return f"{run_id}-{partition:05d}"
-    return f"{run_id}-b{batch_id}-{partition:05d}"
+    return writer_id(run_id, partition, batch_id=batch_id, stage=stage)
 
 
 def record_value_bytes(record: Any) -> bytes | None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from actions._protocol import Action, ActionContext, ActionPlan, Effect
 from actions.builtin import checked_topic
+from actions.sink import DlqSink, RunScopedSink, is_run_id
 from contracts import loader, migration, serde
 from contracts._native_migration import NativeMigration, native_migration
 from contracts._reasons import NativeReasons, with_exact_reasons
@@ -30,8 +31,6 @@ from executors import as_executor
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Observation
     from pyspark.sql.types import StructType
-
-    from actions.sink import DlqSink
 
 DEFAULT_DLQ_DIR = "dlq-topics"
 DEFAULT_METRICS_TIMEOUT_S = 2.0
@@ -147,6 +146,14 @@ class RuleResult:
     valid: DataFrame
     rejected: DataFrame
     metrics: RuleMetrics | None
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One call's DLQ destination: the sink its tasks write to and the run id their writers carry."""
+
+    sink: DlqSink
+    run_id: str
 
 
 @dataclass(frozen=True)
@@ -307,20 +314,29 @@ class DataContract:
             metrics=self._last_metrics,
         )
 
-    def write(self, df: DataFrame) -> DataFrame:
-        """WRITE rules; rejected rows go to their DLQ topics as the valid rows are computed."""
+    def write(self, df: DataFrame, *, run_id: str | None = None) -> DataFrame:
+        """WRITE rules; rejected rows go to their DLQ topics as the valid rows are computed.
+
+        `run_id` names this run's DLQ output (default: a new random id). Given, it makes a rerun
+        replace what an earlier run with that id wrote: a LocalTopicSink drops that run's records
+        when this is called, so the rerun of a job that failed half-way leaves no duplicates
+        (README, "Dead-letter sinks").
+        """
         plan = self.plan(RuleMode.WRITE)
-        routed, counts = self._enforced(plan, df)
+        routed, counts = self._enforced(plan, df, self._start_run(df, run_id))
         return counts(routed.select(*_valid_columns(df, plan)))
 
-    def read(self, df: DataFrame, writer_version: int | None = None) -> DataFrame:
+    def read(
+        self, df: DataFrame, writer_version: int | None = None, *, run_id: str | None = None
+    ) -> DataFrame:
         """Migrate an already-decoded DataFrame written with `writer_version` (default: the target)
-        to the target version, then READ rules (in reverse order); rejected rows go to their DLQ."""
+        to the target version, then READ rules (in reverse order); rejected rows go to their DLQ.
+        `run_id` names the DLQ output as in `write`."""
         from pyspark.sql import functions as F
 
         plan = self.plan(RuleMode.READ)
         if writer_version is None or writer_version == self.version:
-            routed, counts = self._enforced(plan, df)
+            routed, counts = self._enforced(plan, df, self._start_run(df, run_id))
             return counts(routed.select(*_valid_columns(df, plan)))
         writer = self._compiler.writer(self.registry.get_version(self.subject, writer_version))
         if writer.failure is not None:
@@ -337,7 +353,8 @@ class DataContract:
         staged = plan.run(migrated, self._observe(plan, df))
         layout = DlqLayout(record_column=ORIGINAL, schema=writer.schema)
         reasons = _migration_reasons({ORIGINAL: native})
-        routed = self._route(staged, layout, plan, also=writer.migrations, reasons=reasons)
+        run = self._start_run(df, run_id)
+        routed = self._route(staged, layout, plan, run, also=writer.migrations, reasons=reasons)
         return routed.select(*_record_then_passthrough(df, writer_plan.spark_type, self.spark_schema))
 
     def deserialize(
@@ -347,12 +364,14 @@ class DataContract:
         key_col: str | None = None,
         on_decode_error: str = "ERROR",
         decode_dlq_topic: str | None = None,
+        *,
+        run_id: str | None = None,
     ) -> DataFrame:
         """Kafka-shaped rows (Confluent wire format in `value_col`) → the target version's record as
         typed columns plus the other columns (all but `value_col`), migrated, READ rules applied.
 
         Undecodable records follow `on_decode_error`: "ERROR" fails the job, "DLQ" sends their raw
-        bytes to `decode_dlq_topic`.
+        bytes to `decode_dlq_topic`. `run_id` names the DLQ output as in `write`.
         """
         from pyspark.sql import functions as F
 
@@ -380,12 +399,12 @@ class DataContract:
             headers_column=_present(df, "headers"),
             topic_column=_present(df, "topic"),
         )
-        run_id = self._run_id or uuid.uuid4().hex
+        run = self._start_run(df, run_id)
         # Decode failures and Python migrations are routed inside the decode pass itself; the
         # frames travel on only when a later rule may send a row's bytes to a DLQ topic.
         unreadable_dlq = on_decode_error == "DLQ" and any(n.may_be_unreadable for n in natives.values())
         later_rejects = unreadable_dlq or any(p.can_reject for p in (plan, *natives.values()))
-        router = Router(self.dlq_sink, f"{run_id}-decode", layout)
+        router = Router(run.sink, run.run_id, layout, stage="decode")
         decoded = serde.decode(df, decoder, router, keep_value=later_rejects)
         unreadable = serde.unreadable_status(decoder, decoded.columns)
         for version, native in natives.items():
@@ -394,18 +413,19 @@ class DataContract:
         staged = plan.run(decoded, self._observe(plan, df))
         reasons = _migration_reasons({serde.writer_column(v): native for v, native in natives.items()})
         also = natives.values()
-        routed = self._route(staged, layout, plan, also, reasons, run_id, always=unreadable_dlq)
+        routed = self._route(staged, layout, plan, run, also, reasons, always=unreadable_dlq)
         passthrough = [name for name in df.columns if name != value_col]
         return routed.select(*_record_then_passthrough_names(passthrough, self.spark_schema))
 
-    def serialize(self, df: DataFrame) -> DataFrame:
+    def serialize(self, df: DataFrame, *, run_id: str | None = None) -> DataFrame:
         """WRITE rules, then the record as a `value` column in Confluent framing with this version's
-        schema id; the other columns (a `key`, `topic`, `headers`, …) pass through for a Kafka sink."""
+        schema id; the other columns (a `key`, `topic`, `headers`, …) pass through for a Kafka sink.
+        `run_id` names the DLQ output as in `write`."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import BinaryType, StructField, StructType
 
         plan = self.plan(RuleMode.WRITE)
-        routed, counts = self._enforced(plan, df)
+        routed, counts = self._enforced(plan, df, self._start_run(df, run_id))
         record_fields = set(self.spark_schema.fieldNames())
         passthrough = [f for f in df.schema.fields if f.name not in record_fields and f.name != "value"]
         output = StructType([*passthrough, StructField("value", BinaryType(), True)])
@@ -452,16 +472,42 @@ class DataContract:
                 natives[writer.version] = resolved
         return natives
 
-    def _enforced(self, plan: Plan, df: DataFrame) -> tuple[DataFrame, Callable[[DataFrame], DataFrame]]:
+    def _start_run(self, df: DataFrame, run_id: str | None) -> _Run:
+        """Where one call's DLQ output goes and the run id naming it: `run_id`, else the one
+        `foreach_batch` pinned, else a new one.
+
+        A chosen `run_id` starts that run afresh on a sink that can (a LocalTopicSink), so a rerun
+        writes exactly its own records, whatever its partitions, and the earlier run's stragglers
+        cannot add theirs. Not on a streaming DataFrame: a restarted query does not replay the
+        micro-batches it committed, so their records stay, and one it replays replaces its own
+        output task by task.
+        """
+        sink = self.dlq_sink
+        if run_id is None:
+            return _Run(sink, self._run_id or uuid.uuid4().hex)
+        if not is_run_id(run_id):
+            raise ContractError(
+                f"run_id must be 1-100 ASCII letters, digits, '_' or '-', not {run_id!r}",
+                subject=self.subject,
+                version=self.version,
+            )
+        if df.isStreaming or not isinstance(sink, RunScopedSink):
+            return _Run(sink, run_id)
+        return _Run(sink.begin_run(run_id), run_id)
+
+    def _enforced(
+        self, plan: Plan, df: DataFrame, run: _Run
+    ) -> tuple[DataFrame, Callable[[DataFrame], DataFrame]]:
         """`plan` run on `df` with its rejected rows routed, and what the caller applies to its
         output: the per-rule counts observed there when the plan allows it (Plan.counts_at_output),
         else nothing (they were observed inside the plan)."""
         observation = self._observe(plan, df)
         layout = self._json_layout(df, plan)
         if observation is None or not plan.counts_at_output:
-            return self._route(plan.stage(df, observation), layout, plan), lambda output: output
+            return self._route(plan.stage(df, observation), layout, plan, run), lambda output: output
         counted = observation
-        return self._route(plan.stage(df), layout, plan), lambda output: plan.observe_output(output, counted)
+        routed = self._route(plan.stage(df), layout, plan, run)
+        return routed, lambda output: plan.observe_output(output, counted)
 
     def _observe(self, plan: Plan, df: DataFrame) -> Observation | str | None:
         """The observation that gathers `plan`'s counts on `df` (None when metrics are off)."""
@@ -488,17 +534,16 @@ class DataContract:
         staged: DataFrame,
         layout: DlqLayout,
         plan: Plan,
+        run: _Run,
         also: Iterable[Plan | NativeMigration] = (),
         reasons: tuple[tuple[NativeReasons, str], ...] = (),
-        run_id: str | None = None,
         always: bool = False,
     ) -> DataFrame:
         """Rejected rows to their DLQ topics. When no rule can reject one there is no Python pass,
         only the filter on `_contract` that makes Spark evaluate it (an ERROR action fires there)."""
         if not always and not any(p.can_reject for p in (plan, *also)):
             return staged.filter(_status().isNull())
-        run_id = run_id or self._run_id or uuid.uuid4().hex
-        return route_rejected(staged, self.dlq_sink, run_id, layout, plan, reasons)
+        return route_rejected(staged, run.sink, run.run_id, layout, plan, reasons)
 
     def __repr__(self) -> str:
         return f"DataContract(subject={self.subject!r}, version={self.version}, id={self.schema_id})"

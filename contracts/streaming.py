@@ -40,6 +40,12 @@ class MicroBatchWriter:
                 f"foreach_batch applies one of {', '.join(APPLY)}, not {self.apply!r}",
                 subject=self.contract.subject,
             )
+        if any(option == "run_id" for option, _ in self.options):
+            raise ContractError(
+                "foreach_batch names each micro-batch's run itself (its name and the batch id):"
+                " do not pass run_id",
+                subject=self.contract.subject,
+            )
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
             raise ContractError(
                 f"foreach_batch name must be 1-100 letters, digits, '.', '_' or '-', not {self.name!r}",

@@ -15,8 +15,8 @@ import pyarrow as pa
 import pytest
 from pyspark import cloudpickle
 
-from actions.local_topic import LocalTopicSink
-from actions.sink import DlqError, DlqRecord, DlqSink, validate_topic
+from actions.local_topic import LocalRunSink, LocalTopicSink
+from actions.sink import DlqError, DlqRecord, DlqSink, RunScopedSink, in_run, validate_topic, writer_id
 
 # The mapInArrow functions below run on Spark workers, which cannot import test modules.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -235,6 +235,71 @@ def test_a_corrupt_file_is_a_clear_error(sink: LocalTopicSink) -> None:
     Path(sink.root, "bad-users", "x.jsonl").write_text('{"offset": 0}\n')
     with pytest.raises(DlqError, match=r"x\.jsonl:1: not a DLQ record"):
         sink.read("bad-users")
+
+
+def test_writer_ids_name_the_run_and_nothing_else_claims_them() -> None:
+    assert writer_id("r1", 3) == "r1.00003"
+    assert writer_id("r1", 3, batch_id="12", stage="decode") == "r1.decode.b12.00003"
+    assert in_run("r1.decode.b12.00003", "r1")
+    # Run ids sharing a prefix, a foreach_batch run id, and foreign names are not run r1's.
+    for other in ("r1-2.00000", "r.00000", "r1x.00000", "r1-b4.00000", "r1.00000.extra", "r1.x.y.00000"):
+        assert not in_run(other, "r1"), other
+
+
+def test_beginning_a_run_removes_what_it_committed_before_in_every_topic_only(sink: LocalTopicSink) -> None:
+    assert isinstance(sink, RunScopedSink)
+    earlier = sink.begin_run("r1")
+    run = [writer_id("r1", 0), writer_id("r1", 7), writer_id("r1", 0, stage="decode")]
+    others = [writer_id("r1-2", 0), writer_id("r", 0), writer_id("r1-b4", 0), "x"]
+    for name in run + others:
+        with (earlier if name in run else sink).open(name) as writer:
+            writer.write(record(topic="t1", key=name.encode()))
+            writer.write(record(topic="t2", key=name.encode()))
+    with sink.open(writer_id("r1", 1, batch_id="4")) as writer:  # r1 used on a stream, without a run
+        writer.write(record(topic="t1", key=b"stream"))
+
+    again = sink.begin_run("r1")
+
+    for topic in ("t1", "t2"):
+        assert sorted(r.key for r in sink.read(topic)) == sorted(name.encode() for name in others)
+    with again.open(writer_id("r1", 0)) as writer:
+        writer.write(record(topic="t1", key=b"rerun"))
+    assert sink.count("t1") == len(others) + 1
+    assert not os.path.exists(os.path.join(sink.root, ".runs", "r1-2"))
+    assert sink.topics() == ["t1", "t2"]
+    sink.begin_run("never-ran")
+    with pytest.raises(DlqError, match="run id"):
+        sink.begin_run("a.b")
+
+
+def test_a_straggler_of_an_earlier_run_cannot_add_to_the_rerun(sink: LocalTopicSink) -> None:
+    straggler = sink.begin_run("nightly").open(writer_id("nightly", 1))
+    straggler.write(record(key=b"stale"))
+    rerun = sink.begin_run("nightly")
+    with rerun.open(writer_id("nightly", 0)) as writer:
+        writer.write(record(key=b"fresh"))
+
+    with pytest.raises(DlqError, match="started again") as caught:
+        straggler.commit()
+
+    assert caught.value.writer_id == writer_id("nightly", 1)
+    assert [r.key for r in sink.read("bad-users")] == [b"fresh"]
+    assert visible_and_hidden(sink, "bad-users")[1] == []
+
+
+def test_a_straggler_that_renamed_as_the_run_began_removes_its_files(
+    sink: LocalTopicSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    straggler = sink.begin_run("nightly").open(writer_id("nightly", 1))
+    straggler.write(record(key=b"stale"))
+    answers = iter([True, False])  # current before the rename, superseded right after it
+    monkeypatch.setattr(LocalRunSink, "is_current", lambda self: next(answers))
+
+    with pytest.raises(DlqError, match="started again"):
+        straggler.commit()
+
+    assert sink.read("bad-users") == []
+    assert visible_and_hidden(sink, "bad-users") == ([], [])
 
 
 def dead_letter_every_row(sink: LocalTopicSink, run_id: str, fail_partition: int | None = None) -> Any:

@@ -487,6 +487,82 @@ def test_unknown_rule_type_with_default_action_fails_the_job(sink: LocalTopicSin
         contract.write(users).collect()
 
 
+def people(spark: Any, partitions: int, minors: int = 4, unnamed: int | None = None) -> Any:
+    """Users 0-5 in `partitions` partitions (ids in order); the first `minors` are 10 years old, and
+    user `unnamed`, if any, has an empty name."""
+    return spark.range(0, 6, 1, partitions).selectExpr(
+        "id",
+        f"IF(id = {-1 if unnamed is None else unnamed}, '', concat('p', id)) AS name",
+        "CAST(NULL AS STRING) AS email",
+        f"CAST(IF(id < {minors}, 10, 30) AS INT) AS age",
+    )
+
+
+def dlq_user_ids(sink: LocalTopicSink, topic: str) -> list[int]:
+    return sorted(json.loads(record.value or b"")["id"] for record in sink.read(topic))
+
+
+def test_a_rerun_with_the_run_id_of_a_failed_job_replaces_its_dlq_records(
+    sink: LocalTopicSink, spark: Any
+) -> None:
+    rules = [
+        rule("adult", "message.age >= 18", onFailure="DLQ", params={"dlq.topic": "minors"}),
+        rule("named", "size(message.name) > 0", onFailure="ERROR"),
+    ]
+    contract = make_contract(sink, rules)
+    # Partitions [0, 1] [2, 3] [4, 5]: the third, holding the unnamed user, starts only once one of
+    # the first two (local[2]) has committed its minors, then fails the job.
+    with pytest.raises(Exception, match="named"):
+        contract.write(people(spark, 3, unnamed=5), run_id="nightly-42").collect()
+    assert 1 <= sink.count("minors") <= 4
+
+    # Fixed, rerun with the same run id and other partitions: exactly this run's minors.
+    assert ids(contract.write(people(spark, 1), run_id="nightly-42")) == [4, 5]
+    assert dlq_user_ids(sink, "minors") == [0, 1, 2, 3]
+    # Again, with fewer rows rejected: the earlier run's records are gone, not merely overwritten.
+    assert ids(contract.write(people(spark, 2, minors=1), run_id="nightly-42")) == [1, 2, 3, 4, 5]
+    assert dlq_user_ids(sink, "minors") == [0]
+    # Another run id adds its own records.
+    contract.write(people(spark, 2, minors=1), run_id="nightly-43").collect()
+    assert dlq_user_ids(sink, "minors") == [0, 0]
+
+
+@pytest.mark.parametrize("method", ["write", "serialize", "read", "deserialize"])
+def test_every_call_that_routes_rows_replaces_the_dlq_output_of_its_run_id(
+    sink: LocalTopicSink, spark: Any, method: str
+) -> None:
+    mode = "READ" if method in ("read", "deserialize") else "WRITE"
+    adult = rule("adult", "message.age >= 18", mode=mode, onFailure="DLQ", params={"dlq.topic": "minors"})
+    contract = make_contract(sink, [adult])
+    options: dict[str, Any] = {}
+    if method == "deserialize":
+        options = {"on_decode_error": "DLQ", "decode_dlq_topic": "undecodable"}
+
+    def source(partitions: int) -> Any:
+        records = people(spark, partitions)
+        if method != "deserialize":
+            return records
+        garbage = spark.createDataFrame([(b"\x00",)], "value binary")
+        return contract.serialize(records).select("value").unionByName(garbage)
+
+    for partitions in (3, 1, 2):
+        getattr(contract, method)(source(partitions), run_id="replay-me", **options).collect()
+    if method == "deserialize":
+        # A READ-side DLQ record holds the frame as it arrived: four distinct minors, once each.
+        assert len({record.value for record in sink.read("minors")}) == sink.count("minors") == 4
+        assert [record.value for record in sink.read("undecodable")] == [b"\x00"]
+    else:
+        assert dlq_user_ids(sink, "minors") == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("run_id", ["", "a.b", "a/b", "x" * 101])
+def test_a_run_id_must_be_a_plain_name(sink: LocalTopicSink, spark: Any, run_id: str) -> None:
+    contract = make_contract(sink, [])
+    with pytest.raises(ContractError, match="run_id") as caught:
+        contract.write(people(spark, 1), run_id=run_id)
+    assert caught.value.subject == SUBJECT
+
+
 def test_write_sends_rejected_rows_to_their_topic_with_headers(sink: LocalTopicSink, spark: Any) -> None:
     rules = [rule("positiveAge", "message.age > 0", onFailure="DLQ", params={"dlq.topic": "bad-users"})]
     contract = make_contract(sink, rules)

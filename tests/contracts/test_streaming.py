@@ -116,6 +116,25 @@ def test_write_on_a_stream_keeps_every_row_across_a_restart(
     assert dlq_ids(sink) == minors(first + second)
 
 
+def test_a_stream_written_under_a_run_id_keeps_the_records_of_committed_micro_batches(
+    spark: Any, registry: LocalRegistry, sink: LocalTopicSink, tmp_path: Path
+) -> None:
+    source, output, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "checkpoint"
+    contract = DataContract(registry, SUBJECT, dlq_sink=sink)
+    first, second = people(0, 9), people(100, 6)
+
+    def start() -> None:
+        stream = spark.readStream.schema(COLUMNS).json(str(source))
+        valid = contract.write(stream, run_id="users-stream")
+        run_available(valid.writeStream.format("parquet"), checkpoint, path=str(output))
+
+    drop_json(source, "a.json", first)
+    start()
+    drop_json(source, "b.json", second)
+    start()  # restarted with the same run id: the micro-batch of a.json is not replayed
+    assert dlq_ids(sink) == minors(first + second)
+
+
 def test_metrics_of_a_stream_need_the_query_progress(
     spark: Any, registry: LocalRegistry, sink: LocalTopicSink
 ) -> None:
@@ -173,6 +192,8 @@ def test_foreach_batch_rejects_what_it_cannot_apply(registry: LocalRegistry, sin
         contract.foreach_batch(print, name="q", apply="explain")
     with pytest.raises(ContractError, match="name"):
         contract.foreach_batch(print, name="no spaces")
+    with pytest.raises(ContractError, match="run_id"):
+        contract.foreach_batch(print, name="q", run_id="fixed")
 
 
 def frame(registry: LocalRegistry, record: dict[str, Any]) -> bytes:
