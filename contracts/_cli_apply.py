@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
 from actions.local_topic import LocalTopicSink
+from actions.sink import is_run_id
 from contracts._cli_progress import Progress
 from contracts._cli_registry import open_registry
 from contracts.dataframe import DataContract, RuleCounts
@@ -22,7 +24,11 @@ FORMATS = RECORD_FORMATS + WIRE_FORMATS
 
 @dataclass(frozen=True)
 class ApplyJob:
-    """What to run: the contract (registry, subject, version), the mode, input, output and DLQ."""
+    """What to run: the contract (registry, subject, version), the mode, input, output and DLQ.
+
+    `run_id` makes this run the rerun of an earlier one with that id: its DLQ records and its
+    output replace the earlier run's.
+    """
 
     registry: str
     subject: str
@@ -33,6 +39,7 @@ class ApplyJob:
     dlq_dir: str
     version: int | None = None
     allow_unknown_rule_types: bool = False
+    run_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in ("WRITE", "READ"):
@@ -42,12 +49,15 @@ class ApplyJob:
         if self.format in WIRE_FORMATS and self.mode != "READ":
             # Wire-format records are decoded by `deserialize`, which runs the READ side (SEMANTICS.md §6).
             raise ValueError(f"{self.format} input is decoded with the READ rules: use --mode READ")
+        if self.run_id is not None and not is_run_id(self.run_id):
+            raise ValueError(f"--run-id must be 1-100 ASCII letters, digits, '_' or '-', not {self.run_id!r}")
 
 
 def run_apply(job: ApplyJob, spark: SparkSession, out: TextIO, err: TextIO) -> int:
     """Enforce the contract on the input, write the valid rows as Parquet to `job.output`, send
     rejected rows to the DLQ topics under `job.dlq_dir`, and print a per-rule summary. The Spark
-    job runs once (the valid rows and the DLQ in one pass); errors propagate to the caller."""
+    job runs once (the valid rows and the DLQ in one pass); errors propagate to the caller, after
+    the run id that a rerun replacing this run's output needs."""
     sink = LocalTopicSink(job.dlq_dir)
     contract = DataContract(open_registry(job.registry), job.subject, version=job.version, dlq_sink=sink)
     unhandled = unhandled_rules(contract, job)
@@ -59,11 +69,20 @@ def run_apply(job: ApplyJob, spark: SparkSession, out: TextIO, err: TextIO) -> i
             " register its executor, or pass --allow-unknown-rule-types to run it anyway\n"
         )
         return 1
-    valid = _enforced(contract, read_input(spark, job.format, job.input, contract), job)
+    run_id = job.run_id or uuid.uuid4().hex
+    valid = _enforced(contract, read_input(spark, job.format, job.input, contract), job, run_id)
     before = {topic: sink.count(topic) for topic in sink.topics()}
-    label = f"{job.mode} rules of {job.subject} version {contract.version} on {job.input}"
-    with Progress(label, err, spark):
-        valid.write.parquet(job.output)
+    label = f"{job.mode} rules of {job.subject} version {contract.version} on {job.input} (run {run_id})"
+    try:
+        with Progress(label, err, spark):
+            # A rerun replaces the output the failed run may have left (Spark leaves its directory).
+            valid.write.mode("overwrite" if job.run_id else "errorifexists").parquet(job.output)
+    except Exception:
+        err.write(
+            f"spark-contracts apply: DLQ records this run committed are under run id {run_id}; once"
+            f" fixed, rerun with --run-id {run_id} to replace them and the output\n"
+        )
+        raise
     written = spark.read.parquet(job.output).count()
     metrics = contract.metrics
     out.write(summary_table(metrics.get() if metrics is not None else {}))
@@ -111,11 +130,13 @@ def read_input(spark: SparkSession, fmt: str, path: str, contract: DataContract)
     raise ValueError(f"unknown input format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
-def _enforced(contract: DataContract, df: DataFrame, job: ApplyJob) -> DataFrame:
+def _enforced(contract: DataContract, df: DataFrame, job: ApplyJob, run_id: str) -> DataFrame:
     """The valid rows; wire-format input is decoded (and migrated) to the contract's version first."""
     if job.format in WIRE_FORMATS:
-        return contract.deserialize(df)
-    return contract.write(df) if job.mode == "WRITE" else contract.read(df)
+        return contract.deserialize(df, run_id=run_id)
+    if job.mode == "WRITE":
+        return contract.write(df, run_id=run_id)
+    return contract.read(df, run_id=run_id)
 
 
 def summary_table(counts: dict[str, RuleCounts]) -> str:

@@ -3,7 +3,7 @@
     spark-contracts lint DIR | --registry URL [--subject S ...]
     spark-contracts apply --registry DIR_OR_URL --subject S [--version N] --mode WRITE|READ
                           --input PATH --format parquet|json|avro-parquet|avro-json --output PATH
-                          [--dlq-dir DIR] [--allow-unknown-rule-types]
+                          [--dlq-dir DIR] [--run-id ID] [--allow-unknown-rule-types]
     spark-contracts push DIR --registry URL
     spark-contracts pull --registry URL DIR [--subject S ...]
 
@@ -99,6 +99,7 @@ def _apply(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, er
             dlq_dir=args.dlq_dir,
             version=args.version,
             allow_unknown_rule_types=args.allow_unknown_rule_types,
+            run_id=args.run_id,
         )
     except ValueError as error:
         raise _UsageError(str(error)) from error
@@ -185,6 +186,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     apply.add_argument("--output", required=True, help="where the valid rows go (Parquet)")
     apply.add_argument("--dlq-dir", default=DEFAULT_DLQ_DIR, help="the local DLQ topics directory")
+    apply.add_argument(
+        "--run-id",
+        help="rerun the run of this id (printed when a run fails): its DLQ records and --output are"
+        " replaced, not added to (default: a new run id)",
+    )
     apply.add_argument(
         "--allow-unknown-rule-types",
         action="store_true",

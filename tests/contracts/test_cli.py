@@ -545,6 +545,43 @@ def test_apply_fails_with_the_same_line_whether_the_rule_ran_natively_or_in_pyth
     )
 
 
+def test_a_failed_apply_rerun_under_its_run_id_leaves_exactly_its_dlq_records(
+    spark: Any, users_dir: Path, tmp_path: Path
+) -> None:
+    adult = cel("adult", "message.age >= 18", onFailure="DLQ", params={"dlq.topic": "minors"})
+    write_version(users_dir, SUBJECT, 2, contract_payload([adult, cel("named", "size(message.name) > 0")]))
+    source = tmp_path / "users"
+    source.mkdir()
+
+    def users(path: str, *rows: tuple[str, int]) -> None:
+        lines = [json.dumps({"name": name, "age": age, "email": f"{name}@example.com"}) for name, age in rows]
+        (source / path).write_text("".join(line + "\n" for line in lines))
+
+    users("a.jsonl", ("al", 10), ("bo", 11))
+    users("b.jsonl", ("cy", 12), ("di", 40))
+    users("c.jsonl", ("", 50))  # fails the ERROR rule `named`, in its own partition
+    output, dlq_dir = tmp_path / "valid", tmp_path / "dlq"
+    argv = [
+        "apply", "--registry", str(users_dir), "--subject", SUBJECT, "--mode", "WRITE",
+        "--input", str(source), "--format", "json", "--output", str(output), "--dlq-dir", str(dlq_dir),
+    ]  # fmt: skip
+
+    failed = cli(*argv, spark=spark)
+
+    assert failed.status == 1
+    assert "named" in failed.err
+    [run_id] = re.findall(r"rerun with --run-id (\S+)", failed.err)
+
+    users("c.jsonl", ("ed", 50))
+    rerun = cli(*argv, "--run-id", run_id, spark=spark)
+
+    assert rerun.status == 0, rerun.err
+    assert sorted(row.name for row in spark.read.parquet(str(output)).collect()) == ["di", "ed"]
+    assert sorted(r["value"]["name"] for r in dlq(dlq_dir, "minors")) == ["al", "bo", "cy"]
+    assert f"DLQ minors: 3 rows -> {dlq_dir}/minors" in rerun.out
+    assert cli(*argv, "--run-id", "not.a.name", spark=spark).status == 2
+
+
 def test_apply_refuses_a_rule_no_executor_handles_unless_allowed(
     spark: Any, users_dir: Path, tmp_path: Path
 ) -> None:
