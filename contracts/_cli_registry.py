@@ -17,8 +17,11 @@ def open_registry(spec: str, *, must_exist: bool = True) -> Registry:
     """The registry `spec` names. Credentials go in the URL (`https://key:secret@host`), as the
     client accepts them; a directory must already exist unless `must_exist` is False, so a typo
     does not silently create an empty registry."""
-    if is_url(spec):
-        return SchemaRegistryClient(spec)
-    if must_exist and not Path(spec).is_dir():
+    if not is_url(spec) and must_exist and not Path(spec).is_dir():
         raise RegistryError(f"registry directory {spec!r} does not exist")
-    return LocalRegistry(spec)
+    try:
+        return SchemaRegistryClient(spec) if is_url(spec) else LocalRegistry(spec)
+    except ValueError as e:
+        # A URL the client refuses ('http://'), a directory LocalRegistry cannot read: the
+        # client's message names what is wrong and leaves any credential out.
+        raise RegistryError(str(e)) from e

@@ -7,24 +7,29 @@
     spark-contracts push DIR --registry URL
     spark-contracts pull --registry URL DIR [--subject S ...]
 
-Exit status: 0 success, 1 problems found or something failed, 2 a usage error.
+Each command also takes --debug. Exit status: 0 success, 1 problems found or something failed
+(a user error is one line on stderr; --debug adds its traceback), 2 a usage error.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import os
 import sys
+import traceback
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from contracts._cli_apply import FORMATS, ApplyJob, run_apply
+from contracts._cli_errors import is_user_error, one_line
 from contracts._cli_lint import lint_directory, lint_registry
 from contracts._cli_registry import open_registry
 from contracts._cli_sync import pull, push
 from contracts.dataframe import DEFAULT_DLQ_DIR
-from contracts.errors import DataContractError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -57,13 +62,40 @@ def run(
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else _USAGE_ERROR
     try:
-        return int(args.handler(args, spark, out, err))
+        with _logging(args.debug, err):
+            return int(args.handler(args, spark, out, err))
     except _UsageError as error:
         print(f"spark-contracts {args.command}: error: {error}", file=err)
         return _USAGE_ERROR
-    except DataContractError as error:
-        print(f"spark-contracts {args.command}: {type(error).__name__}: {error}", file=err)
+    except Exception as error:
+        if not is_user_error(error):
+            raise
+        if args.debug:
+            traceback.print_exception(error, file=err)
+        print(f"spark-contracts {args.command}: {one_line(error)}", file=err)
         return 1
+
+
+@contextlib.contextmanager
+def _logging(debug: bool, err: TextIO) -> Iterator[None]:
+    """The project's log (the registry client's requests, retries and failovers) on `err` with
+    --debug; otherwise only its errors, so a failure is the one line the CLI prints."""
+    logger = logging.getLogger("contracts")
+    saved = (logger.level, logger.propagate)
+    handler = logging.StreamHandler(err)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    if debug:
+        logger.setLevel(logging.DEBUG)
+        logger.addHandler(handler)
+        logger.propagate = False
+    else:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
 
 
 class _UsageError(Exception):
@@ -86,8 +118,6 @@ def _lint(args: argparse.Namespace, spark: Any, out: TextIO, err: TextIO) -> int
 
 
 def _apply(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, err: TextIO) -> int:
-    from pyspark.errors import PySparkException
-
     try:
         job = ApplyJob(
             registry=args.registry,
@@ -107,11 +137,6 @@ def _apply(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, er
     session = _session() if spark is None else spark
     try:
         return run_apply(job, session, out, err)
-    except PySparkException as error:
-        # A Spark failure (an ERROR action fired, a missing input, an existing output) carries the
-        # JVM or worker trace; its first line says what happened.
-        print(f"spark-contracts apply: {type(error).__name__}: {_first_line(error)}", file=err)
-        return 1
     finally:
         if own:
             session.stop()
@@ -145,20 +170,20 @@ def _session() -> SparkSession:
     return builder.master(os.environ.get("SPARK_MASTER", "local[2]")).getOrCreate()
 
 
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="spark-contracts",
         description="Lint, apply and sync Confluent Schema Registry data contracts on Spark.",
     )
+    parser.add_argument("--debug", action="store_true", help="on failure, print the traceback too")
+    # Also accepted after the command; SUPPRESS keeps a subcommand from resetting it when absent.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     lint = commands.add_parser(
         "lint",
+        parents=[common],
         help="parse every contract version and compile every rule; report every problem",
         description="Report every problem loading would hit, one per line; exit 1 when there are any.",
     )
@@ -169,6 +194,7 @@ def _parser() -> argparse.ArgumentParser:
 
     apply = commands.add_parser(
         "apply",
+        parents=[common],
         help="run a contract's rules over a file dataset, writing valid rows and the DLQ",
         description="Valid rows are written as Parquet to --output, rejected rows to the DLQ topics.",
     )
@@ -201,6 +227,7 @@ def _parser() -> argparse.ArgumentParser:
 
     push_ = commands.add_parser(
         "push",
+        parents=[common],
         help="register every contract version of a directory with a registry",
         description="Versions already registered are skipped; refused ones are reported; exit 1 if any.",
     )
@@ -210,6 +237,7 @@ def _parser() -> argparse.ArgumentParser:
 
     pull_ = commands.add_parser(
         "pull",
+        parents=[common],
         help="export a registry's subjects into a LocalRegistry directory",
         description="Every version (schema, metadata, ruleSet, references, id) in <subject>/<version>.json.",
     )

@@ -648,6 +648,109 @@ def test_apply_reports_an_unknown_subject_without_starting_a_job(users_dir: Path
     assert "nobody-value" in ran.err
 
 
+# -- user errors -----------------------------------------------------------------------------
+
+
+def one_error_line(ran: Ran, command: str) -> str:
+    """The one line a user error printed on stderr; no traceback anywhere."""
+    assert ran.status == 1, ran
+    assert "Traceback" not in ran.err and "\tat " not in ran.err, ran.err
+    line = ran.err.splitlines()[-1]
+    assert line.startswith(f"spark-contracts {command}: "), ran.err
+    return line
+
+
+def test_a_registry_url_without_a_host_is_one_line_and_debug_shows_the_traceback() -> None:
+    line = one_error_line(cli("lint", "--registry", "http://"), "lint")
+    assert line == "spark-contracts lint: RegistryError: not an http(s) URL: 'http://'"
+    assert cli("lint", "--registry", "http://").err == line + "\n"
+
+    debug = cli("lint", "--registry", "http://", "--debug")
+    assert debug.status == 1
+    assert "Traceback (most recent call last):" in debug.err
+    assert debug.err.rstrip().endswith(line)
+
+
+def test_an_unreachable_registry_is_one_line_on_stderr() -> None:
+    ran = cli("lint", "--registry", "http://127.0.0.1:1")
+    line = one_error_line(ran, "lint")
+    assert "could not reach the schema registry at http://127.0.0.1:1" in line
+    assert ran.err == line + "\n"  # the client's retry warnings only with --debug
+    assert "failed (attempt 1 of " in cli("--debug", "lint", "--registry", "http://127.0.0.1:1").err
+
+
+def test_a_version_file_that_is_not_a_number_is_a_lint_problem(tmp_path: Path) -> None:
+    root = tmp_path / "contracts"
+    write_version(root, SUBJECT, 1, contract_payload(RULES))
+    (root / SUBJECT / "\u00b2.json").write_text(json.dumps(contract_payload(RULES)))
+
+    ran = cli("lint", str(root))
+
+    assert ran.status == 1
+    assert "Traceback" not in ran.err
+    [problem] = ran.out.splitlines()
+    assert problem.endswith(
+        f"subject={SUBJECT} version=- rule=- position=-: unexpected file \u00b2.json:"
+        " expected <version>.json or config.json"
+    )
+
+
+def test_user_errors_through_python_m_are_one_line_without_traceback(tmp_path: Path) -> None:
+    ran = python_m_cli("lint", "--registry", "http://", cwd=tmp_path)
+    assert (ran.returncode, ran.stdout) == (1, "")
+    assert ran.stderr == "spark-contracts lint: RegistryError: not an http(s) URL: 'http://'\n"
+
+    debug = python_m_cli("lint", "--registry", "http://", "--debug", cwd=tmp_path)
+    assert debug.returncode == 1
+    assert "Traceback (most recent call last):" in debug.stderr
+
+
+def test_apply_on_malformed_json_lines_is_one_line_naming_the_file(
+    spark: Any, users_dir: Path, tmp_path: Path
+) -> None:
+    source = tmp_path / "users.jsonl"
+    source.write_text('{"name": "ann", "age": 30, "email": "ann@example.com"}\n{"name": oops\n')
+    argv = [
+        "apply", "--registry", str(users_dir), "--subject", SUBJECT, "--mode", "WRITE",
+        "--input", str(source), "--format", "json", "--output", str(tmp_path / "out"),
+        "--dlq-dir", str(tmp_path / "dlq"),
+    ]  # fmt: skip
+
+    ran = cli(*argv, spark=spark)
+    line = one_error_line(ran, "apply")
+
+    assert "users.jsonl" in line
+    assert "Unrecognized token 'oops'" in line or "Malformed" in line
+    assert len(line) < 1000
+
+    debug = cli(*argv, "--debug", spark=spark)
+    assert debug.status == 1
+    assert "Traceback (most recent call last):" in debug.err
+
+
+def test_apply_on_a_missing_input_or_with_a_bad_registry_is_one_line(
+    spark: Any, users_dir: Path, tmp_path: Path
+) -> None:
+    missing = one_error_line(
+        cli(
+            "apply", "--registry", str(users_dir), "--subject", SUBJECT, "--mode", "WRITE",
+            "--input", str(tmp_path / "nowhere.jsonl"), "--format", "json", "--output", str(tmp_path / "o"),
+            spark=spark,
+        ),
+        "apply",
+    )  # fmt: skip
+    assert "nowhere.jsonl" in missing
+
+    registry = one_error_line(
+        cli(
+            "apply", "--registry", str(tmp_path / "no-registry"), "--subject", SUBJECT, "--mode", "WRITE",
+            "--input", "x", "--format", "json", "--output", str(tmp_path / "o"), spark=spark,
+        ),
+        "apply",
+    )  # fmt: skip
+    assert "no-registry" in registry
+
+
 # -- the progress line -----------------------------------------------------------------------
 
 

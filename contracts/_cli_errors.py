@@ -1,0 +1,91 @@
+"""How the CLI tells a user error: one line naming what went wrong, the traceback only with --debug.
+
+A user error is anything the user can fix without touching the code: a bad contract or registry
+(DataContractError), a bad path or file (OSError, ValueError such as malformed JSON), and whatever
+Spark says about the input (PySparkException, or on a classic session a JVM exception such as a
+malformed JSON-lines file). Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from contracts.errors import DataContractError
+
+_TRACEBACK = "Traceback (most recent call last):"
+_MODULE_PATH = re.compile(r"^(?:[A-Za-z_][\w]*\.)+(?=[A-Za-z_]\w*(?::|$))")
+_MAX_CAUSES = 20
+
+
+def is_user_error(error: BaseException) -> bool:
+    """Whether `error` is the user's to fix (reported in one line) rather than a bug."""
+    from pyspark.errors import PySparkException
+
+    return isinstance(error, DataContractError | OSError | ValueError | PySparkException) or _is_jvm_error(
+        error
+    )
+
+
+def one_line(error: BaseException) -> str:
+    """`Type: what happened`, on one line.
+
+    A JVM exception gives its own first line and its root cause's; an exception raised in a Python
+    worker gives the worker's exception, not the wrapper's banner.
+    """
+    if _is_jvm_error(error):
+        return _jvm_summary(error)
+    text = str(error)
+    if isinstance(error, DataContractError):
+        # The project's own message ends with where it happened (subject, version, rule): keep all.
+        return (
+            f"{type(error).__name__}: {' '.join(line.strip() for line in text.splitlines() if line.strip())}"
+        )
+    worker = _worker_exception(text)
+    if worker is not None:
+        return worker
+    return f"{type(error).__name__}: {_first_line(text) or type(error).__name__}"
+
+
+def _is_jvm_error(error: BaseException) -> bool:
+    try:
+        from py4j.protocol import Py4JJavaError
+    except ImportError:
+        return False
+    return isinstance(error, Py4JJavaError)
+
+
+def _jvm_summary(error: Any) -> str:
+    """The JVM exception's class and first line, plus its root cause's when that says more."""
+    from py4j.protocol import Py4JError
+
+    try:
+        causes = []
+        current = error.java_exception
+        while current is not None and len(causes) < _MAX_CAUSES:
+            causes.append((current.getClass().getSimpleName(), _first_line(current.getMessage() or "")))
+            current = current.getCause()
+    except Py4JError:
+        return f"{type(error).__name__}: {_first_line(str(error))}"
+    (name, message), (root_name, root_message) = causes[0], causes[-1]
+    if len(causes) == 1 or not root_message or root_message in message:
+        return f"{name}: {message}"
+    return f"{name}: {message} (caused by {root_name}: {root_message})"
+
+
+def _worker_exception(text: str) -> str | None:
+    """The exception a Python worker's traceback ends with (`RuleError: …`), if `text` holds one."""
+    start = text.rfind(_TRACEBACK)
+    if start < 0:
+        return None
+    for line in text[start + len(_TRACEBACK) :].splitlines():
+        if line.strip() and not line[0].isspace():
+            return _MODULE_PATH.sub("", line.strip())
+    return None
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
