@@ -751,6 +751,24 @@ def test_apply_on_a_missing_input_or_with_a_bad_registry_is_one_line(
     assert "no-registry" in registry
 
 
+def test_a_rule_evaluated_in_python_that_fails_the_job_is_one_line_naming_it(
+    spark: Any, users_dir: Path, tmp_path: Path
+) -> None:
+    sized = {"name": "sized", "kind": "CONDITION", "type": "JSONATA", "mode": "WRITE"}
+    sized["expr"] = "$count($split(email, '@')) = 2 and $uppercase(name) != name"
+    write_version(users_dir, SUBJECT, 2, contract_payload([sized]))
+    source = tmp_path / "users.jsonl"
+    source.write_text(json.dumps({"name": "ANN", "age": 30, "email": "ann@example.com"}) + "\n")
+
+    ran = cli(
+        "apply", "--registry", str(users_dir), "--subject", SUBJECT, "--mode", "WRITE",
+        "--input", str(source), "--format", "json", "--output", str(tmp_path / "out"), spark=spark,
+    )  # fmt: skip
+
+    line = one_error_line(ran, "apply")
+    assert "'sized'" in line and SUBJECT in line, line
+
+
 # -- the progress line -----------------------------------------------------------------------
 
 
