@@ -76,7 +76,7 @@ def run_apply(job: ApplyJob, spark: SparkSession, out: TextIO, err: TextIO) -> i
     try:
         with Progress(label, err, spark):
             # A rerun replaces the output the failed run may have left (Spark leaves its directory).
-            valid.write.mode("overwrite" if job.run_id else "errorifexists").parquet(job.output)
+            valid.write.mode("overwrite" if job.run_id else "error").parquet(job.output)
     except Exception:
         err.write(
             f"spark-contracts apply: DLQ records this run committed are under run id {run_id}; once"

@@ -44,7 +44,9 @@ def one_line(error: BaseException) -> str:
     worker = _worker_exception(text)
     if worker is not None:
         return worker
-    return f"{type(error).__name__}: {_first_line(text) or type(error).__name__}"
+    line = f"{type(error).__name__}: {_first_line(text) or type(error).__name__}"
+    root = _root_cause(error)
+    return f"{line} (caused by {root})" if root and root.split(": ", 1)[-1] not in line else line
 
 
 def _is_jvm_error(error: BaseException) -> bool:
@@ -71,6 +73,17 @@ def _jvm_summary(error: Any) -> str:
     if len(causes) == 1 or not root_message or root_message in message:
         return f"{name}: {message}"
     return f"{name}: {message} (caused by {root_name}: {root_message})"
+
+
+def _root_cause(error: BaseException) -> str | None:
+    """The innermost `Caused by:` of the JVM stack trace a PySpark exception carries (Spark Connect
+    sends the server's), as `Class: message`; None without one."""
+    stack_trace = getattr(error, "getStackTrace", None)
+    trace = stack_trace() if callable(stack_trace) else None
+    if not isinstance(trace, str):
+        return None
+    causes = [line[len("Caused by: ") :] for line in trace.splitlines() if line.startswith("Caused by: ")]
+    return _MODULE_PATH.sub("", causes[-1].strip()) if causes else None
 
 
 def _worker_exception(text: str) -> str | None:
