@@ -70,7 +70,10 @@ def run_apply(job: ApplyJob, spark: SparkSession, out: TextIO, err: TextIO) -> i
         )
         return 1
     run_id = job.run_id or uuid.uuid4().hex
-    valid = _enforced(contract, read_input(spark, job.format, job.input, contract), job, run_id)
+    # A new run that cannot reject a row has no DLQ output to name, so it leaves the DLQ dir alone.
+    may_reject = job.format in WIRE_FORMATS or contract.plan(job.mode).can_reject
+    contract_run = run_id if job.run_id or may_reject else None
+    valid = _enforced(contract, read_input(spark, job.format, job.input, contract), job, contract_run)
     before = {topic: sink.count(topic) for topic in sink.topics()}
     label = f"{job.mode} rules of {job.subject} version {contract.version} on {job.input} (run {run_id})"
     try:
@@ -130,7 +133,7 @@ def read_input(spark: SparkSession, fmt: str, path: str, contract: DataContract)
     raise ValueError(f"unknown input format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
-def _enforced(contract: DataContract, df: DataFrame, job: ApplyJob, run_id: str) -> DataFrame:
+def _enforced(contract: DataContract, df: DataFrame, job: ApplyJob, run_id: str | None) -> DataFrame:
     """The valid rows; wire-format input is decoded (and migrated) to the contract's version first."""
     if job.format in WIRE_FORMATS:
         return contract.deserialize(df, run_id=run_id)

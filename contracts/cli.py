@@ -30,6 +30,7 @@ from contracts._cli_lint import lint_directory, lint_registry
 from contracts._cli_registry import open_registry
 from contracts._cli_sync import pull, push
 from contracts.dataframe import DEFAULT_DLQ_DIR
+from contracts.errors import RegistryError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -143,7 +144,12 @@ def _apply(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, er
 
 
 def _push(args: argparse.Namespace, spark: Any, out: TextIO, err: TextIO) -> int:
-    return push(Path(args.directory), open_registry(args.registry, must_exist=False), out)
+    source = Path(args.directory)
+    if not source.is_dir():
+        # Checked before the destination is opened: a new local destination would be created.
+        what = "is not a directory" if source.exists() else "does not exist"
+        raise RegistryError(f"the contracts directory {str(source)!r} {what}")
+    return push(source, open_registry(args.registry, must_exist=False), out)
 
 
 def _pull(args: argparse.Namespace, spark: Any, out: TextIO, err: TextIO) -> int:

@@ -661,9 +661,10 @@ def one_error_line(ran: Ran, command: str) -> str:
 
 
 def test_a_registry_url_without_a_host_is_one_line_and_debug_shows_the_traceback() -> None:
-    line = one_error_line(cli("lint", "--registry", "http://"), "lint")
-    assert line == "spark-contracts lint: RegistryError: not an http(s) URL: 'http://'"
-    assert cli("lint", "--registry", "http://").err == line + "\n"
+    ran = cli("lint", "--registry", "http://")
+    line = one_error_line(ran, "lint")
+    assert line.startswith("spark-contracts lint: RegistryError: ") and "'http://'" in line
+    assert ran.err == line + "\n"
 
     debug = cli("lint", "--registry", "http://", "--debug")
     assert debug.status == 1
@@ -689,16 +690,22 @@ def test_a_version_file_that_is_not_a_number_is_a_lint_problem(tmp_path: Path) -
     assert ran.status == 1
     assert "Traceback" not in ran.err
     [problem] = ran.out.splitlines()
-    assert problem.endswith(
-        f"subject={SUBJECT} version=- rule=- position=-: unexpected file \u00b2.json:"
-        " expected <version>.json or config.json"
-    )
+    assert f"subject={SUBJECT} version=- rule=- position=-: unexpected file '\u00b2.json'" in problem
 
 
 def test_user_errors_through_python_m_are_one_line_without_traceback(tmp_path: Path) -> None:
     ran = python_m_cli("lint", "--registry", "http://", cwd=tmp_path)
     assert (ran.returncode, ran.stdout) == (1, "")
-    assert ran.stderr == "spark-contracts lint: RegistryError: not an http(s) URL: 'http://'\n"
+    [line] = ran.stderr.splitlines()
+    assert line.startswith("spark-contracts lint: RegistryError: ") and "'http://'" in line
+
+    pushed = python_m_cli(
+        "push", str(tmp_path / "nonexistent"), "--registry", str(tmp_path / "dest"), cwd=tmp_path
+    )
+    assert (pushed.returncode, pushed.stdout) == (1, "")
+    [line] = pushed.stderr.splitlines()
+    assert line.startswith("spark-contracts push: ") and "nonexistent" in line
+    assert not (tmp_path / "nonexistent").exists() and not (tmp_path / "dest").exists()
 
     debug = python_m_cli("lint", "--registry", "http://", "--debug", cwd=tmp_path)
     assert debug.returncode == 1
@@ -735,7 +742,7 @@ def test_apply_on_a_missing_input_or_with_a_bad_registry_is_one_line(
         cli(
             "apply", "--registry", str(users_dir), "--subject", SUBJECT, "--mode", "WRITE",
             "--input", str(tmp_path / "nowhere.jsonl"), "--format", "json", "--output", str(tmp_path / "o"),
-            spark=spark,
+            "--dlq-dir", str(tmp_path / "dlq"), spark=spark,
         ),
         "apply",
     )  # fmt: skip
@@ -752,13 +759,15 @@ def test_apply_on_a_missing_input_or_with_a_bad_registry_is_one_line(
 
 
 def test_a_rule_evaluated_in_python_that_fails_the_job_is_one_line_naming_it(
-    spark: Any, users_dir: Path, tmp_path: Path
+    spark: Any, users_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sized = {"name": "sized", "kind": "CONDITION", "type": "JSONATA", "mode": "WRITE"}
     sized["expr"] = "$count($split(email, '@')) = 2 and $uppercase(name) != name"
     write_version(users_dir, SUBJECT, 2, contract_payload([sized]))
     source = tmp_path / "users.jsonl"
     source.write_text(json.dumps({"name": "ANN", "age": 30, "email": "ann@example.com"}) + "\n")
+
+    monkeypatch.chdir(tmp_path)
 
     ran = cli(
         "apply", "--registry", str(users_dir), "--subject", SUBJECT, "--mode", "WRITE",
@@ -767,6 +776,7 @@ def test_a_rule_evaluated_in_python_that_fails_the_job_is_one_line_naming_it(
 
     line = one_error_line(ran, "apply")
     assert "'sized'" in line and SUBJECT in line, line
+    assert not (tmp_path / "dlq-topics").exists()  # no rule can reject a row: no DLQ directory
 
 
 # -- the progress line -----------------------------------------------------------------------
