@@ -5,7 +5,7 @@ A `DlqSink` is a small picklable configuration object shipped to Spark tasks; ea
 run id chosen on the driver, the partition id, and the micro-batch id and pass where there are
 several), so a retried task replaces its earlier output instead of duplicating it. A writer
 buffers or sends as it goes and `commit` returns only once every record is durable; anything
-undelivered raises `DlqError` and fails the task (DESIGN.md principle 4).
+undelivered raises `DlqError` and fails the task, so the job: no record is lost silently.
 
 A sink that can start a run afresh (`RunScopedSink.begin_run`) makes a rerun with the same run
 id replace an earlier run's output as a whole, whatever partitions either had, and keeps the
