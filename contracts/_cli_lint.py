@@ -37,7 +37,8 @@ _MODES = (
 
 @dataclass(frozen=True)
 class Problem:
-    """One thing wrong with a contract: where (file, subject, version, rule, position) and why."""
+    """One thing wrong with a contract: where (file, subject, version, rule, position) and why.
+    A `note` is worth saying but is no problem (a rule set left to the server): it does not fail lint."""
 
     reason: str
     subject: str | None = None
@@ -45,6 +46,7 @@ class Problem:
     rule: str | None = None
     position: str | int | None = None
     path: str | None = None
+    note: bool = False
 
     @classmethod
     def of(cls, error: ContractError, path: str | None = None) -> Problem:
@@ -62,7 +64,7 @@ class Problem:
             )
         )
         where = f"{self.path}: {fields}" if self.path else fields
-        return f"{where}: {self.reason}"
+        return f"{where}: {'note: ' if self.note else ''}{self.reason}"
 
 
 def lint_directory(root: Path) -> list[Problem]:
@@ -141,7 +143,7 @@ def _skipped_rule_set(target: loader.ContractVersion, path: str | None) -> list[
         f"ruleSet.enableAt is {rule_set.enable_at!r}: clients skip this rule set, so the engine runs"
         f" none of its {count} rules"
     )
-    return [Problem(reason, target.subject, target.version, position="enableAt", path=path)]
+    return [Problem(reason, target.subject, target.version, position="enableAt", path=path, note=True)]
 
 
 def _rule_errors(

@@ -114,8 +114,9 @@ def _lint(args: argparse.Namespace, spark: Any, out: TextIO, err: TextIO) -> int
         problems = lint_registry(open_registry(args.registry), args.subject or None)
     for problem in problems:
         print(problem.line(), file=out)
-    print(f"lint: {len(problems)} problem(s)" if problems else "lint: no problems", file=err)
-    return 1 if problems else 0
+    failing = sum(not problem.note for problem in problems)
+    print(f"lint: {failing} problem(s)" if failing else "lint: no problems", file=err)
+    return 1 if failing else 0
 
 
 def _apply(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, err: TextIO) -> int:
