@@ -9,6 +9,7 @@ instead of duplicating it, and an undelivered record fails the task (DESIGN.md p
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -164,7 +165,11 @@ def _writer_id(run_id: str, task: Any) -> str:
 
 def record_value_bytes(record: Any) -> bytes | None:
     """A WRITE-side DLQ value as the reference writes it: bytes and strings as they are, numbers
-    packed big-endian, anything else as JSON with bytes rendered as latin-1 text (SEMANTICS.md §7)."""
+    packed big-endian, anything else as JSON with bytes rendered as latin-1 text (SEMANTICS.md §7).
+
+    Unlike the reference, which writes bare `NaN` and `Infinity` (not JSON), a non-finite float
+    inside a record is written as the string "NaN", "Infinity" or "-Infinity", as Jackson and
+    the Protobuf JSON mapping write them, so every JSON reader accepts the value."""
     import struct
 
     if record is None:
@@ -177,7 +182,25 @@ def record_value_bytes(record: Any) -> bytes | None:
         return struct.pack(">q", record)
     if isinstance(record, float):
         return struct.pack(">d", record)
-    return json.dumps(record, default=_json_default).encode("utf-8")
+    try:
+        text = json.dumps(record, default=_json_default, allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(record), default=_json_default, allow_nan=False)
+    return text.encode("utf-8")
+
+
+_NON_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
+
+
+def _finite(value: Any) -> Any:
+    """The value with each non-finite float replaced by its JSON string name."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else _NON_FINITE[value]
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _json_default(value: Any) -> str:
