@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from fastavro import schemaless_reader, schemaless_writer
 
 from contracts import avro, migration
+from contracts._avro_sizes import size_check
 from contracts._routing import Router
 from contracts.errors import RegistryError, SerializationError
 from contracts.loader import ContractVersion
@@ -46,6 +48,11 @@ class WriterVersion:
     native: NativeMigration | None = None
     failure: str | None = None
     """Why its records cannot reach the target (a version in between was deleted), if they cannot."""
+
+    @cached_property
+    def size_check(self) -> Callable[[bytes], None] | None:
+        """Bounds the sizes a body declares before fastavro reads it (None: fastavro bounds them)."""
+        return size_check(self.schema)
 
 
 @dataclass(frozen=True)
@@ -207,7 +214,10 @@ def _read(decoder: Decoder, frame: Any) -> tuple[WriterVersion, Any]:
     if writer.failure is not None:
         raise SerializationError(writer.failure)
     reader = decoder.target_schema if writer.version == decoder.target_version else None
+    check = writer.size_check
     try:
+        if check is not None:
+            check(body)
         return writer, schemaless_reader(io.BytesIO(body), writer.schema, reader)
     except Exception as e:
         raise SerializationError(f"Avro body of schema id {schema_id} cannot be decoded: {e}") from e
