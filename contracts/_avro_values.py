@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -413,37 +413,121 @@ def _column_values(rows: list[Mapping[str, Any]], column: _Column) -> list[Any]:
     return [r[name] for r in rows] if convert is None else [convert(r[name]) for r in rows]
 
 
+@dataclass(frozen=True)
+class Records:
+    """Records read from an Arrow batch. Spark's strings may hold any bytes: a row with a string that
+    is not valid UTF-8 holds it with each such byte replaced by U+FFFD, and `unreadable` gives its
+    index and why (the field holding it), so each caller decides what the row does."""
+
+    records: list[dict[str, Any]]
+    unreadable: dict[int, str]
+
+
 def arrow_to_records(
     batch: pa.RecordBatch | pa.Table, schema: AvroSchema, union_branches: bool = False
 ) -> list[dict[str, Any]]:
     """A batch holding the schema's columns (extra columns ignored) → record dicts as fastavro reads
     them; for a writer, `union_branches` names each multi-branch union value's branch (fastavro's
-    tuple notation), since fastavro's own guess can differ from the branch the value was read from."""
+    tuple notation), since fastavro's own guess can differ from the branch the value was read from.
+    A string that is not valid UTF-8 is a SerializationError naming the first such row."""
+    read = read_records(batch, schema, union_branches)
+    if read.unreadable:
+        row = min(read.unreadable)
+        raise SerializationError(f"the Arrow batch's row {row}: {read.unreadable[row]}")
+    return read.records
+
+
+def read_records(
+    batch: pa.RecordBatch | pa.Table, schema: AvroSchema, union_branches: bool = False
+) -> Records:
+    """As arrow_to_records, but a row holding a string that is not valid UTF-8 is read with each
+    such byte replaced by U+FFFD and listed in `unreadable` instead of failing the batch."""
     codec = _record_codec(schema, union_branches)
     names = [column.name for column in codec.columns]
     missing = [name for name in names if name not in batch.schema.names]
     if missing:
         raise SerializationError(f"the Arrow batch lacks the record's columns {missing}")
+    unreadable: dict[int, str] = {}
     try:
-        columns = [_read_column(batch.column(column.name), column) for column in codec.columns]
+        columns = [_read_column(batch.column(column.name), column, unreadable) for column in codec.columns]
     except (TypeError, ValueError, AttributeError, pa.ArrowException) as e:
         raise SerializationError(f"the Arrow batch does not hold the Avro schema's records: {e!r}") from e
-    return (
+    records = (
         [dict(zip(names, row, strict=False)) for row in zip(*columns, strict=False)]
         if columns
         else [{} for _ in range(batch.num_rows)]
     )
+    return Records(records, unreadable)
 
 
-def _read_column(array: pa.Array | pa.ChunkedArray, column: _Column) -> list[Any]:
+def _read_column(array: pa.Array | pa.ChunkedArray, column: _Column, unreadable: dict[int, str]) -> list[Any]:
+    """The column's values as fastavro's; rows whose strings are not UTF-8 are added to `unreadable`."""
     if array.type != column.readable:
         # Timestamps and dates become integers (whatever Spark's session time zone), large types
         # plain ones. The target is all nullable: pyarrow refuses to cast a null struct whose
         # non-nullable children hold nulls.
         array = _sound_nulls(array.cast(column.readable))
-    values = array.to_pylist()
     convert = column.node.from_arrow
+    try:
+        values = array.to_pylist()
+    except UnicodeDecodeError:
+        return _read_invalid_utf8(array, column, unreadable)
     return values if convert is None else [convert(v) for v in values]
+
+
+def _read_invalid_utf8(
+    array: pa.Array | pa.ChunkedArray, column: _Column, unreadable: dict[int, str]
+) -> list[Any]:
+    """The slow path of a column holding strings that are not UTF-8: those bytes replaced, the rows
+    named in `unreadable`, and a value its converter refuses after the replacement (a uuid) null."""
+    values = _valid_utf8(array).to_pylist()
+    invalid = dict(_invalid_utf8_rows(array))
+    for row, error in invalid.items():
+        unreadable.setdefault(
+            row,
+            f"field {column.name!r} holds a string that is not valid UTF-8"
+            f" ({error.reason} at byte {error.start} of {error.object[:16]!r})",
+        )
+    convert = column.node.from_arrow
+    if convert is None:
+        return values
+    return [_converted(convert, v) if row in invalid else convert(v) for row, v in enumerate(values)]
+
+
+def _converted(convert: Convert, value: Any) -> Any:
+    try:
+        return convert(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _invalid_utf8_rows(array: pa.Array | pa.ChunkedArray) -> Iterator[tuple[int, UnicodeDecodeError]]:
+    """Each row of the array holding a string that is not valid UTF-8, with the decoding error."""
+    for row in range(len(array)):
+        try:
+            array[row].as_py()
+        except UnicodeDecodeError as e:
+            yield row, e
+
+
+def _valid_utf8(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """The array with every string's bytes that are not UTF-8 replaced by U+FFFD, nested ones too."""
+    if isinstance(array, pa.ChunkedArray):
+        return pa.chunked_array([_valid_utf8(chunk) for chunk in array.chunks], type=array.type)
+    kind = array.type
+    if pa.types.is_string(kind):
+        raw = array.cast(pa.binary()).to_pylist()
+        return pa.array([None if b is None else b.decode("utf-8", "replace") for b in raw], type=kind)
+    mask = array.is_null() if array.null_count else None
+    if pa.types.is_list(kind):
+        return pa.ListArray.from_arrays(array.offsets, _valid_utf8(array.values), type=kind, mask=mask)
+    if pa.types.is_map(kind):
+        keys, items = _valid_utf8(array.keys), _valid_utf8(array.items)
+        return pa.MapArray.from_arrays(array.offsets, keys, items, type=kind, mask=mask)
+    if pa.types.is_struct(kind):
+        children = [_valid_utf8(child) for child in array.flatten()]
+        return pa.StructArray.from_arrays(children, fields=list(kind), mask=mask)
+    return array
 
 
 def _sound_nulls(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:

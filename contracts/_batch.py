@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -73,7 +73,9 @@ class _RowsInFlight:
         self.owner = owner
         self.batch = batch
         self.schema = owner.rules[0].ctx.schema
-        self.records = avro.arrow_to_records(_unpacked(batch.column(RECORD)), self.schema)
+        read = avro.read_records(_unpacked(batch.column(RECORD)), self.schema)
+        self.records = read.records
+        self.unreadable = read.unreadable
         self.statuses: list[dict[str, Any] | None] = batch.column(STATUS).to_pylist()
         self.outcomes: dict[str, list[bool | None]] = {}
         self.records_changed = False
@@ -91,7 +93,12 @@ class _RowsInFlight:
 
         evaluator = evaluator_for(self.owner.plan_id, rule)
         outcome, changed = run_rule(
-            rule, evaluator, self.records, self.statuses, validate_against=self.schema
+            rule,
+            evaluator,
+            self.records,
+            self.statuses,
+            validate_against=self.schema,
+            unreadable=self.unreadable,
         )
         self.records_changed = self.records_changed or changed
         self.outcomes[OUTCOME_PREFIX + str(rule.index)] = outcome
@@ -114,7 +121,8 @@ class _RowsInFlight:
             name = arrow_field.name
             if name == RECORD and self.records_changed:
                 packed = avro.records_to_arrow(self.records, self.schema).to_struct_array()
-                columns.append(packed.cast(arrow_field.type))
+                original = self.batch.column(RECORD)
+                columns.append(_keeping(packed.cast(arrow_field.type), original, self.unreadable))
             elif name == STATUS:
                 columns.append(pa.array(self.statuses, type=arrow_field.type))
             elif name in self.outcomes:
@@ -131,11 +139,16 @@ def run_rule(
     statuses: list[dict[str, Any] | None],
     *,
     validate_against: Any = None,
+    unreadable: Mapping[int, str] | None = None,
 ) -> tuple[list[bool | None], bool]:
     """Run one rule over the records whose status is still null, in place: transforms replace
     records, actions run, DLQ rejections set the status, ERROR raises. Returns the per-row
-    outcome (None where not evaluated) and whether any record changed."""
-    active = [i for i, status in enumerate(statuses) if status is None]
+    outcome (None where not evaluated) and whether any record changed.
+
+    A row in `unreadable` (its record could not be read, e.g. a string that is not UTF-8) is not
+    evaluated: it fails the rule with the reason given there, and its action runs."""
+    unreadable = unreadable or {}
+    active = [i for i, status in enumerate(statuses) if status is None and i not in unreadable]
     results = evaluator([records[i] for i in active]) if active else []
     outcome: list[bool | None] = [None] * len(statuses)
     changed = False
@@ -147,6 +160,10 @@ def run_rule(
             records[i] = result.record
             changed = True
         statuses[i] = act(rule, records[i], result.passed, result.reason)
+    for i, reason in unreadable.items():
+        if statuses[i] is None:
+            outcome[i] = False
+            statuses[i] = act(rule, records[i], False, reason)
     return outcome, changed
 
 
@@ -191,6 +208,18 @@ def _as_written(record: Any, schema: Any) -> Any:
     schemaless_writer(buffer, schema, record)
     buffer.seek(0)
     return schemaless_reader(buffer, schema, None)
+
+
+def _keeping(packed: pa.Array, original: pa.Array, rows: Mapping[int, str]) -> pa.Array:
+    """The repacked record column, with the original values of `rows` (records read with
+    replacements, which must leave the pass as they came)."""
+    if not rows:
+        return packed
+    index = list(range(len(packed)))
+    for row in rows:
+        index[row] = len(packed) + row
+    both = pa.concat_arrays([packed, original.cast(packed.type)])
+    return both.take(pa.array(index, type=pa.int64()))
 
 
 def _unpacked(column: pa.Array) -> pa.RecordBatch:

@@ -147,10 +147,12 @@ class Router:
         layout = self.layout
         if layout.value_column is not None:
             return [_bytes(value) for value in rejected.column(layout.value_column).to_pylist()]
-        records = avro.arrow_to_records(
+        # A string that is not UTF-8 is written with each such byte as U+FFFD: the row goes to its
+        # topic all the same, and JSON (UTF-8 text) can hold nothing else.
+        read = avro.read_records(
             pa.RecordBatch.from_struct_array(rejected.column(layout.record_column)), layout.schema
         )
-        return [record_value_bytes(record) for record in records]
+        return [record_value_bytes(record) for record in read.records]
 
 
 def _writer_id(run_id: str, task: Any) -> str:

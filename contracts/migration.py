@@ -63,8 +63,14 @@ def migration_plans(
     return tuple(plans)
 
 
-def migrate(plans: tuple[Plan, ...], records: list[Any], statuses: list[dict[str, Any] | None]) -> None:
-    """Run the migration plans over records in place (a rule without executor fails each record)."""
+def migrate(
+    plans: tuple[Plan, ...],
+    records: list[Any],
+    statuses: list[dict[str, Any] | None],
+    unreadable: Mapping[int, str] | None = None,
+) -> None:
+    """Run the migration plans over records in place (a rule without executor fails each record;
+    each rule fails the rows in `unreadable`, whose records could not be read, with their reason)."""
     for plan in plans:
         for rule in plan.rules:
             if rule.step is None:
@@ -72,7 +78,8 @@ def migrate(plans: tuple[Plan, ...], records: list[Any], statuses: list[dict[str
                     if status is None:
                         statuses[i] = _batch.act(rule, records[i], False, rule.missing_executor_reason)
                 continue
-            _batch.run_rule(rule, _batch.evaluator_for(plan.plan_id, rule), records, statuses)
+            evaluator = _batch.evaluator_for(plan.plan_id, rule)
+            _batch.run_rule(rule, evaluator, records, statuses, unreadable=unreadable)
 
 
 def missing_field_message(name: str) -> str:

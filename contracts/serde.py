@@ -292,13 +292,22 @@ def unreadable_status(decoder: Decoder, columns: list[str]) -> Any:
     return status
 
 
-def _position(batch: pa.RecordBatch, i: int) -> str:
-    parts = [
-        f"{name} {batch.column(name)[i].as_py()}"
-        for name in ("topic", "partition", "offset")
-        if name in batch.schema.names
-    ]
+_DECODE_POSITION = ("topic", "partition", "offset")
+_ENCODE_POSITION = ("key", "topic", "partition")
+
+
+def _position(batch: pa.RecordBatch, i: int, columns: tuple[str, ...] = _DECODE_POSITION) -> str:
+    """Where row `i` is, by the Kafka columns the batch has: " at topic t, partition 0, offset 7"."""
+    parts = [f"{name} {_shown(batch.column(name)[i])}" for name in columns if name in batch.schema.names]
     return f" at {', '.join(parts)}" if parts else ""
+
+
+def _shown(value: pa.Scalar) -> Any:
+    """A scalar for a message; a string that is not UTF-8 as its bytes."""
+    try:
+        return value.as_py()
+    except UnicodeDecodeError:
+        return value.cast(pa.binary()).as_py()
 
 
 def migrate_decoded(packed: DataFrame, writer: WriterVersion, target: ContractVersion) -> DataFrame:
@@ -329,10 +338,14 @@ class _MigratePass:
         from pyspark.sql.types import StructType
 
         output = avro.arrow_schema(StructType.fromJson(json.loads(self.output_json)))
+        rows_before = 0
         for batch in batches:
-            records = avro.arrow_to_records(_fields(batch.column(RECORD)), self.writer.schema)
+            read = avro.read_records(_fields(batch.column(RECORD)), self.writer.schema)
+            records = read.records
             statuses: list[dict[str, Any] | None] = batch.column(STATUS).to_pylist()
-            migration.migrate(self.writer.migrations, records, statuses)
+            migration.migrate(self.writer.migrations, records, statuses, read.unreadable)
+            _refuse_unread(batch, rows_before, read.unreadable, statuses, "migrated")
+            rows_before += batch.num_rows
             projected = [
                 migration.project(record, self.target_schema) if status is None else None
                 for record, status in zip(records, statuses, strict=True)
@@ -349,6 +362,30 @@ class _MigratePass:
                 for f in output
             ]
             yield pa.RecordBatch.from_arrays(columns, schema=output)
+
+
+def _refuse_unread(
+    batch: pa.RecordBatch,
+    rows_before: int,
+    unreadable: Mapping[int, str],
+    statuses: list[dict[str, Any] | None] | None,
+    doing: str,
+) -> None:
+    """Fail the job on the first record that could not be read (a string that is not UTF-8) and
+    that no rule routed elsewhere (`statuses` None: no rule ran), naming it by its Kafka columns
+    and its row: Avro strings are UTF-8, so it cannot go on as it is, and no policy routes it."""
+    from pyspark import TaskContext
+
+    pending = [row for row in sorted(unreadable) if statuses is None or statuses[row] is None]
+    if not pending:
+        return
+    row = pending[0]
+    task = TaskContext.get()
+    partition = task.partitionId() if task is not None else 0
+    raise SerializationError(
+        f"the record{_position(batch, row, _ENCODE_POSITION)} (row {rows_before + row} of Spark partition"
+        f" {partition}) cannot be {doing}: {unreadable[row]}"
+    )
 
 
 def _fields(column: pa.Array) -> pa.RecordBatch:
@@ -387,9 +424,14 @@ class _EncodePass:
         from pyspark.sql.types import StructType
 
         output = avro.arrow_schema(StructType.fromJson(json.loads(self.output_json)))
+        rows_before = 0
         for batch in batches:
-            records = avro.arrow_to_records(_fields(batch.column(RECORD)), self.schema, union_branches=True)
-            values = pa.array([self._frame(record) for record in records], type=pa.binary())
+            read = avro.read_records(_fields(batch.column(RECORD)), self.schema, union_branches=True)
+            _refuse_unread(
+                batch, rows_before, read.unreadable, None, f"encoded with schema id {self.schema_id}"
+            )
+            rows_before += batch.num_rows
+            values = pa.array([self._frame(record) for record in read.records], type=pa.binary())
             columns = [values if f.name == "value" else batch.column(f.name) for f in output]
             yield pa.RecordBatch.from_arrays(columns, schema=output)
 
