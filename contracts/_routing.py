@@ -212,9 +212,12 @@ def _json_default(value: Any) -> str:
 
 
 def _column(batch: pa.RecordBatch, name: str | None) -> list[Any]:
+    """A key, headers or topic column's values; a string column as its bytes, which Spark does not
+    require to be UTF-8 and a DLQ record carries as they are anyway."""
     if name is None or name not in batch.schema.names:
         return [None] * batch.num_rows
-    return batch.column(name).to_pylist()
+    column = batch.column(name)
+    return (column.cast(pa.binary()) if pa.types.is_string(column.type) else column).to_pylist()
 
 
 def _incoming_headers(headers: Any) -> list[tuple[str, bytes | None]]:
@@ -225,7 +228,9 @@ def _incoming_headers(headers: Any) -> list[tuple[str, bytes | None]]:
 
 
 def _utf8(value: Any) -> bytes | None:
-    return None if value is None else str(value).encode("utf-8")
+    if value is None or isinstance(value, bytes):
+        return value
+    return str(value).encode("utf-8")
 
 
 def _bytes(value: Any) -> bytes | None:

@@ -69,3 +69,27 @@ def test_a_rejected_row_holding_nan_reaches_its_dlq_topic_as_strict_json(spark: 
     values = [_strict_json(record.value) for record in sink.read("bad-readings")]
     values.sort(key=lambda value: value["id"])
     assert values == [{"id": 2, "value": "NaN"}, {"id": 3, "value": "Infinity"}]
+
+
+def test_a_string_key_and_topic_reach_the_dlq_record_as_their_bytes(spark: Any, tmp_path: Path) -> None:
+    """Spark's strings may hold bytes that are not UTF-8; a key or topic column is copied as it is."""
+    schema = {"type": "record", "name": "Reading", "fields": [{"name": "id", "type": "long"}]}
+    rule = {
+        "name": "none",
+        "kind": "CONDITION",
+        "type": "CEL",
+        "mode": "WRITE",
+        "expr": "message.id < 0",
+        "onFailure": "DLQ",
+        "params": {"dlq.topic": "bad-readings"},
+    }
+    registry = LocalRegistry()
+    payload = {"schema": json.dumps(schema), "ruleSet": {"domainRules": [rule]}}
+    registry.register_schema("readings-value", Schema.from_dict(payload))
+    sink = LocalTopicSink(tmp_path / "dlq")
+    contract = DataContract(registry, "readings-value", dlq_sink=sink)
+    df = spark.sql("SELECT 1L AS id, CAST(X'C328' AS STRING) AS key, CAST(X'FF' AS STRING) AS topic")
+    assert contract.write(df).count() == 0
+    (record,) = sink.read("bad-readings")
+    assert record.key == b"\xc3("
+    assert dict(record.headers)["__rule.topic"] == b"\xff"
