@@ -16,6 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from fastavro.validation import validate
 from pyspark.sql import types as T
 
@@ -415,11 +416,12 @@ def _column_values(rows: list[Mapping[str, Any]], column: _Column) -> list[Any]:
 
 @dataclass(frozen=True)
 class Records:
-    """Records read from an Arrow batch. Spark's strings may hold any bytes: a row with a string that
-    is not valid UTF-8 holds it with each such byte replaced by U+FFFD, and `unreadable` gives its
-    index and why (the field holding it), so each caller decides what the row does."""
+    """Records read from Arrow (None for a null struct). Spark's strings may hold any bytes: a row
+    with a string that is not valid UTF-8 holds it with each such byte replaced by U+FFFD, and
+    `unreadable` gives its index and why (the field holding it), so each caller decides what the
+    row does."""
 
-    records: list[dict[str, Any]]
+    records: list[Any]
     unreadable: dict[int, str]
 
 
@@ -458,6 +460,38 @@ def read_records(
         else [{} for _ in range(batch.num_rows)]
     )
     return Records(records, unreadable)
+
+
+def read_struct(column: pa.Array, schema: AvroSchema, union_branches: bool = False) -> Records:
+    """read_records of a record struct column, None where the struct itself is null (a row without
+    a record: a tombstone, or a row already rejected)."""
+    if not column.null_count:
+        return read_records(pa.RecordBatch.from_struct_array(column), schema, union_branches)
+    valid = column.is_valid()
+    present = pc.indices_nonzero(valid).to_pylist()
+    read = read_records(pa.RecordBatch.from_struct_array(column.filter(valid)), schema, union_branches)
+    records: list[Any] = [None] * len(column)
+    for row, record in zip(present, read.records, strict=True):
+        records[row] = record
+    return Records(records, {present[row]: reason for row, reason in read.unreadable.items()})
+
+
+def records_to_struct(records: list[Any], schema: AvroSchema, record_type: pa.DataType) -> pa.Array:
+    """Records (None for rows without one) as a struct column of `record_type`: fastavro's dicts
+    as they are, in one conversion, when no field needs converting for Arrow."""
+    if arrow_ready(schema):
+        try:
+            return pa.array(records, type=record_type)
+        except (TypeError, ValueError, pa.ArrowException) as e:
+            raise SerializationError(f"records do not match the Avro schema: {e!r}") from e
+    present = [i for i, record in enumerate(records) if record is not None]
+    if len(present) == len(records):
+        return records_to_arrow(records, schema).to_struct_array().cast(record_type)
+    packed = records_to_arrow([records[i] for i in present], schema).to_struct_array().cast(record_type)
+    index: list[int | None] = [None] * len(records)
+    for position, i in enumerate(present):
+        index[i] = position
+    return packed.take(pa.array(index, type=pa.int64()))
 
 
 def _read_column(array: pa.Array | pa.ChunkedArray, column: _Column, unreadable: dict[int, str]) -> list[Any]:

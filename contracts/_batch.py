@@ -73,7 +73,7 @@ class _RowsInFlight:
         self.owner = owner
         self.batch = batch
         self.schema = owner.rules[0].ctx.schema
-        read = avro.read_records(_unpacked(batch.column(RECORD)), self.schema)
+        read = avro.read_struct(batch.column(RECORD), self.schema)
         self.records = read.records
         self.unreadable = read.unreadable
         self.statuses: list[dict[str, Any] | None] = batch.column(STATUS).to_pylist()
@@ -120,9 +120,8 @@ class _RowsInFlight:
         for arrow_field in arrow_schema:
             name = arrow_field.name
             if name == RECORD and self.records_changed:
-                packed = avro.records_to_arrow(self.records, self.schema).to_struct_array()
-                original = self.batch.column(RECORD)
-                columns.append(_keeping(packed.cast(arrow_field.type), original, self.unreadable))
+                packed = avro.records_to_struct(self.records, self.schema, arrow_field.type)
+                columns.append(_keeping(packed, self.batch.column(RECORD), self.unreadable))
             elif name == STATUS:
                 columns.append(pa.array(self.statuses, type=arrow_field.type))
             elif name in self.outcomes:
@@ -220,11 +219,6 @@ def _keeping(packed: pa.Array, original: pa.Array, rows: Mapping[int, str]) -> p
         index[row] = len(packed) + row
     both = pa.concat_arrays([packed, original.cast(packed.type)])
     return both.take(pa.array(index, type=pa.int64()))
-
-
-def _unpacked(column: pa.Array) -> pa.RecordBatch:
-    """The record struct column as a batch of its fields, the shape the Avro codecs read."""
-    return pa.RecordBatch.from_struct_array(column)
 
 
 def _run_callback(rule: PlannedRule, action: ActionPlan, record: Any, reason: str | None) -> None:

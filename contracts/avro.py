@@ -42,7 +42,9 @@ from contracts._avro_values import (
     arrow_type,
     avro_to_spark_value,
     read_records,
+    read_struct,
     records_to_arrow,
+    records_to_struct,
     spark_to_avro_value,
 )
 
@@ -64,7 +66,9 @@ __all__ = [
     "avro_to_spark_value",
     "parse_schema",
     "read_records",
+    "read_struct",
     "records_to_arrow",
+    "records_to_struct",
     "spark_to_avro_value",
     "spark_type",
     "struct_type",

@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from fastavro import schemaless_reader, schemaless_writer
 
 from contracts import avro, migration
@@ -35,6 +36,10 @@ if TYPE_CHECKING:
     from contracts._native_migration import NativeMigration
 
 DECODE_RULE = "deserialize"
+TOMBSTONE = "TOMBSTONE"
+"""The `_contract` action a tombstone carries while migrations and rules run: not a rejection,
+only what makes every one of them skip the row (see release_tombstones)."""
+TOMBSTONE_POLICIES = ("keep", "drop")
 
 
 @dataclass(frozen=True)
@@ -109,6 +114,18 @@ class Decoder:
     their records leave the pass in their own shape, in `writer_column(version)`."""
     _cache: dict[int, WriterVersion] = field(default_factory=dict, compare=False, repr=False)
 
+    @property
+    def tombstone_status(self) -> dict[str, Any]:
+        return {
+            "rule": None,
+            "mode": "READ",
+            "action": TOMBSTONE,
+            "reason": None,
+            "topic": None,
+            "subject": self.subject,
+            "version": self.target_version,
+        }
+
     def writer(self, schema_id: int) -> WriterVersion:
         known = self.writers.get(schema_id) or self._cache.get(schema_id)
         if known is None:
@@ -121,11 +138,34 @@ def writer_column(version: int) -> str:
     return f"__contract_writer_{version}"
 
 
+def tombstone_filter(df: DataFrame, value_column: str, tombstones: str) -> DataFrame:
+    """The rows to decode: tombstones (a null value) kept ("keep") or left out ("drop")."""
+    from pyspark.sql import functions as F
+
+    if tombstones not in TOMBSTONE_POLICIES:
+        raise ValueError(f"tombstones must be keep or drop, not {tombstones!r}")
+    if tombstones == "drop":
+        return df.filter(F.col(f"`{value_column}`").isNotNull())
+    return df
+
+
+def release_tombstones(staged: DataFrame) -> DataFrame:
+    """After migrations and rules: the tombstones' placeholder status cleared, so they leave as
+    valid rows, their record null."""
+    from pyspark.sql import functions as F
+
+    status = F.col(STATUS)
+    is_tombstone = status.getField("action") == F.lit(TOMBSTONE)
+    return staged.withColumn(STATUS, F.when(is_tombstone, F.lit(None).cast(status_type())).otherwise(status))
+
+
 def decode(df: DataFrame, decoder: Decoder, router: Router, keep_value: bool = True) -> DataFrame:
     """Add the decoded record (target shape) and `_contract` to `df`, keeping every column (the
     frames too, unless `keep_value` is False: nothing after the pass needs them); the records the
     pass itself rejects (decode failures under DLQ, migrations in Python) go through `router` in
-    the same pass, so every row leaving it is still valid."""
+    the same pass, so every row leaving it is still valid. A tombstone (a null frame) is not a
+    record: it leaves with a null record and the TOMBSTONE status, which every later migration
+    and rule skips, until release_tombstones."""
     from pyspark.sql.types import StructField, StructType
 
     target = StructType.fromJson(json.loads(decoder.target_type_json))
@@ -157,11 +197,20 @@ class _DecodePass:
 
         decoded = avro.arrow_schema(StructType.fromJson(json.loads(self.decoded_json)))
         routed = self.router(_decode_batch(self.decoder, batch, decoded) for batch in batches)
-        if len(self.output_names) == len(decoded.names):
-            yield from routed
-        else:
-            for batch in routed:
-                yield batch.select(self.output_names)
+        tombstone = pa.scalar(self.decoder.tombstone_status, type=decoded.field(STATUS).type)
+        for batch in routed:
+            batch = _mark_tombstones(batch, self.decoder.value_column, tombstone)
+            yield batch if len(self.output_names) == len(decoded.names) else batch.select(self.output_names)
+
+
+def _mark_tombstones(batch: pa.RecordBatch, value_column: str, tombstone: pa.Scalar) -> pa.RecordBatch:
+    """The batch with `tombstone` as the status of each row whose frame is null."""
+    frames = batch.column(value_column)
+    if not frames.null_count:
+        return batch
+    index = batch.schema.get_field_index(STATUS)
+    status = pc.if_else(frames.is_null(), tombstone, batch.column(index))
+    return batch.set_column(index, batch.schema.field(index), status)
 
 
 def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) -> pa.RecordBatch:
@@ -170,6 +219,8 @@ def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) ->
     statuses: list[dict[str, Any] | None] = [None] * len(frames)
     to_migrate: dict[int, tuple[WriterVersion, list[int]]] = {}
     for i, frame in enumerate(frames):
+        if frame is None:
+            continue  # a tombstone: no record (_DecodePass marks it)
         try:
             writer, records[i] = _read(decoder, frame)
         except SerializationError as e:
@@ -197,14 +248,16 @@ def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) ->
         status_column = pa.array(statuses, type=status_arrow)
     else:
         status_column = pa.nulls(batch.num_rows, status_arrow)
-    record_column = _packed(records, decoder.target_schema, output.field(RECORD).type)
+    record_column = avro.records_to_struct(records, decoder.target_schema, output.field(RECORD).type)
     return pa.RecordBatch.from_arrays([*batch.columns, *writers, record_column, status_column], schema=output)
 
 
 def _packed_rows(records: list[Any], rows: list[int], schema: Any, record_type: pa.DataType) -> pa.Array:
     """The records at `rows` as a struct column of `record_type`, null elsewhere."""
     chosen = set(rows)
-    return _packed([r if i in chosen else None for i, r in enumerate(records)], schema, record_type)
+    return avro.records_to_struct(
+        [r if i in chosen else None for i, r in enumerate(records)], schema, record_type
+    )
 
 
 def _read(decoder: Decoder, frame: Any) -> tuple[WriterVersion, Any]:
@@ -350,7 +403,7 @@ class _MigratePass:
                 migration.project(record, self.target_schema) if status is None else None
                 for record, status in zip(records, statuses, strict=True)
             ]
-            record_column = _packed(projected, self.target_schema, output.field(RECORD).type)
+            record_column = avro.records_to_struct(projected, self.target_schema, output.field(RECORD).type)
             columns = [
                 record_column
                 if f.name == RECORD
@@ -391,22 +444,6 @@ def _refuse_unread(
 def _fields(column: pa.Array) -> pa.RecordBatch:
     """A record struct column as a batch of its fields, the shape the Avro codecs read."""
     return pa.RecordBatch.from_struct_array(column)
-
-
-def _packed(records: list[Any], schema: Any, record_type: pa.DataType) -> pa.Array:
-    """Records (None for rows without one) as a struct column of `record_type`: fastavro's dicts
-    as they are, in one conversion, when no field needs converting for Arrow."""
-    if avro.arrow_ready(schema):
-        try:
-            return pa.array(records, type=record_type)
-        except (TypeError, ValueError, pa.ArrowException) as e:
-            raise SerializationError(f"records do not match the Avro schema: {e!r}") from e
-    present = [i for i, record in enumerate(records) if record is not None]
-    packed = avro.records_to_arrow([records[i] for i in present], schema).to_struct_array().cast(record_type)
-    index: list[int | None] = [None] * len(records)
-    for position, i in enumerate(present):
-        index[i] = position
-    return packed.take(pa.array(index, type=pa.int64()))
 
 
 def encode(staged: DataFrame, schema: Any, schema_id: int, output: StructType) -> DataFrame:

@@ -25,7 +25,9 @@ from contracts.avro import (
     avro_fields,
     avro_to_spark_value,
     parse_schema,
+    read_struct,
     records_to_arrow,
+    records_to_struct,
     spark_to_avro_value,
     spark_type,
     struct_type,
@@ -718,3 +720,17 @@ def test_bytes_next_to_a_decimal_branch_go_to_the_bytes_branch() -> None:
         {"u": {"member0": None, "member1": b"ab"}},
         {"u": {"member0": decimal.Decimal("1.25"), "member1": None}},
     ]
+
+
+def test_read_struct_reads_a_null_struct_as_no_record() -> None:
+    """A row without a record (a tombstone, a row already rejected) is None, and no converter
+    sees its null fields (a date's would fail)."""
+    schema = parse_schema(
+        record({"name": "n", "type": "string"}, {"name": "d", "type": {"type": "int", "logicalType": "date"}})
+    )
+    kind = pa.struct([pa.field("n", pa.string(), False), pa.field("d", pa.date32(), False)])
+    column = pa.array([None, {"n": "a", "d": datetime.date(2024, 1, 2)}, None], type=kind)
+    assert read_struct(column, schema).records == [None, {"n": "a", "d": datetime.date(2024, 1, 2)}, None]
+    assert read_struct(pa.nulls(2, kind), schema).records == [None, None]
+    records = [None, {"n": "b", "d": datetime.date(2024, 1, 3)}]
+    assert records_to_struct(records, schema, kind).to_pylist() == records
