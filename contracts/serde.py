@@ -55,6 +55,11 @@ class WriterVersion:
     """Why its records cannot reach the target (a version in between was deleted), if they cannot."""
 
     @cached_property
+    def chooses_branches(self) -> bool:
+        """Whether a plain value may not tell its union branch (see avro.chooses_union_branches)."""
+        return avro.chooses_union_branches(self.schema)
+
+    @cached_property
     def size_check(self) -> Callable[[bytes], None] | None:
         """Bounds the sizes a body declares before fastavro reads it (None: fastavro bounds them)."""
         return size_check(self.schema)
@@ -125,6 +130,14 @@ class Decoder:
             "subject": self.subject,
             "version": self.target_version,
         }
+
+    def keeps_branches(self, writer: WriterVersion) -> bool:
+        """Whether `writer`'s records are read with their union branches tagged: when a plain value
+        may not tell its branch and the record goes to Spark as read (the target's own records,
+        natively migrated ones); a migration in Python takes plain values, as the reference's."""
+        return writer.chooses_branches and (
+            writer.version == self.target_version or writer.version in self.native_types
+        )
 
     def writer(self, schema_id: int) -> WriterVersion:
         known = self.writers.get(schema_id) or self._cache.get(schema_id)
@@ -232,7 +245,10 @@ def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) ->
     for writer, rows in to_migrate.values():
         if writer.version in decoder.native_types:
             column = writer_column(writer.version)
-            natives[writer.version] = _packed_rows(records, rows, writer.schema, output.field(column).type)
+            record_type = output.field(column).type
+            natives[writer.version] = _packed_rows(
+                records, rows, writer, decoder.keeps_branches(writer), record_type
+            )
             for i in rows:
                 records[i] = None
         else:
@@ -248,16 +264,23 @@ def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) ->
         status_column = pa.array(statuses, type=status_arrow)
     else:
         status_column = pa.nulls(batch.num_rows, status_arrow)
-    record_column = avro.records_to_struct(records, decoder.target_schema, output.field(RECORD).type)
+    record_column = avro.records_to_struct(
+        records,
+        decoder.target_schema,
+        output.field(RECORD).type,
+        avro.chooses_union_branches(decoder.target_schema),
+    )
     return pa.RecordBatch.from_arrays([*batch.columns, *writers, record_column, status_column], schema=output)
 
 
-def _packed_rows(records: list[Any], rows: list[int], schema: Any, record_type: pa.DataType) -> pa.Array:
-    """The records at `rows` as a struct column of `record_type`, null elsewhere."""
+def _packed_rows(
+    records: list[Any], rows: list[int], writer: WriterVersion, tagged: bool, record_type: pa.DataType
+) -> pa.Array:
+    """The records at `rows` (of `writer`, union branches `tagged` or not) as a struct column of
+    `record_type`, null elsewhere."""
     chosen = set(rows)
-    return avro.records_to_struct(
-        [r if i in chosen else None for i, r in enumerate(records)], schema, record_type
-    )
+    chosen_records = [r if i in chosen else None for i, r in enumerate(records)]
+    return avro.records_to_struct(chosen_records, writer.schema, record_type, tagged)
 
 
 def _read(decoder: Decoder, frame: Any) -> tuple[WriterVersion, Any]:
@@ -271,6 +294,8 @@ def _read(decoder: Decoder, frame: Any) -> tuple[WriterVersion, Any]:
     try:
         if check is not None:
             check(body)
+        if writer.chooses_branches and decoder.keeps_branches(writer):
+            return writer, schemaless_reader(io.BytesIO(body), writer.schema, reader, return_named_type=True)
         return writer, schemaless_reader(io.BytesIO(body), writer.schema, reader)
     except Exception as e:
         raise SerializationError(f"Avro body of schema id {schema_id} cannot be decoded: {e}") from e

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import decimal
 import io
 import json
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 from fastavro import parse_schema, schemaless_writer
+from pyspark.sql import Row
 from pyspark.sql import functions as F
 
 from actions.local_topic import LocalTopicSink
@@ -322,3 +324,51 @@ def test_frames_declaring_more_items_or_bytes_than_they_hold_are_undecodable(
     assert set(reasons) == set(bodies)
     for name in ("nulls 2^40", "nulls over the maximum", "nulls and empties over the maximum together"):
         assert f"at most {MAX_ZERO_SIZE_ITEMS}" in reasons[name], reasons[name]
+
+
+def _branch(index: int, value: bytes) -> bytes:
+    return _zigzag(index) + value
+
+
+@pytest.mark.parametrize(
+    ("union", "bodies", "members"),
+    [
+        pytest.param(
+            ["string", {"type": "enum", "name": "Letter", "symbols": ["A", "B"]}],
+            [_branch(0, b"\x02A"), _branch(1, _zigzag(0))],
+            [("A", None), (None, "A")],
+            id="string next to enum",
+        ),
+        pytest.param(
+            [{"type": "int", "logicalType": "date"}, "long"],
+            [_branch(0, _zigzag(19000)), _branch(1, _zigzag(5))],
+            [(datetime.date(2022, 1, 8), None), (None, 5)],
+            id="long next to date",
+        ),
+        pytest.param(
+            [
+                {"type": "record", "name": "Cat", "fields": [{"name": "lives", "type": "int"}]},
+                {"type": "record", "name": "Dog", "fields": [{"name": "lives", "type": "int"}]},
+            ],
+            [_branch(0, _zigzag(9)), _branch(1, _zigzag(1))],
+            [(Row(lives=9), None), (None, Row(lives=1))],
+            id="two records of one shape",
+        ),
+    ],
+)
+def test_a_union_value_lands_in_the_member_it_was_written_in(
+    spark: Any, sink: LocalTopicSink, union: list[Any], bodies: list[bytes], members: list[tuple[Any, Any]]
+) -> None:
+    """fastavro returns plain values; the branch a value was written in is known only from the
+    bytes, so it must be kept, not guessed from the value. Each serializes back byte for byte."""
+    schema = {"type": "record", "name": "Holder", "fields": [{"name": "u", "type": union}]}
+    registry = LocalRegistry()
+    schema_id = registry.register_schema("holders-value", Schema(json.dumps(schema)))
+    df = spark.createDataFrame(
+        [(i, encode_frame(schema_id, body)) for i, body in enumerate(bodies)], "i int, value binary"
+    )
+    contract = DataContract(registry, "holders-value", dlq_sink=sink)
+    decoded = contract.deserialize(df).orderBy("i")
+    assert [(row.u.member0, row.u.member1) for row in decoded.collect()] == members
+    again = [bytes(row.value)[5:] for row in contract.serialize(decoded).orderBy("i").collect()]
+    assert again == bodies
