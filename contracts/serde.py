@@ -4,7 +4,9 @@ the encode pass (records → frames), both Arrow-batched through fastavro inside
 A record that cannot be decoded (wrong magic byte, truncated body, unknown id, an id of another
 subject, a migration result the target cannot read) follows the decode policy: ERROR fails the
 job naming the partition/offset when the rows carry them; DLQ sends the raw key and value to a
-topic with the reason in a header. Nothing is dropped silently.
+topic with the reason in a header. Nothing is dropped silently. A tombstone (a null frame) is
+not a record: it passes through with a null record, skipping migrations and rules, or is dropped
+on request.
 """
 
 from __future__ import annotations
