@@ -492,10 +492,11 @@ def records_to_arrow(
     return pa.RecordBatch.from_arrays(arrays, schema=codec.arrow)
 
 
-def arrow_ready(schema: AvroSchema) -> bool:
+def arrow_ready(schema: AvroSchema, union_branches: bool = False) -> bool:
     """Whether fastavro's record dicts of this schema convert to Arrow as they are: no logical
-    type, multi-branch union or other value that needs converting first."""
-    return _record_codec(schema).node.to_arrow is None
+    type, multi-branch union or other value that needs converting first (nor, with
+    `union_branches`, a named union branch, whose values fastavro's reader then tags)."""
+    return _record_codec(schema, union_branches).node.to_arrow is None
 
 
 def _column_values(rows: list[Mapping[str, Any]], column: _Column) -> list[Any]:
@@ -571,7 +572,7 @@ def records_to_struct(
     """Records (None for rows without one) as a struct column of `record_type`: fastavro's dicts
     as they are, in one conversion, when no field needs converting for Arrow. `union_branches`
     as for records_to_arrow."""
-    if _record_codec(schema, union_branches).node.to_arrow is None:
+    if arrow_ready(schema, union_branches):
         try:
             return pa.array(records, type=record_type)
         except (TypeError, ValueError, pa.ArrowException) as e:

@@ -123,6 +123,7 @@ class Decoder:
 
     @property
     def tombstone_status(self) -> dict[str, Any]:
+        """The `_contract` value a tombstone carries until release_tombstones."""
         return {
             "rule": None,
             "mode": "READ",
