@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -75,7 +75,9 @@ class _RowsInFlight:
         self.owner = owner
         self.batch = batch
         self.schema = owner.rules[0].ctx.schema
-        self.records = avro.arrow_to_records(_unpacked(batch.column(RECORD)), self.schema)
+        read = avro.read_struct(batch.column(RECORD), self.schema)
+        self.records = read.records
+        self.unreadable = read.unreadable
         self.statuses: list[dict[str, Any] | None] = batch.column(STATUS).to_pylist()
         self.failures: list[str | None] = [None] * batch.num_rows
         self.outcomes: dict[str, list[bool | None]] = {}
@@ -94,7 +96,13 @@ class _RowsInFlight:
 
         evaluator = evaluator_for(self.owner.plan_id, rule)
         outcome, changed = run_rule(
-            rule, evaluator, self.records, self.statuses, self.failures, validate_against=self.schema
+            rule,
+            evaluator,
+            self.records,
+            self.statuses,
+            self.failures,
+            validate_against=self.schema,
+            unreadable=self.unreadable,
         )
         self.records_changed = self.records_changed or changed
         self.outcomes[OUTCOME_PREFIX + str(rule.index)] = outcome
@@ -116,8 +124,8 @@ class _RowsInFlight:
         for arrow_field in arrow_schema:
             name = arrow_field.name
             if name == RECORD and self.records_changed:
-                packed = avro.records_to_arrow(self.records, self.schema).to_struct_array()
-                columns.append(packed.cast(arrow_field.type))
+                packed = avro.records_to_struct(self.records, self.schema, arrow_field.type)
+                columns.append(_keeping(packed, self.batch.column(RECORD), self.unreadable))
             elif name == STATUS:
                 columns.append(pa.array(self.statuses, type=arrow_field.type))
             elif name in self.outcomes:
@@ -137,11 +145,20 @@ def run_rule(
     failures: list[str | None],
     *,
     validate_against: Any = None,
+    unreadable: Mapping[int, str] | None = None,
 ) -> tuple[list[bool | None], bool]:
     """Run one rule over the records still valid (no status, no failure), in place: transforms
     replace records, actions run, DLQ rejections set the status, ERROR sets the failure. Returns
-    the per-row outcome (None where not evaluated) and whether any record changed."""
-    active = [i for i, status in enumerate(statuses) if status is None and failures[i] is None]
+    the per-row outcome (None where not evaluated) and whether any record changed.
+
+    A row in `unreadable` (its record could not be read, e.g. a string that is not UTF-8) is not
+    evaluated: it fails the rule with the reason given there, and its action runs."""
+    unreadable = unreadable or {}
+    active = [
+        i
+        for i, status in enumerate(statuses)
+        if status is None and failures[i] is None and i not in unreadable
+    ]
     results = evaluator([records[i] for i in active]) if active else []
     outcome: list[bool | None] = [None] * len(statuses)
     changed = False
@@ -153,6 +170,10 @@ def run_rule(
             records[i] = result.record
             changed = True
         statuses[i], failures[i] = act(rule, records[i], result.passed, result.reason, result.cause)
+    for i, reason in unreadable.items():
+        if statuses[i] is None and failures[i] is None:
+            outcome[i] = False
+            statuses[i], failures[i] = act(rule, records[i], False, reason)
     return outcome, changed
 
 
@@ -197,9 +218,16 @@ def _as_written(record: Any, schema: Any) -> Any:
     return schemaless_reader(buffer, schema, None)
 
 
-def _unpacked(column: pa.Array) -> pa.RecordBatch:
-    """The record struct column as a batch of its fields, the shape the Avro codecs read."""
-    return pa.RecordBatch.from_struct_array(column)
+def _keeping(packed: pa.Array, original: pa.Array, rows: Mapping[int, str]) -> pa.Array:
+    """The repacked record column, with the original values of `rows` (records read with
+    replacements, which must leave the pass as they came)."""
+    if not rows:
+        return packed
+    index = list(range(len(packed)))
+    for row in rows:
+        index[row] = len(packed) + row
+    both = pa.concat_arrays([packed, original.cast(packed.type)])
+    return both.take(pa.array(index, type=pa.int64()))
 
 
 def _run_callback(rule: PlannedRule, action: ActionPlan, record: Any, reason: str | None) -> None:

@@ -61,9 +61,12 @@ class NativeReasons:
         for key, rows in pending.items():
             rule = twins[key]
             seen = pa.RecordBatch.from_struct_array(records.take(pa.array(rows, type=pa.int64())))
-            values = avro.arrow_to_records(seen, self.plan.rules[0].ctx.schema)
-            outcomes = _batch.evaluator_for(self.plan.plan_id, rule)(values)
-            for i, outcome in zip(rows, outcomes, strict=True):
+            read = avro.read_records(seen, self.plan.rules[0].ctx.schema)
+            # A record the twin cannot read (a string that is not UTF-8) keeps the native reason.
+            readable = [n for n in range(len(rows)) if n not in read.unreadable]
+            outcomes = _batch.evaluator_for(self.plan.plan_id, rule)([read.records[n] for n in readable])
+            for n, outcome in zip(readable, outcomes, strict=True):
+                i = rows[n]
                 if not outcome.passed and outcome.reason:
                     refined[i] = {**statuses[i], "reason": outcome.reason}
         return refined

@@ -9,6 +9,7 @@ instead of duplicating it, and an undelivered record fails the task (DESIGN.md p
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -148,10 +149,12 @@ class Router:
         layout = self.layout
         if layout.value_column is not None:
             return [_bytes(value) for value in rejected.column(layout.value_column).to_pylist()]
-        records = avro.arrow_to_records(
+        # A string that is not UTF-8 is written with each such byte as U+FFFD: the row goes to its
+        # topic all the same, and JSON (UTF-8 text) can hold nothing else.
+        read = avro.read_records(
             pa.RecordBatch.from_struct_array(rejected.column(layout.record_column)), layout.schema
         )
-        return [record_value_bytes(record) for record in records]
+        return [record_value_bytes(record) for record in read.records]
 
 
 def _writer_id(run_id: str, stage: str | None, task: Any) -> str:
@@ -164,7 +167,11 @@ def _writer_id(run_id: str, stage: str | None, task: Any) -> str:
 
 def record_value_bytes(record: Any) -> bytes | None:
     """A WRITE-side DLQ value as the reference writes it: bytes and strings as they are, numbers
-    packed big-endian, anything else as JSON with bytes rendered as latin-1 text (SEMANTICS.md §7)."""
+    packed big-endian, anything else as JSON with bytes rendered as latin-1 text (SEMANTICS.md §7).
+
+    Unlike the reference, which writes bare `NaN` and `Infinity` (not JSON), a non-finite float
+    inside a record is written as the string "NaN", "Infinity" or "-Infinity", as Jackson and
+    the Protobuf JSON mapping write them, so every JSON reader accepts the value."""
     import struct
 
     if record is None:
@@ -177,7 +184,25 @@ def record_value_bytes(record: Any) -> bytes | None:
         return struct.pack(">q", record)
     if isinstance(record, float):
         return struct.pack(">d", record)
-    return json.dumps(record, default=_json_default).encode("utf-8")
+    try:
+        text = json.dumps(record, default=_json_default, allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(record), default=_json_default, allow_nan=False)
+    return text.encode("utf-8")
+
+
+_NON_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
+
+
+def _finite(value: Any) -> Any:
+    """The value with each non-finite float replaced by its JSON string name."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else _NON_FINITE[value]
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _json_default(value: Any) -> str:
@@ -187,9 +212,12 @@ def _json_default(value: Any) -> str:
 
 
 def _column(batch: pa.RecordBatch, name: str | None) -> list[Any]:
+    """A key, headers or topic column's values; a string column as its bytes, which Spark does not
+    require to be UTF-8 and a DLQ record carries as they are anyway."""
     if name is None or name not in batch.schema.names:
         return [None] * batch.num_rows
-    return batch.column(name).to_pylist()
+    column = batch.column(name)
+    return (column.cast(pa.binary()) if pa.types.is_string(column.type) else column).to_pylist()
 
 
 def _incoming_headers(headers: Any) -> list[tuple[str, bytes | None]]:
@@ -200,7 +228,9 @@ def _incoming_headers(headers: Any) -> list[tuple[str, bytes | None]]:
 
 
 def _utf8(value: Any) -> bytes | None:
-    return None if value is None else str(value).encode("utf-8")
+    if value is None or isinstance(value, bytes):
+        return value
+    return str(value).encode("utf-8")
 
 
 def _bytes(value: Any) -> bytes | None:

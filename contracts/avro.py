@@ -10,9 +10,11 @@ field has any, its inline `confluent:tags`; `avro_fields` walks the same facts f
 
 Values: `avro_to_spark_value` / `spark_to_avro_value` convert one value (record dicts as fastavro
 reads them ↔ createDataFrame input / collected Rows); `records_to_arrow` / `arrow_to_records`
-convert whole batches for `mapInArrow`. Converters are compiled once per parsed schema object and
-cached, so pass the same parsed schema each time. A non-record top-level schema has no DataFrame
-of its own: wrap its value as `StructType([StructField("value", *spark_type(schema))])`.
+convert whole batches for `mapInArrow`; `read_records` also reads rows whose strings are not valid
+UTF-8 (Spark's strings may hold any bytes), naming them instead of failing the batch. Converters
+are compiled once per parsed schema object and cached, so pass the same parsed schema each time.
+A non-record top-level schema has no DataFrame of its own: wrap its value as
+`StructType([StructField("value", *spark_type(schema))])`.
 """
 
 from __future__ import annotations
@@ -33,12 +35,17 @@ from contracts._avro_types import (
     type_name,
 )
 from contracts._avro_values import (
+    Records,
     arrow_ready,
     arrow_schema,
     arrow_to_records,
     arrow_type,
     avro_to_spark_value,
+    chooses_union_branches,
+    read_records,
+    read_struct,
     records_to_arrow,
+    records_to_struct,
     spark_to_avro_value,
 )
 
@@ -51,14 +58,19 @@ __all__ = [
     "TYPE_KEY",
     "AvroField",
     "AvroSchema",
+    "Records",
     "arrow_ready",
     "arrow_schema",
     "arrow_to_records",
     "arrow_type",
     "avro_fields",
     "avro_to_spark_value",
+    "chooses_union_branches",
     "parse_schema",
+    "read_records",
+    "read_struct",
     "records_to_arrow",
+    "records_to_struct",
     "spark_to_avro_value",
     "spark_type",
     "struct_type",

@@ -361,9 +361,10 @@ class DataContract:
         self,
         df: DataFrame,
         value_col: str = "value",
-        key_col: str | None = None,
+        key_col: str | None = "key",
         on_decode_error: str = "ERROR",
         decode_dlq_topic: str | None = None,
+        tombstones: str = "keep",
         *,
         run_id: str | None = None,
     ) -> DataFrame:
@@ -371,12 +372,15 @@ class DataContract:
         typed columns plus the other columns (all but `value_col`), migrated, READ rules applied.
 
         Undecodable records follow `on_decode_error`: "ERROR" fails the job, "DLQ" sends their raw
-        bytes to `decode_dlq_topic`. `run_id` names the DLQ output as in `write`.
+        bytes, with the key from `key_col` (None: no key), to `decode_dlq_topic`. A tombstone (a
+        null value) is not a record: "keep" passes it through with null record fields, skipping
+        migrations and rules; "drop" leaves it out. `run_id` names the DLQ output as in `write`.
         """
         from pyspark.sql import functions as F
 
         if decode_dlq_topic is not None:
             checked_topic(decode_dlq_topic, "decode_dlq_topic", subject=self.subject, version=self.version)
+        df = serde.tombstone_filter(df, value_col, tombstones)
         writers = self._compiler.writers()
         natives = self._natives(writers.values(), df)
         decoder = serde.Decoder(
@@ -395,7 +399,7 @@ class DataContract:
             record_column=RECORD,
             schema=self.target.avro_schema,
             value_column=value_col,
-            key_column=key_col,
+            key_column=_key_column(df, key_col),
             headers_column=_present(df, "headers"),
             topic_column=_present(df, "topic"),
         )
@@ -410,7 +414,7 @@ class DataContract:
         for version, native in natives.items():
             column = serde.writer_column(version)
             decoded = native.apply(decoded, column, unreadable, otherwise=F.col(RECORD))
-        staged = plan.run(decoded, self._observe(plan, df))
+        staged = serde.release_tombstones(plan.run(decoded, self._observe(plan, df)))
         reasons = _migration_reasons({serde.writer_column(v): native for v, native in natives.items()})
         also = natives.values()
         routed = self._route(staged, layout, plan, run, also, reasons, always=unreadable_dlq)
@@ -607,6 +611,15 @@ def _migration_reasons(
 
 def _present(df: DataFrame, name: str) -> str | None:
     return name if name in df.columns else None
+
+
+def _key_column(df: DataFrame, key_col: str | None) -> str | None:
+    """The column holding the Kafka key: `key_col` ("key" by default, taken when present)."""
+    if key_col is None or (key_col == "key" and key_col not in df.columns):
+        return None
+    if key_col not in df.columns:
+        raise ContractError(f"no column {key_col!r} holds the Kafka key (columns: {', '.join(df.columns)})")
+    return key_col
 
 
 def _status() -> Column:

@@ -95,10 +95,12 @@ def migrate(
     records: list[Any],
     statuses: list[dict[str, Any] | None],
     failures: list[str | None],
+    unreadable: Mapping[int, str] | None = None,
 ) -> None:
     """Run the migration plans over records in place: a DLQ rejection sets a row's status, an
     ERROR action its failure (the message the job fails with, see planner.raise_failures); a
-    rule without executor fails each record."""
+    rule without executor fails each record, and each rule fails the rows in `unreadable`, whose
+    records could not be read, with their reason."""
     for plan in plans:
         for rule in plan.rules:
             if rule.step is None:
@@ -107,7 +109,8 @@ def migrate(
                         reason = rule.missing_executor_reason
                         statuses[i], failures[i] = _batch.act(rule, records[i], False, reason)
                 continue
-            _batch.run_rule(rule, _batch.evaluator_for(plan.plan_id, rule), records, statuses, failures)
+            evaluator = _batch.evaluator_for(plan.plan_id, rule)
+            _batch.run_rule(rule, evaluator, records, statuses, failures, unreadable=unreadable)
 
 
 def missing_field_message(name: str) -> str:

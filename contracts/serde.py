@@ -4,21 +4,26 @@ the encode pass (records → frames), both Arrow-batched through fastavro inside
 A record that cannot be decoded (wrong magic byte, truncated body, unknown id, an id of another
 subject, a migration result the target cannot read) follows the decode policy: ERROR fails the
 job naming the partition/offset when the rows carry them; DLQ sends the raw key and value to a
-topic with the reason in a header. Nothing is dropped silently.
+topic with the reason in a header. Nothing is dropped silently. A tombstone (a null frame) is
+not a record: it passes through with a null record, skipping migrations and rules, or is dropped
+on request.
 """
 
 from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from fastavro import schemaless_reader, schemaless_writer
 
 from contracts import avro, migration
+from contracts._avro_sizes import size_check
 from contracts._routing import Router
 from contracts.errors import RegistryError, SerializationError
 from contracts.loader import ContractVersion
@@ -42,6 +47,10 @@ if TYPE_CHECKING:
     from contracts._native_migration import NativeMigration
 
 DECODE_RULE = "deserialize"
+TOMBSTONE = "TOMBSTONE"
+"""The `_contract` action a tombstone carries while migrations and rules run: not a rejection,
+only what makes every one of them skip the row (see release_tombstones)."""
+TOMBSTONE_POLICIES = ("keep", "drop")
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,16 @@ class WriterVersion:
     native: NativeMigration | None = None
     failure: str | None = None
     """Why its records cannot reach the target (a version in between was deleted), if they cannot."""
+
+    @cached_property
+    def chooses_branches(self) -> bool:
+        """Whether a plain value may not tell its union branch (see avro.chooses_union_branches)."""
+        return avro.chooses_union_branches(self.schema)
+
+    @cached_property
+    def size_check(self) -> Callable[[bytes], None] | None:
+        """Bounds the sizes a body declares before fastavro reads it (None: fastavro bounds them)."""
+        return size_check(self.schema)
 
 
 @dataclass(frozen=True)
@@ -111,6 +130,27 @@ class Decoder:
     their records leave the pass in their own shape, in `writer_column(version)`."""
     _cache: dict[int, WriterVersion] = field(default_factory=dict, compare=False, repr=False)
 
+    @property
+    def tombstone_status(self) -> dict[str, Any]:
+        """The `_contract` value a tombstone carries until release_tombstones."""
+        return {
+            "rule": None,
+            "mode": "READ",
+            "action": TOMBSTONE,
+            "reason": None,
+            "topic": None,
+            "subject": self.subject,
+            "version": self.target_version,
+        }
+
+    def keeps_branches(self, writer: WriterVersion) -> bool:
+        """Whether `writer`'s records are read with their union branches tagged: when a plain value
+        may not tell its branch and the record goes to Spark as read (the target's own records,
+        natively migrated ones); a migration in Python takes plain values, as the reference's."""
+        return writer.chooses_branches and (
+            writer.version == self.target_version or writer.version in self.native_types
+        )
+
     def writer(self, schema_id: int) -> WriterVersion:
         known = self.writers.get(schema_id) or self._cache.get(schema_id)
         if known is None:
@@ -123,11 +163,34 @@ def writer_column(version: int) -> str:
     return f"__contract_writer_{version}"
 
 
+def tombstone_filter(df: DataFrame, value_column: str, tombstones: str) -> DataFrame:
+    """The rows to decode: tombstones (a null value) kept ("keep") or left out ("drop")."""
+    from pyspark.sql import functions as F
+
+    if tombstones not in TOMBSTONE_POLICIES:
+        raise ValueError(f"tombstones must be keep or drop, not {tombstones!r}")
+    if tombstones == "drop":
+        return df.filter(F.col(f"`{value_column}`").isNotNull())
+    return df
+
+
+def release_tombstones(staged: DataFrame) -> DataFrame:
+    """After migrations and rules: the tombstones' placeholder status cleared, so they leave as
+    valid rows, their record null."""
+    from pyspark.sql import functions as F
+
+    status = F.col(STATUS)
+    is_tombstone = status.getField("action") == F.lit(TOMBSTONE)
+    return staged.withColumn(STATUS, F.when(is_tombstone, F.lit(None).cast(status_type())).otherwise(status))
+
+
 def decode(df: DataFrame, decoder: Decoder, router: Router, keep_value: bool = True) -> DataFrame:
     """Add the decoded record (target shape) and `_contract` to `df`, keeping every column (the
     frames too, unless `keep_value` is False: nothing after the pass needs them); the records the
     pass itself rejects (decode failures under DLQ, migrations in Python) go through `router` in
-    the same pass, so every row leaving it is still valid."""
+    the same pass, so every row leaving it is still valid. A tombstone (a null frame) is not a
+    record: it leaves with a null record and the TOMBSTONE status, which every later migration
+    and rule skips, until release_tombstones."""
     from pyspark.sql.types import StructField, StructType
 
     target = StructType.fromJson(json.loads(decoder.target_type_json))
@@ -162,11 +225,20 @@ class _DecodePass:
 
         decoded = avro.arrow_schema(StructType.fromJson(json.loads(self.decoded_json)))
         routed = self.router(_decode_batch(self.decoder, batch, decoded) for batch in batches)
-        if len(self.output_names) == len(decoded.names):
-            yield from routed
-        else:
-            for batch in routed:
-                yield batch.select(self.output_names)
+        tombstone = pa.scalar(self.decoder.tombstone_status, type=decoded.field(STATUS).type)
+        for batch in routed:
+            batch = _mark_tombstones(batch, self.decoder.value_column, tombstone)
+            yield batch if len(self.output_names) == len(decoded.names) else batch.select(self.output_names)
+
+
+def _mark_tombstones(batch: pa.RecordBatch, value_column: str, tombstone: pa.Scalar) -> pa.RecordBatch:
+    """The batch with `tombstone` as the status of each row whose frame is null."""
+    frames = batch.column(value_column)
+    if not frames.null_count:
+        return batch
+    index = batch.schema.get_field_index(STATUS)
+    status = pc.if_else(frames.is_null(), tombstone, batch.column(index))
+    return batch.set_column(index, batch.schema.field(index), status)
 
 
 def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) -> pa.RecordBatch:
@@ -176,6 +248,8 @@ def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) ->
     failures: list[str | None] = [None] * len(frames)
     to_migrate: dict[int, tuple[WriterVersion, list[int]]] = {}
     for i, frame in enumerate(frames):
+        if frame is None:
+            continue  # a tombstone: no record (_DecodePass marks it)
         try:
             writer, records[i] = _read(decoder, frame)
         except SerializationError as e:
@@ -187,7 +261,10 @@ def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) ->
     for writer, rows in to_migrate.values():
         if writer.version in decoder.native_types:
             column = writer_column(writer.version)
-            natives[writer.version] = _packed_rows(records, rows, writer.schema, output.field(column).type)
+            record_type = output.field(column).type
+            natives[writer.version] = _packed_rows(
+                records, rows, writer, decoder.keeps_branches(writer), record_type
+            )
             for i in rows:
                 records[i] = None
         else:
@@ -203,16 +280,25 @@ def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) ->
         status_column = pa.array(statuses, type=status_arrow)
     else:
         status_column = pa.nulls(batch.num_rows, status_arrow)
-    record_column = _packed(records, decoder.target_schema, output.field(RECORD).type)
+    record_column = avro.records_to_struct(
+        records,
+        decoder.target_schema,
+        output.field(RECORD).type,
+        avro.chooses_union_branches(decoder.target_schema),
+    )
     failure_column = pa.array(failures, type=output.field(FAILURE).type)
     columns = [*batch.columns, *writers, record_column, status_column, failure_column]
     return pa.RecordBatch.from_arrays(columns, schema=output)
 
 
-def _packed_rows(records: list[Any], rows: list[int], schema: Any, record_type: pa.DataType) -> pa.Array:
-    """The records at `rows` as a struct column of `record_type`, null elsewhere."""
+def _packed_rows(
+    records: list[Any], rows: list[int], writer: WriterVersion, tagged: bool, record_type: pa.DataType
+) -> pa.Array:
+    """The records at `rows` (of `writer`, union branches `tagged` or not) as a struct column of
+    `record_type`, null elsewhere."""
     chosen = set(rows)
-    return _packed([r if i in chosen else None for i, r in enumerate(records)], schema, record_type)
+    chosen_records = [r if i in chosen else None for i, r in enumerate(records)]
+    return avro.records_to_struct(chosen_records, writer.schema, record_type, tagged)
 
 
 def _read(decoder: Decoder, frame: Any) -> tuple[WriterVersion, Any]:
@@ -222,7 +308,12 @@ def _read(decoder: Decoder, frame: Any) -> tuple[WriterVersion, Any]:
     if writer.failure is not None:
         raise SerializationError(writer.failure)
     reader = decoder.target_schema if writer.version == decoder.target_version else None
+    check = writer.size_check
     try:
+        if check is not None:
+            check(body)
+        if writer.chooses_branches and decoder.keeps_branches(writer):
+            return writer, schemaless_reader(io.BytesIO(body), writer.schema, reader, return_named_type=True)
         return writer, schemaless_reader(io.BytesIO(body), writer.schema, reader)
     except Exception as e:
         raise SerializationError(f"Avro body of schema id {schema_id} cannot be decoded: {e}") from e
@@ -302,13 +393,22 @@ def unreadable_status(decoder: Decoder, columns: list[str]) -> Any:
     return status
 
 
-def _position(batch: pa.RecordBatch, i: int) -> str:
-    parts = [
-        f"{name} {batch.column(name)[i].as_py()}"
-        for name in ("topic", "partition", "offset")
-        if name in batch.schema.names
-    ]
+_DECODE_POSITION = ("topic", "partition", "offset")
+_ENCODE_POSITION = ("key", "topic", "partition")
+
+
+def _position(batch: pa.RecordBatch, i: int, columns: tuple[str, ...] = _DECODE_POSITION) -> str:
+    """Where row `i` is, by the Kafka columns the batch has: " at topic t, partition 0, offset 7"."""
+    parts = [f"{name} {_shown(batch.column(name)[i])}" for name in columns if name in batch.schema.names]
     return f" at {', '.join(parts)}" if parts else ""
+
+
+def _shown(value: pa.Scalar) -> Any:
+    """A scalar for a message; a string that is not UTF-8 as its bytes."""
+    try:
+        return value.as_py()
+    except UnicodeDecodeError:
+        return value.cast(pa.binary()).as_py()
 
 
 def migrate_decoded(packed: DataFrame, writer: WriterVersion, target: ContractVersion) -> DataFrame:
@@ -340,16 +440,20 @@ class _MigratePass:
         from pyspark.sql.types import StructType
 
         output = avro.arrow_schema(StructType.fromJson(json.loads(self.output_json)))
+        rows_before = 0
         for batch in batches:
-            records = avro.arrow_to_records(_fields(batch.column(RECORD)), self.writer.schema)
+            read = avro.read_records(_fields(batch.column(RECORD)), self.writer.schema)
+            records = read.records
             statuses: list[dict[str, Any] | None] = batch.column(STATUS).to_pylist()
             failures: list[str | None] = [None] * batch.num_rows
-            migration.migrate(self.writer.migrations, records, statuses, failures)
+            migration.migrate(self.writer.migrations, records, statuses, failures, read.unreadable)
+            _refuse_unread(batch, rows_before, read.unreadable, statuses, failures, "migrated")
+            rows_before += batch.num_rows
             projected = [
                 migration.project(record, self.target_schema) if status is None and failure is None else None
                 for record, status, failure in zip(records, statuses, failures, strict=True)
             ]
-            record_column = _packed(projected, self.target_schema, output.field(RECORD).type)
+            record_column = avro.records_to_struct(projected, self.target_schema, output.field(RECORD).type)
             columns = [
                 record_column
                 if f.name == RECORD
@@ -365,25 +469,39 @@ class _MigratePass:
             yield pa.RecordBatch.from_arrays(columns, schema=output)
 
 
+def _refuse_unread(
+    batch: pa.RecordBatch,
+    rows_before: int,
+    unreadable: Mapping[int, str],
+    statuses: list[dict[str, Any] | None] | None,
+    failures: list[str | None] | None,
+    doing: str,
+) -> None:
+    """Fail the job on the first record that could not be read (a string that is not UTF-8) and
+    that no rule routed elsewhere or failed (`statuses` and `failures` None: no rule ran), naming
+    it by its Kafka columns and its row: Avro strings are UTF-8, so it cannot go on as it is, and
+    no policy routes it."""
+    from pyspark import TaskContext
+
+    pending = [
+        row
+        for row in sorted(unreadable)
+        if (statuses is None or statuses[row] is None) and (failures is None or failures[row] is None)
+    ]
+    if not pending:
+        return
+    row = pending[0]
+    task = TaskContext.get()
+    partition = task.partitionId() if task is not None else 0
+    raise SerializationError(
+        f"the record{_position(batch, row, _ENCODE_POSITION)} (row {rows_before + row} of Spark partition"
+        f" {partition}) cannot be {doing}: {unreadable[row]}"
+    )
+
+
 def _fields(column: pa.Array) -> pa.RecordBatch:
     """A record struct column as a batch of its fields, the shape the Avro codecs read."""
     return pa.RecordBatch.from_struct_array(column)
-
-
-def _packed(records: list[Any], schema: Any, record_type: pa.DataType) -> pa.Array:
-    """Records (None for rows without one) as a struct column of `record_type`: fastavro's dicts
-    as they are, in one conversion, when no field needs converting for Arrow."""
-    if avro.arrow_ready(schema):
-        try:
-            return pa.array(records, type=record_type)
-        except (TypeError, ValueError, pa.ArrowException) as e:
-            raise SerializationError(f"records do not match the Avro schema: {e!r}") from e
-    present = [i for i, record in enumerate(records) if record is not None]
-    packed = avro.records_to_arrow([records[i] for i in present], schema).to_struct_array().cast(record_type)
-    index: list[int | None] = [None] * len(records)
-    for position, i in enumerate(present):
-        index[i] = position
-    return packed.take(pa.array(index, type=pa.int64()))
 
 
 def encode(staged: DataFrame, schema: Any, schema_id: int, output: StructType) -> DataFrame:
@@ -401,9 +519,14 @@ class _EncodePass:
         from pyspark.sql.types import StructType
 
         output = avro.arrow_schema(StructType.fromJson(json.loads(self.output_json)))
+        rows_before = 0
         for batch in batches:
-            records = avro.arrow_to_records(_fields(batch.column(RECORD)), self.schema, union_branches=True)
-            values = pa.array([self._frame(record) for record in records], type=pa.binary())
+            read = avro.read_records(_fields(batch.column(RECORD)), self.schema, union_branches=True)
+            _refuse_unread(
+                batch, rows_before, read.unreadable, None, None, f"encoded with schema id {self.schema_id}"
+            )
+            rows_before += batch.num_rows
+            values = pa.array([self._frame(record) for record in read.records], type=pa.binary())
             columns = [values if f.name == "value" else batch.column(f.name) for f in output]
             yield pa.RecordBatch.from_arrays(columns, schema=output)
 

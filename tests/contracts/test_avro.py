@@ -25,8 +25,11 @@ from contracts.avro import (
     arrow_to_records,
     avro_fields,
     avro_to_spark_value,
+    chooses_union_branches,
     parse_schema,
+    read_struct,
     records_to_arrow,
+    records_to_struct,
     spark_to_avro_value,
     spark_type,
     struct_type,
@@ -721,3 +724,65 @@ def test_bytes_next_to_a_decimal_branch_go_to_the_bytes_branch() -> None:
         {"u": {"member0": None, "member1": b"ab"}},
         {"u": {"member0": decimal.Decimal("1.25"), "member1": None}},
     ]
+
+
+def test_read_struct_reads_a_null_struct_as_no_record() -> None:
+    """A row without a record (a tombstone, a row already rejected) is None, and no converter
+    sees its null fields (a date's would fail)."""
+    schema = parse_schema(
+        record({"name": "n", "type": "string"}, {"name": "d", "type": {"type": "int", "logicalType": "date"}})
+    )
+    kind = pa.struct([pa.field("n", pa.string(), False), pa.field("d", pa.date32(), False)])
+    column = pa.array([None, {"n": "a", "d": datetime.date(2024, 1, 2)}, None], type=kind)
+    assert read_struct(column, schema).records == [None, {"n": "a", "d": datetime.date(2024, 1, 2)}, None]
+    assert read_struct(pa.nulls(2, kind), schema).records == [None, None]
+    records = [None, {"n": "b", "d": datetime.date(2024, 1, 3)}]
+    assert records_to_struct(records, schema, kind).to_pylist() == records
+
+
+def test_values_read_with_their_named_branches_convert_into_those_members() -> None:
+    """fastavro's reader with return_named_type tags the values of named branches (in every union,
+    ["null", Record] too); with union_branches they land in the member named, plain values (an
+    unnamed branch, or data migrated in Python) by their Python type."""
+    cat = {"type": "record", "name": "Cat", "fields": [{"name": "lives", "type": "int"}]}
+    dog = {"type": "record", "name": "Dog", "fields": [{"name": "lives", "type": "int"}]}
+    fields = [
+        {"name": "pet", "type": [cat, dog]},
+        {
+            "name": "owner",
+            "type": [
+                "null",
+                {"type": "record", "name": "Owner", "fields": [{"name": "n", "type": "string"}]},
+            ],
+        },
+        {"name": "day", "type": [{"type": "int", "logicalType": "date"}, "long"]},
+    ]
+    schema = parse_schema({"type": "record", "name": "R", "fields": fields})
+    written = [
+        {"pet": ("Dog", {"lives": 1}), "owner": ("Owner", {"n": "ann"}), "day": ("long", 5)},
+        {"pet": ("Cat", {"lives": 9}), "owner": None, "day": datetime.date(2022, 1, 8)},
+    ]
+    bodies = []
+    for record in written:
+        body = io.BytesIO()
+        fastavro.schemaless_writer(body, schema, record)
+        bodies.append(body.getvalue())
+    read = [
+        fastavro.schemaless_reader(io.BytesIO(body), schema, None, return_named_type=True) for body in bodies
+    ]
+    assert read[0]["pet"] == ("Dog", {"lives": 1}) and read[0]["owner"] == ("Owner", {"n": "ann"})
+    plain = [{"pet": {"lives": 1}, "owner": {"n": "ann"}, "day": 5}]
+    assert chooses_union_branches(schema)
+    rows = records_to_arrow([*read, *plain], schema, union_branches=True).to_pylist()
+    assert [row["pet"] for row in rows] == [
+        {"member0": None, "member1": {"lives": 1}},
+        {"member0": {"lives": 9}, "member1": None},
+        {"member0": {"lives": 1}, "member1": None},
+    ]
+    assert [row["owner"] for row in rows] == [{"n": "ann"}, None, {"n": "ann"}]
+    assert [row["day"] for row in rows] == [
+        {"member0": None, "member1": 5},
+        {"member0": datetime.date(2022, 1, 8), "member1": None},
+        {"member0": None, "member1": 5},
+    ]
+    assert not chooses_union_branches(parse_schema({"type": "record", "name": "S", "fields": fields[1:2]}))

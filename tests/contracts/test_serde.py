@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import decimal
 import io
 import json
@@ -10,6 +11,8 @@ from typing import Any
 
 import pytest
 from fastavro import parse_schema, schemaless_writer
+from pyspark.sql import Row
+from pyspark.sql import functions as F
 
 from actions.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
@@ -17,6 +20,7 @@ from contracts.errors import ContractError
 from contracts.wire import encode_frame
 
 SUBJECT = "users-value"
+MAX_ZERO_SIZE_ITEMS = 1_000_000  # README: the most items of zero-size types one record may declare
 MAJOR = "application.major.version"
 
 
@@ -259,3 +263,112 @@ def test_a_deleted_intermediate_version_fails_only_the_records_whose_migration_c
     assert "cannot migrate from version 1 to 3" in reasons[0] and "Version 2 not found" in reasons[0]
     with pytest.raises(ContractError, match="cannot migrate from version 1 to 3"):
         reader.read(spark.createDataFrame([("ann", "111")], "name string, ssn string"), writer_version=1)
+
+
+def _zigzag(n: int) -> bytes:
+    """An Avro long: zigzag, then base-128 varint."""
+    n = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def test_frames_declaring_more_items_or_bytes_than_they_hold_are_undecodable(
+    spark: Any, sink: LocalTopicSink
+) -> None:
+    """A few bytes that declare 2^40 nulls, a string or map larger than the body, or more
+    zero-size items than the documented maximum go to the decode DLQ, fast and without memory
+    blow-up; a frame at the maximum decodes."""
+    schema = {
+        "type": "record",
+        "name": "Bag",
+        "fields": [
+            {"name": "nulls", "type": {"type": "array", "items": "null"}},
+            {
+                "name": "empties",
+                "type": {"type": "array", "items": {"type": "record", "name": "E", "fields": []}},
+            },
+            {"name": "flags", "type": {"type": "map", "values": "null"}},
+            {"name": "label", "type": "string"},
+        ],
+    }
+    registry = LocalRegistry()
+    schema_id = registry.register_schema("bags-value", Schema(json.dumps(schema)))
+    rest = b"\x00\x00\x02x"  # no empties, no flags, label "x"
+    bodies = {
+        "nulls 2^40": _zigzag(2**40) + b"\x00" + rest,
+        "nulls over the maximum": _zigzag(MAX_ZERO_SIZE_ITEMS + 1) + b"\x00" + rest,
+        "nulls and empties over the maximum together": _zigzag(MAX_ZERO_SIZE_ITEMS // 2 + 1)
+        + b"\x00"
+        + _zigzag(MAX_ZERO_SIZE_ITEMS // 2)
+        + b"\x00\x00\x02x",
+        "empties in a negative block": b"\x00" + _zigzag(-(2**40)) + _zigzag(0) + b"\x00\x00\x02x",
+        "flags 2^40": b"\x00\x00" + _zigzag(2**40) + b"\x02a\x00\x02x",
+        "label 2^40 bytes": b"\x00\x00\x00" + _zigzag(2**40) + b"x",
+        "label of negative size": b"\x00\x00\x00" + _zigzag(-3) + b"x",
+    }
+    at_maximum = _zigzag(MAX_ZERO_SIZE_ITEMS) + b"\x00" + rest
+    rows = [(name, encode_frame(schema_id, body)) for name, body in [*bodies.items(), ("ok", at_maximum)]]
+    df = spark.createDataFrame(rows, "key string, value binary")
+    contract = DataContract(registry, "bags-value", dlq_sink=sink)
+    decoded = contract.deserialize(df, key_col="key", on_decode_error="DLQ", decode_dlq_topic="bags-bad")
+    (ok,) = decoded.select("key", F.size("nulls").alias("n"), "label").collect()
+    assert (ok.key, ok.n, ok.label) == ("ok", MAX_ZERO_SIZE_ITEMS, "x")
+    reasons = {
+        record.key.decode(): dict(record.headers)["__rule.exception"].decode()
+        for record in sink.read("bags-bad")
+    }
+    assert set(reasons) == set(bodies)
+    for name in ("nulls 2^40", "nulls over the maximum", "nulls and empties over the maximum together"):
+        assert f"at most {MAX_ZERO_SIZE_ITEMS}" in reasons[name], reasons[name]
+
+
+def _branch(index: int, value: bytes) -> bytes:
+    return _zigzag(index) + value
+
+
+@pytest.mark.parametrize(
+    ("union", "bodies", "members"),
+    [
+        pytest.param(
+            ["string", {"type": "enum", "name": "Letter", "symbols": ["A", "B"]}],
+            [_branch(0, b"\x02A"), _branch(1, _zigzag(0))],
+            [("A", None), (None, "A")],
+            id="string next to enum",
+        ),
+        pytest.param(
+            [{"type": "int", "logicalType": "date"}, "long"],
+            [_branch(0, _zigzag(19000)), _branch(1, _zigzag(5))],
+            [(datetime.date(2022, 1, 8), None), (None, 5)],
+            id="long next to date",
+        ),
+        pytest.param(
+            [
+                {"type": "record", "name": "Cat", "fields": [{"name": "lives", "type": "int"}]},
+                {"type": "record", "name": "Dog", "fields": [{"name": "lives", "type": "int"}]},
+            ],
+            [_branch(0, _zigzag(9)), _branch(1, _zigzag(1))],
+            [(Row(lives=9), None), (None, Row(lives=1))],
+            id="two records of one shape",
+        ),
+    ],
+)
+def test_a_union_value_lands_in_the_member_it_was_written_in(
+    spark: Any, sink: LocalTopicSink, union: list[Any], bodies: list[bytes], members: list[tuple[Any, Any]]
+) -> None:
+    """fastavro returns plain values; the branch a value was written in is known only from the
+    bytes, so it must be kept, not guessed from the value. Each serializes back byte for byte."""
+    schema = {"type": "record", "name": "Holder", "fields": [{"name": "u", "type": union}]}
+    registry = LocalRegistry()
+    schema_id = registry.register_schema("holders-value", Schema(json.dumps(schema)))
+    df = spark.createDataFrame(
+        [(i, encode_frame(schema_id, body)) for i, body in enumerate(bodies)], "i int, value binary"
+    )
+    contract = DataContract(registry, "holders-value", dlq_sink=sink)
+    decoded = contract.deserialize(df).orderBy("i")
+    assert [(row.u.member0, row.u.member1) for row in decoded.collect()] == members
+    again = [bytes(row.value)[5:] for row in contract.serialize(decoded).orderBy("i").collect()]
+    assert again == bodies
