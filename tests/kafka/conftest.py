@@ -1,0 +1,25 @@
+"""The real Kafka broker: one KRaft node on loopback for the whole session, started only when a
+test asks for it (tools/kafka_broker.py; `make jars` fetches it)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tools.jars import SPARK_CONNECTORS, jars
+from tools.kafka_broker import KafkaBroker
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    """A broker on free 127.0.0.1 ports with a temporary log directory, serving when handed out.
+
+    Tests that stop it (the fault tests) start it again before they end, so later tests find it
+    serving on the same address.
+    """
+    jars(SPARK_CONNECTORS)  # Spark reads and writes the broker's topics through them: fail clearly
+    broker = KafkaBroker(tmp_path_factory.mktemp("kafka-broker"))
+    broker.start()
+    yield broker
+    broker.stop()
