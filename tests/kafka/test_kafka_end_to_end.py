@@ -1,0 +1,230 @@
+"""End to end on a real Kafka broker, both directions.
+
+In: confluent-kafka-python's AvroSerializer (the contract's WRITE rules, its own DLQ action)
+produces payments of two majors to a topic of three partitions, plus a few undecodable records;
+Spark reads the topic with its Kafka source, batch and streaming, `deserialize`s it for a major-2
+reader (migrations, READ rules) and routes rejects through `KafkaTopicSink` to real DLQ topics.
+Out: `serialize` → Spark's Kafka sink → the reference AvroDeserializer reads every record back.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka_io import (
+    Produced,
+    check_accounting,
+    consume,
+    create_topic,
+    fresh_topic,
+    produce_raw,
+    produce_with_reference,
+    read_with_reference,
+)
+from payments import (
+    MAJOR,
+    UNDECODABLE,
+    Payment,
+    Topics,
+    as_major_2_reader_sees_it,
+    expected_outcome,
+    payments,
+    register_payments,
+)
+from pyspark import cloudpickle
+from registry_server import running_registry
+
+from actions.kafka_topic import KafkaTopicSink
+from contracts import DataContract, LocalRegistry
+from tools.kafka_broker import KafkaBroker
+
+# The foreachBatch writer defined here is pickled to the Connect server by value.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+RECORDS = 240
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A source topic the reference producer filled, with the registry its contract lives in."""
+
+    topics: Topics
+    registry: LocalRegistry
+    records: list[Payment]
+    produced: Produced
+
+
+@pytest.fixture
+def scenario(kafka_broker: KafkaBroker, tmp_path: Path) -> Scenario:
+    bootstrap = kafka_broker.bootstrap_servers
+    topics = Topics(fresh_topic("payments"))
+    create_topic(bootstrap, topics.source)
+    registry = LocalRegistry(tmp_path / "registry")
+    register_payments(registry, topics)
+    records = payments(0, RECORDS)
+    with running_registry(registry) as server:
+        produced = produce_with_reference(bootstrap, server.url, topics, records)
+    produce_raw(bootstrap, topics.source, UNDECODABLE)
+    return Scenario(topics, registry, records, produced)
+
+
+def major_2_reader(scenario: Scenario, bootstrap: str) -> DataContract:
+    return DataContract(
+        scenario.registry,
+        scenario.topics.subject,
+        use_latest_with_metadata={MAJOR: "2"},
+        dlq_sink=KafkaTopicSink({"bootstrap.servers": bootstrap}),
+    )
+
+
+def deserialize_options(topics: Topics) -> dict[str, Any]:
+    return {"key_col": "key", "on_decode_error": "DLQ", "decode_dlq_topic": topics.undecodable}
+
+
+def kafka_source(spark: Any, bootstrap: str, topic: str, *, streaming: bool = False, **options: Any) -> Any:
+    reader = spark.readStream if streaming else spark.read
+    return (
+        reader.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("includeHeaders", "true")
+        .options(**options)
+        .load()
+    )
+
+
+def check_valid_rows(rows: list[Any], scenario: Scenario) -> list[int]:
+    """Each output row is its payment as a major-2 reader sees it, its Kafka columns passed through."""
+    by_id = {record.id: record for record in scenario.records}
+    for row in rows:
+        payment = by_id[row["id"]]
+        assert {name: row[name] for name in ("id", "contact", "amount", "currency", "channel")} == (
+            as_major_2_reader_sees_it(payment)
+        )
+        assert (row["key"], row["topic"]) == (payment.key, scenario.topics.source)
+        assert [(h["key"], h["value"]) for h in row["headers"]] == payment.headers
+    return [row["id"] for row in rows]
+
+
+def test_a_batch_read_of_the_topic_accounts_for_every_record(
+    spark: Any, kafka_broker: KafkaBroker, scenario: Scenario
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    source = kafka_source(spark, bootstrap, scenario.topics.source)
+    assert source.select("partition").distinct().count() == 3
+    valid = major_2_reader(scenario, bootstrap).deserialize(source, **deserialize_options(scenario.topics))
+    valid_ids = check_valid_rows(valid.collect(), scenario)
+    check_accounting(bootstrap, scenario.topics, scenario.records, scenario.produced, valid_ids)
+
+
+@dataclass(frozen=True)
+class ParquetPerBatch:
+    """A foreachBatch writer, idempotent per batch id: a replayed micro-batch replaces its output."""
+
+    root: str
+
+    def __call__(self, valid: Any, batch_id: int) -> None:
+        valid.write.mode("overwrite").parquet(f"{self.root}/batch={batch_id}")
+
+
+def test_a_streaming_query_over_several_micro_batches_accounts_for_every_record(
+    spark: Any, kafka_broker: KafkaBroker, scenario: Scenario, tmp_path: Path
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    source = kafka_source(spark, bootstrap, scenario.topics.source, streaming=True, maxOffsetsPerTrigger=100)
+    writer = major_2_reader(scenario, bootstrap).foreach_batch(
+        ParquetPerBatch(str(tmp_path / "valid")),
+        name="payments-major-2",
+        apply="deserialize",
+        **deserialize_options(scenario.topics),
+    )
+    query = (
+        source.writeStream.foreachBatch(writer)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(300)
+    assert query.exception() is None
+    batches = [p for p in query.recentProgress if p.numInputRows > 0]
+    assert len(batches) >= 3
+    assert sum(p.numInputRows for p in batches) == len(scenario.produced.written) + len(UNDECODABLE)
+    rows = spark.read.parquet(str(tmp_path / "valid")).collect()
+    assert len({row["batch"] for row in rows}) >= 3
+    valid_ids = check_valid_rows(rows, scenario)
+    check_accounting(bootstrap, scenario.topics, scenario.records, scenario.produced, valid_ids)
+
+
+@pytest.fixture
+def served_registry(tmp_path: Path) -> Iterator[tuple[LocalRegistry, str, Topics]]:
+    topics = Topics(fresh_topic("payments-out"))
+    registry = LocalRegistry(tmp_path / "registry")
+    register_payments(registry, topics)
+    with running_registry(registry) as server:
+        yield registry, server.url, topics
+
+
+def test_serialized_rows_written_by_the_kafka_sink_read_back_with_the_reference_deserializer(
+    spark: Any, kafka_broker: KafkaBroker, served_registry: tuple[LocalRegistry, str, Topics]
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    registry, url, topics = served_registry
+    create_topic(bootstrap, topics.source)
+    # Major-2 payments the reference's READ rules accept, plus those our WRITE rule rejects.
+    records = [
+        r
+        for r in payments(0, 160)
+        if r.major == 2 and expected_outcome(r, topics) in (None, topics.write_dlq)
+    ]
+    rows = [
+        (
+            r.id,
+            r.value["contact"],
+            r.value["amount"],
+            r.value["currency"],
+            r.value["channel"],
+            r.key,
+            r.headers,
+        )
+        for r in records
+    ]
+    df = spark.createDataFrame(
+        rows,
+        "id long, contact string, amount double, currency string, channel string, key binary,"
+        " headers array<struct<key: string, value: binary>>",
+    )
+    writer = DataContract(
+        registry, topics.subject, version=2, dlq_sink=KafkaTopicSink({"bootstrap.servers": bootstrap})
+    )
+    (
+        writer.serialize(df)
+        .write.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", topics.source)
+        .save()
+    )
+
+    messages = consume(bootstrap, topics.source)
+    accepted = [r for r in records if expected_outcome(r, topics) is None]
+    assert len(messages) == len(accepted)
+    read = read_with_reference(bootstrap, url, topics.source, [m.value() for m in messages])
+    assert sorted(read, key=lambda v: v["id"]) == [as_major_2_reader_sees_it(r) for r in accepted]
+    for message, value in zip(messages, read, strict=True):
+        assert message.key() == f"k{value['id']}".encode()
+        assert message.headers() == [("trace", f"t{value['id']}".encode())]
+    refused = consume(bootstrap, topics.write_dlq)
+    rejected = {r.id: r for r in records if expected_outcome(r, topics) == topics.write_dlq}
+    assert sorted(json.loads(m.value())["id"] for m in refused) == sorted(rejected)
+    for message in refused:
+        value = json.loads(message.value())
+        payment = rejected[value["id"]]
+        assert value == payment.value  # as it arrived, before the WRITE transform (as the reference)
+        assert message.key() == payment.key
+        assert dict(message.headers())["__rule.name"] == b"positiveAmount"
