@@ -4,8 +4,10 @@ test asks for it (tools/kafka_broker.py; `make jars` fetches it)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from pipeline import Scenario, produce_scenario
 
 from tools.jars import SPARK_CONNECTORS, jars
 from tools.kafka_broker import KafkaBroker
@@ -23,3 +25,9 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBrok
     broker.start()
     yield broker
     broker.stop()
+
+
+@pytest.fixture
+def scenario(kafka_broker: KafkaBroker, tmp_path: Path) -> Scenario:
+    """A fresh topic of three partitions the reference producer filled with 240 payments."""
+    return produce_scenario(kafka_broker.bootstrap_servers, tmp_path, 240)

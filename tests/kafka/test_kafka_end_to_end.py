@@ -10,107 +10,33 @@ Out: `serialize` → Spark's Kafka sink → the reference AvroDeserializer reads
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka_io import (
-    Produced,
-    check_accounting,
-    consume,
-    create_topic,
-    fresh_topic,
-    produce_raw,
-    produce_with_reference,
-    read_with_reference,
-)
+from kafka_io import check_accounting, consume, create_topic, fresh_topic, read_with_reference
 from payments import (
-    MAJOR,
     UNDECODABLE,
-    Payment,
     Topics,
     as_major_2_reader_sees_it,
     expected_outcome,
     payments,
     register_payments,
 )
-from pyspark import cloudpickle
+from pipeline import (
+    ParquetPerBatch,
+    Scenario,
+    check_valid_rows,
+    deserialize_options,
+    kafka_source,
+    major_2_reader,
+)
 from registry_server import running_registry
 
 from actions.kafka_topic import KafkaTopicSink
 from contracts import DataContract, LocalRegistry
 from tools.kafka_broker import KafkaBroker
-
-# The foreachBatch writer defined here is pickled to the Connect server by value.
-cloudpickle.register_pickle_by_value(sys.modules[__name__])
-
-RECORDS = 240
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """A source topic the reference producer filled, with the registry its contract lives in."""
-
-    topics: Topics
-    registry: LocalRegistry
-    records: list[Payment]
-    produced: Produced
-
-
-@pytest.fixture
-def scenario(kafka_broker: KafkaBroker, tmp_path: Path) -> Scenario:
-    bootstrap = kafka_broker.bootstrap_servers
-    topics = Topics(fresh_topic("payments"))
-    create_topic(bootstrap, topics.source)
-    registry = LocalRegistry(tmp_path / "registry")
-    register_payments(registry, topics)
-    records = payments(0, RECORDS)
-    with running_registry(registry) as server:
-        produced = produce_with_reference(bootstrap, server.url, topics, records)
-    produce_raw(bootstrap, topics.source, UNDECODABLE)
-    return Scenario(topics, registry, records, produced)
-
-
-def major_2_reader(scenario: Scenario, bootstrap: str) -> DataContract:
-    return DataContract(
-        scenario.registry,
-        scenario.topics.subject,
-        use_latest_with_metadata={MAJOR: "2"},
-        dlq_sink=KafkaTopicSink({"bootstrap.servers": bootstrap}),
-    )
-
-
-def deserialize_options(topics: Topics) -> dict[str, Any]:
-    return {"key_col": "key", "on_decode_error": "DLQ", "decode_dlq_topic": topics.undecodable}
-
-
-def kafka_source(spark: Any, bootstrap: str, topic: str, *, streaming: bool = False, **options: Any) -> Any:
-    reader = spark.readStream if streaming else spark.read
-    return (
-        reader.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", topic)
-        .option("startingOffsets", "earliest")
-        .option("includeHeaders", "true")
-        .options(**options)
-        .load()
-    )
-
-
-def check_valid_rows(rows: list[Any], scenario: Scenario) -> list[int]:
-    """Each output row is its payment as a major-2 reader sees it, its Kafka columns passed through."""
-    by_id = {record.id: record for record in scenario.records}
-    for row in rows:
-        payment = by_id[row["id"]]
-        assert {name: row[name] for name in ("id", "contact", "amount", "currency", "channel")} == (
-            as_major_2_reader_sees_it(payment)
-        )
-        assert (row["key"], row["topic"]) == (payment.key, scenario.topics.source)
-        assert [(h["key"], h["value"]) for h in row["headers"]] == payment.headers
-    return [row["id"] for row in rows]
 
 
 def test_a_batch_read_of_the_topic_accounts_for_every_record(
@@ -122,16 +48,6 @@ def test_a_batch_read_of_the_topic_accounts_for_every_record(
     valid = major_2_reader(scenario, bootstrap).deserialize(source, **deserialize_options(scenario.topics))
     valid_ids = check_valid_rows(valid.collect(), scenario)
     check_accounting(bootstrap, scenario.topics, scenario.records, scenario.produced, valid_ids)
-
-
-@dataclass(frozen=True)
-class ParquetPerBatch:
-    """A foreachBatch writer, idempotent per batch id: a replayed micro-batch replaces its output."""
-
-    root: str
-
-    def __call__(self, valid: Any, batch_id: int) -> None:
-        valid.write.mode("overwrite").parquet(f"{self.root}/batch={batch_id}")
 
 
 def test_a_streaming_query_over_several_micro_batches_accounts_for_every_record(
