@@ -1,6 +1,6 @@
 # The two commands README.md documents: `make demo` runs the main example, `make test` the test suite.
 # Both create .venv and install the project into it first, so a fresh machine needs only
-# Python >= 3.10 and Java 17; `make test` also fetches the Spark connectors
+# Python >= 3.10 and Java 17; `make test` (and `make demo-kafka`) also fetch the Spark connectors
 # and a Kafka broker with Maven (`make jars`).
 PYTHON ?= python3
 VENV := .venv
@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 JARS := .jars
 JARS_STAMP := $(JARS)/.fetched
 
-.PHONY: demo test fuzz lint install jars clean
+.PHONY: demo demo-kafka test fuzz lint install jars clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,12 @@ jars: $(JARS_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python examples/orders_pipeline.py
+
+# The orders pipeline as a Structured Streaming job on a real Kafka broker, started and stopped here;
+# Spark gets its Kafka connector from .jars/ through PYSPARK_SUBMIT_ARGS (what --jars does for spark-submit).
+demo-kafka: $(STAMP) $(JARS_STAMP)
+	PYSPARK_SUBMIT_ARGS="--jars $$(ls $(CURDIR)/$(JARS)/spark-connectors/*.jar | paste -sd, -) pyspark-shell" \
+		$(BIN)/python tools/kafka_broker.py -- $(BIN)/python examples/orders_kafka.py
 
 # Classic local[2] session first, then the DataFrame tests again on Spark Connect
 # (a classic and a Connect session cannot share one process).

@@ -7,8 +7,8 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-dest="${1:-$root/.jars}"
-mkdir -p "$dest"
+mkdir -p "${1:-$root/.jars}"
+dest="$(cd "${1:-$root/.jars}" && pwd)"  # absolute: Maven resolves a relative outputDirectory against the pom
 
 fail() {
     echo "fetch-jars: $*" >&2
