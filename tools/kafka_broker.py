@@ -87,7 +87,8 @@ class KafkaBroker:
         self.port = free_port()
         self.controller_port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
-        self.startup_seconds: float | None = None
+        self.startups: list[float] = []
+        """Seconds each start took until the broker served: the first (with the format), then restarts."""
 
     @property
     def bootstrap_servers(self) -> str:
@@ -103,7 +104,7 @@ class KafkaBroker:
 
     def start(self, timeout_s: float = 120.0) -> float:
         """Start the broker (formatting its storage the first time) and wait until it serves;
-        returns the seconds that took (also kept in `startup_seconds`)."""
+        returns the seconds that took (also kept in `startups`)."""
         if self.running:
             raise BrokerError(f"the broker on {self.bootstrap_servers} is already running")
         started = time.monotonic()
@@ -123,8 +124,8 @@ class KafkaBroker:
         except BaseException:
             self.kill()
             raise
-        self.startup_seconds = time.monotonic() - started
-        return self.startup_seconds
+        self.startups.append(time.monotonic() - started)
+        return self.startups[-1]
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """Shut the broker down cleanly (SIGTERM to its process group); SIGKILL if it lingers."""

@@ -12,9 +12,13 @@ from pipeline import Scenario, produce_scenario
 from tools.jars import SPARK_CONNECTORS, jars
 from tools.kafka_broker import KafkaBroker
 
+BROKER_STARTUPS = pytest.StashKey[list[float]]()
+
 
 @pytest.fixture(scope="session")
-def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+def kafka_broker(
+    tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
+) -> Iterator[KafkaBroker]:
     """A broker on free 127.0.0.1 ports with a temporary log directory, serving when handed out.
 
     Tests that stop it (the fault tests) start it again before they end, so later tests find it
@@ -23,8 +27,19 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBrok
     jars(SPARK_CONNECTORS)  # Spark reads and writes the broker's topics through them: fail clearly
     broker = KafkaBroker(tmp_path_factory.mktemp("kafka-broker"))
     broker.start()
+    pytestconfig.stash[BROKER_STARTUPS] = broker.startups
     yield broker
     broker.stop()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """How long the broker took to serve, next to the slowest tests."""
+    startups = config.stash.get(BROKER_STARTUPS, [])
+    if startups:
+        restarts = ", ".join(f"{s:.1f}s" for s in startups[1:]) or "none"
+        terminalreporter.write_line(
+            f"Kafka broker: serving {startups[0]:.1f}s after the fixture started it (restarts: {restarts})"
+        )
 
 
 @pytest.fixture
