@@ -34,7 +34,9 @@ from types import TracebackType
 if __package__ in (None, ""):  # run as a script: make `tools` importable from the repository root
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools.jars import JARS_DIR, KAFKA_BROKER, jars
+from confluent_kafka.admin import AdminClient
+
+from tools.jars import JARS_DIR, KAFKA_BROKER, JarsMissing, jars
 
 NODE_ID = 1
 # Fast start and a small footprint on a shared two-core machine: client-compiler JIT only, serial GC.
@@ -223,8 +225,6 @@ class KafkaBroker:
 
     def _wait_until_serving(self, deadline: float) -> None:
         """Poll until the broker accepts connections and its metadata names it, or fail with its log."""
-        from confluent_kafka.admin import AdminClient  # the `kafka` extra; only the broker needs it here
-
         admin = None
         while time.monotonic() < deadline:
             if self.process is None or self.process.poll() is not None:
@@ -267,9 +267,14 @@ def main(argv: list[str] | None = None) -> int:
     if not command:
         parser.error("give the command to run after --")
     workdir = Path(tempfile.mkdtemp(prefix="kafka-broker-"))
-    broker = KafkaBroker(workdir, args.jars)
     try:
+        broker = KafkaBroker(workdir, args.jars)
         seconds = broker.start()
+    except (JarsMissing, BrokerError) as e:
+        shutil.rmtree(workdir, ignore_errors=True)
+        print(f"kafka_broker: {e}", file=sys.stderr)
+        return 1
+    try:
         print(f"Kafka broker on {broker.bootstrap_servers}, serving after {seconds:.1f}s", flush=True)
         env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers}
         return subprocess.run(command, env=env, check=False).returncode

@@ -33,10 +33,14 @@ def test_a_broker_that_exits_while_starting_fails_with_its_output(tmp_path: Path
     assert not broker.running
 
 
-def test_the_command_line_runs_nothing_without_a_command() -> None:
+def test_the_command_line_runs_nothing_without_a_command_or_its_jars(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as raised:
         main(["--"])
     assert raised.value.code == 2
+    assert main(["--jars", str(tmp_path), "--", "true"]) == 1
+    assert "kafka_broker: no kafka-broker jars" in capsys.readouterr().err
 
 
 def test_the_broker_listens_on_free_loopback_ports(tmp_path: Path) -> None:
