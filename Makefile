@@ -1,12 +1,15 @@
 # The two commands README.md documents: `make demo` runs the main example, `make test` the test suite.
 # Both create .venv and install the project into it first, so a fresh machine needs only
-# Python >= 3.10 and Java 17.
+# Python >= 3.10 and Java 17; `make test` (and `make demo-kafka`) also fetch the Spark connectors
+# and a Kafka broker with Maven (`make jars`).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+JARS := .jars
+JARS_STAMP := $(JARS)/.fetched
 
-.PHONY: demo test fuzz lint install clean
+.PHONY: demo demo-kafka test fuzz lint install jars clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,12 +19,25 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# spark-sql-kafka and spark-avro for Spark's classpath, and an Apache Kafka broker (KRaft), into
+# .jars/ (git-ignored); fetched again only when a pom or the script changes.
+$(JARS_STAMP): tools/fetch-jars.sh tools/maven/spark-connectors/pom.xml tools/maven/kafka-broker/pom.xml
+	tools/fetch-jars.sh $(JARS)
+
+jars: $(JARS_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/python examples/orders_pipeline.py
 
+# The orders pipeline as a Structured Streaming job on a real Kafka broker, started and stopped here;
+# Spark gets its Kafka connector from .jars/ through PYSPARK_SUBMIT_ARGS (what --jars does for spark-submit).
+demo-kafka: $(STAMP) $(JARS_STAMP)
+	PYSPARK_SUBMIT_ARGS="--jars $$(ls $(CURDIR)/$(JARS)/spark-connectors/*.jar | paste -sd, -) pyspark-shell" \
+		$(BIN)/python tools/kafka_broker.py -- $(BIN)/python examples/orders_kafka.py
+
 # Classic local[2] session first, then the DataFrame tests again on Spark Connect
 # (a classic and a Connect session cannot share one process).
-test: $(STAMP)
+test: $(STAMP) $(JARS_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest --durations=25
@@ -37,4 +53,4 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(JARS) .pytest_cache .ruff_cache .hypothesis

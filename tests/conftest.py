@@ -1,4 +1,5 @@
-"""Shared fixtures: one session-scoped local[2] SparkSession (classic, or Connect under SPARK_REMOTE)."""
+"""Shared fixtures: one session-scoped local[2] SparkSession (classic, or Connect under SPARK_REMOTE),
+with the Spark connectors `make jars` fetched on its classpath."""
 
 from __future__ import annotations
 
@@ -10,14 +11,20 @@ import pytest
 from hypothesis import settings
 from hypothesis_profiles import chosen_profile
 
+from tools.jars import spark_jars_setting
+
 settings.load_profile(chosen_profile())
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that uses the `spark` fixture, so the Connect pass can select them."""
+    """Mark every test that uses the `spark` fixture, so the Connect pass can select them, and
+    every test that uses the Kafka broker (tests/kafka/conftest.py) `kafka`."""
     for item in items:
-        if "spark" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        if "spark" in fixtures:
             item.add_marker(pytest.mark.spark)
+        if "kafka_broker" in fixtures:
+            item.add_marker(pytest.mark.kafka)
 
 
 @pytest.fixture(scope="session")
@@ -35,6 +42,11 @@ def spark() -> Iterator[object]:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
     )
+    # spark-sql-kafka and spark-avro (tools/maven/spark-connectors): static, so set before the JVM
+    # (classic) or the local Connect server starts.
+    connectors = spark_jars_setting()
+    if connectors:
+        builder = builder.config("spark.jars", connectors)
     if os.environ.get("SPARK_REMOTE"):
         builder = builder.remote(os.environ["SPARK_REMOTE"])
     else:
