@@ -242,15 +242,16 @@ def _migrate_rows(
     group = [records[i] for i in rows]
     group_statuses = [statuses[i] for i in rows]
     group_failures = [failures[i] for i in rows]
-    migration.migrate(writer.migrations, group, group_statuses, group_failures)
-    for i, record, status, failure in zip(rows, group, group_statuses, group_failures, strict=True):
+    made_by = migration.migrate(writer.migrations, group, group_statuses, group_failures)
+    migrated = zip(rows, group, group_statuses, group_failures, made_by, strict=True)
+    for i, record, status, failure, rule in migrated:
         statuses[i], failures[i] = status, failure
         if failure is not None:
             records[i] = None
         if status is not None or failure is not None:
             continue
         try:
-            records[i] = migration.project(record, decoder.target_schema)
+            records[i] = migration.project(record, decoder.target_schema, rule)
         except SerializationError as e:
             statuses[i] = _undecodable(decoder, batch, i, e)
 
@@ -344,11 +345,15 @@ class _MigratePass:
             records = avro.arrow_to_records(_fields(batch.column(RECORD)), self.writer.schema)
             statuses: list[dict[str, Any] | None] = batch.column(STATUS).to_pylist()
             failures: list[str | None] = [None] * batch.num_rows
-            migration.migrate(self.writer.migrations, records, statuses, failures)
-            projected = [
-                migration.project(record, self.target_schema) if status is None and failure is None else None
-                for record, status, failure in zip(records, statuses, failures, strict=True)
-            ]
+            made_by = migration.migrate(self.writer.migrations, records, statuses, failures)
+            projected: list[Any] = [None] * batch.num_rows
+            for i, (record, status) in enumerate(zip(records, statuses, strict=True)):
+                if status is not None or failures[i] is not None:
+                    continue
+                try:
+                    projected[i] = migration.project(record, self.target_schema, made_by[i])
+                except SerializationError as e:
+                    failures[i] = str(e)  # the job fails with why, as a native migration fails it
             record_column = _packed(projected, self.target_schema, output.field(RECORD).type)
             columns = [
                 record_column
