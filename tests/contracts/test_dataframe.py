@@ -714,17 +714,18 @@ def register_secrets(migrations: list[dict[str, Any]]) -> LocalRegistry:
     return registry
 
 
-def kafka_rows(spark: Any, registry: LocalRegistry, version: int, records: list[dict[str, Any]]) -> Any:
+def kafka_rows(
+    spark: Any, registry: LocalRegistry, version: int, records: list[dict[str, Any]], subject: str = SECRETS
+) -> Any:
     """The records framed by `version`, as a Kafka source's rows (key, value, topic, partition, offset)."""
-    registered = registry.get_version(SECRETS, version)
+    registered = registry.get_version(subject, version)
     schema = fastavro.parse_schema(json.loads(registered.schema.schema_str))
+    topic = subject.removesuffix("-value")
     rows = []
     for offset, record in enumerate(records):
         body = io.BytesIO()
         fastavro.schemaless_writer(body, schema, record)
-        rows.append(
-            (b"k%d" % offset, encode_frame(registered.schema_id, body.getvalue()), "secrets", 0, offset)
-        )
+        rows.append((b"k%d" % offset, encode_frame(registered.schema_id, body.getvalue()), topic, 0, offset))
     return spark.createDataFrame(rows, "key binary, value binary, topic string, partition int, offset long")
 
 
@@ -820,6 +821,86 @@ def test_a_cel_field_condition_checks_the_tagged_fields_across_versions(
         ]
         if framed:  # the frames as they arrived
             assert {record.key for record in rejected} == {b"k1"}
+
+
+# -- a migrated record the target cannot read is undecodable, naming the rule ------------------
+
+ITEM_V1_NOTED = {**ITEM_V1, "fields": [*ITEM_V1["fields"], {"name": "note", "type": "string", "default": ""}]}
+ITEM_RECORDS = [{"id": 1, "qty": 5}, {"id": 2, "qty": 0}]
+
+
+def assert_undecodable(
+    spark: Any, sink: LocalTopicSink, rule: dict[str, Any], why: str, kept: list[tuple[Any, ...]]
+) -> None:
+    """Version 2 (ITEM_V1_NOTED) migrates ITEM_RECORDS with `rule`; those not `kept` cannot be read
+    as version 2, for the reason `why`: `read` fails naming it, `deserialize` fails naming the
+    first such record's position under ERROR and routes each one's frame to the decode DLQ under DLQ."""
+    registry = register_versions(ITEMS, [(ITEM_V1, []), (ITEM_V1_NOTED, [rule])])
+    contract = DataContract(registry, ITEMS, version=2, dlq_sink=sink)
+    rows = spark.createDataFrame([tuple(r.values()) for r in ITEM_RECORDS], "id long, qty int")
+    name, first, _ = failure(contract.read(rows, writer_version=1))
+    assert name == "SparkRuntimeException" and first.startswith(f"[USER_RAISED_EXCEPTION] {why}")
+    frames = kafka_rows(spark, registry, 1, ITEM_RECORDS, subject=ITEMS)
+    offset = next(i for i, record in enumerate(ITEM_RECORDS) if (record["id"], record["qty"], "") not in kept)
+    where = (
+        f"cannot deserialize the record at topic items, partition 0, offset {offset} of subject 'items-value'"
+    )
+    assert f"{where}: {why}" in failure(contract.deserialize(frames.where(f"offset = {offset}")))[2]
+    read = contract.deserialize(
+        frames, key_col="key", on_decode_error="DLQ", decode_dlq_topic="items-undecodable"
+    )
+    assert sorted(tuple(row) for row in read.select("id", "qty", "note").collect()) == kept
+    routed = sink.read("items-undecodable")
+    assert len(routed) == len(ITEM_RECORDS) - len(kept)
+    framed = {row["key"]: row["value"] for row in frames.collect()}
+    for record in routed:
+        assert record.value == framed[record.key]
+        assert dict(record.headers)["__rule.exception"] == why.encode()
+
+
+NOT_RECORDS = [
+    ("JSONATA", "qty > 0 ? $ : 42", "42"),
+    ("JSONATA", "qty > 0 ? $ : 'abc'", "'abc'"),
+    ("JSONATA", "qty > 0 ? $ : [1, 2]", "[1, 2]"),
+    ("CEL", "message.qty > 0 ? message : 42", "42"),
+    ("CEL", "message.qty > 0 ? message : [message.qty]", "[0]"),
+]
+
+
+@pytest.mark.parametrize(
+    ("rule_type", "expr", "shown"), NOT_RECORDS, ids=[f"{t}:{e}" for t, e, _ in NOT_RECORDS]
+)
+def test_a_migration_transform_whose_result_is_no_record_makes_the_record_undecodable(
+    spark: Any, sink: LocalTopicSink, rule_type: str, expr: str, shown: str
+) -> None:
+    """Not a rule failure, and not a crash of the whole job: the record cannot be read as the
+    target, like one missing a field (docs/semantics.md §6.5)."""
+    rule = {"name": "reshape", "kind": "TRANSFORM", "type": rule_type, "mode": "UPGRADE", "expr": expr}
+    named = "migration rule 'reshape' in UPGRADE on subject 'items-value' version 2"
+    why = f"{named} returned {shown}, not a record"
+    assert_undecodable(spark, sink, rule, why, kept=[(1, 5, "")])
+
+
+UNFIT_FIELDS = [
+    ("name == 'qty' ; 'abc'", "Item.qty is <abc> of type <class 'str'> expected int", []),
+    (
+        "name == 'qty' ; value * 1000000000",
+        "Item.qty is <5000000000> of type <class 'int'> expected int",
+        [(2, 0, "")],
+    ),
+]
+
+
+@pytest.mark.parametrize(("expr", "invalid", "kept"), UNFIT_FIELDS, ids=["a string", "beyond int"])
+def test_a_cel_field_migration_result_its_field_cannot_hold_makes_the_record_undecodable(
+    spark: Any, sink: LocalTopicSink, expr: str, invalid: str, kept: list[tuple[Any, ...]]
+) -> None:
+    """Not a failure of the rule: the migrated record does not fit the target (docs/semantics.md
+    §4.7, §6.4)."""
+    rule = {"name": "scale", "kind": "TRANSFORM", "type": "CEL_FIELD", "mode": "UPGRADE", "expr": expr}
+    made_by = "(the result of migration rule 'scale' in UPGRADE on subject 'items-value' version 2)"
+    why = f"migrated record does not fit the target schema: {invalid} {made_by}"
+    assert_undecodable(spark, sink, rule, why, kept)
 
 
 # -- an ERROR in Python fails the job as a native ERROR does ------------------------------------
