@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,17 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis_profiles import examples
+from pyspark import cloudpickle
 
 from actions.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
 from contracts import dataframe as dataframe_module
 from contracts.avro import avro_to_spark_value, parse_schema, spark_to_avro_value, struct_type
+from executors._protocol import BatchStep, NativeOutcome, NativeStep, RuleContext
+from executors.jsonata import JsonataExecutor
+
+# An executor defined here runs on Spark workers, which cannot import test modules.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 SUBJECT = "people-value"
 MAJOR = "application.major.version"
@@ -504,3 +511,31 @@ def test_deserialize_runs_conditions_and_field_rules_natively_as_python_does(
     assert any(topic == "people-dlq" for topic, _, _ in dlq) is not transforms
     if transforms:  # every record of version 1 masked; version 2's is read as it was written
         assert [row["name"] for row in got] == ["XXX"] * len(people) + ["a"]
+
+
+class ScalarResult(JsonataExecutor):
+    """A JSONata executor whose migration step is native and returns the record's `age`, a number,
+    as its Python twin does: no built-in native compiler builds such a migration result."""
+
+    def compile(self, ctx: RuleContext) -> NativeStep:
+        from pyspark.sql import functions as F
+
+        batch = super().compile(ctx)
+        assert isinstance(batch, BatchStep), "`age` has no native form of its own"
+        return NativeStep(lambda record: NativeOutcome(F.lit(True), record.getField("age")), batch=batch)
+
+
+def test_a_native_migration_result_that_is_no_record_leaves_the_migration_to_python(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Spark types the native result as a number, not a struct: the migration runs in Python, where
+    the record is undecodable naming the rule (it failed on an IntegerType without fields before)."""
+    registry = contract(tmp_path, "age", RESOLVED_FIELDS).registry
+    sink = LocalTopicSink(tmp_path / "dlq")
+    reader = DataContract(registry, SUBJECT, version=2, dlq_sink=sink, executors={"up": ScalarResult()})
+    df = writer_rows(spark, [person(age=7)])
+    assert reader._compiler.writer(registry.get_version(SUBJECT, 1)).native is not None
+    assert not runs_natively(reader, df)
+    with pytest.raises(Exception, match="migration rule 'up' in UPGRADE on subject 'people-value' version 2"
+                       " returned 7, not a record"):  # fmt: skip
+        reader.read(df, writer_version=1).collect()
