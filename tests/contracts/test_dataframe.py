@@ -17,7 +17,9 @@ from pyspark import cloudpickle
 from actions._protocol import ActionContext, ActionPlan, Effect
 from actions.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
-from contracts.errors import ContractError
+from contracts.avro import parse_schema
+from contracts.errors import ContractError, SerializationError
+from contracts.migration import project
 from contracts.wire import encode_frame
 from executors._protocol import NativeStep
 from executors.cel.executor import CelExecutor
@@ -901,6 +903,31 @@ def test_a_cel_field_migration_result_its_field_cannot_hold_makes_the_record_und
     made_by = "(the result of migration rule 'scale' in UPGRADE on subject 'items-value' version 2)"
     why = f"migrated record does not fit the target schema: {invalid} {made_by}"
     assert_undecodable(spark, sink, rule, why, kept)
+
+
+WRONG_SHAPES = [
+    {"id": 1, "qty": {"a": 1}, "note": "n"},
+    {"id": "1", "qty": 5},
+    {"id": 1, "qty": None},
+    {"id": 1, "qty": 1.5},
+    {"id": 1, "qty": True},
+    {1: 2},
+    {"id": 2**70, "qty": 1},
+    {"id": float("inf"), "qty": 1},
+    {"id": 1, "qty": 1, "note": b"x"},
+    {"id": 1, "qty": 1, "note": ["x"]},
+    42,
+    "abc",
+    [1, 2],
+]
+
+
+@pytest.mark.parametrize("value", WRONG_SHAPES, ids=repr)
+def test_whatever_a_migration_leaves_the_target_cannot_hold_is_a_serialization_error(value: Any) -> None:
+    """The projection onto the target checks every value (docs/semantics.md §6.4): no shape a rule
+    may produce reaches the Arrow conversion, where it failed the whole pass before."""
+    with pytest.raises(SerializationError, match="migrated record"):
+        project(value, parse_schema(ITEM_V1_NOTED))
 
 
 # -- an ERROR in Python fails the job as a native ERROR does ------------------------------------
