@@ -4,7 +4,9 @@ W < T: for each consecutive pair (P, N) from the writer version W up to the targ
 UPGRADE/UPDOWN migration rules, in order. W > T: for each pair from the newest down, N's
 DOWNGRADE/UPDOWN migration rules in reverse order. Every version in between must exist. The
 migrated record is then projected onto the target schema as Java's client re-decodes it: extra
-fields dropped, a missing field takes its default, a missing field without one is an error.
+fields dropped, a missing field takes its default; a missing field without one, a value the
+target cannot hold, or a TRANSFORM result that is no record at all makes the record undecodable,
+naming the rule that made it (§6.4, §6.5).
 """
 
 from __future__ import annotations
