@@ -1,15 +1,15 @@
 """Migrations as Spark expressions, where they give exactly what the Python path gives.
 
 The Python path (`migration.migrate`, then `migration.project`) runs each rule per record and
-projects the result onto the target schema. A chain of at most one JSONata rule that compiles
-natively against the writer's record — and a chain of none, pure schema resolution — runs
-instead as Columns: the rule's outcome and status as the planner computes them for any native
-rule, then the projection (fields by name, defaults for missing ones, an error where the target
-gives none). Bytes, decimals, dates, times and timestamps are carried as they are where the target
-field has the same type as the field they come from (the Python path reads them through JSONata's
-JSON view and back, which keeps them exactly then). Anything the projection cannot reproduce
-exactly (a value Python would convert or refuse differently, a default that is not a plain
-literal) keeps the Python path.
+projects the result onto the target schema. A chain of at most one JSONata or CEL_FIELD rule
+that compiles natively against the writer's record — and a chain of none, pure schema resolution
+— runs instead as Columns (docs/semantics.md §6.6): the rule's outcome and status as the planner
+computes them for any native rule, then the projection (fields by name, defaults for missing
+ones, an error where the target gives none or allows no null the value holds). Bytes, decimals,
+dates, times and timestamps are carried as they are where the target field has the same type as
+the field they come from (the Python path reads them through JSONata's JSON view and back, which
+keeps them exactly then). Anything the projection cannot reproduce exactly (a value Python would
+convert or refuse differently, a default that is not a plain literal) keeps the Python path.
 """
 
 from __future__ import annotations
@@ -25,10 +25,17 @@ from actions._protocol import Effect
 from contracts._avro_json import has_json_view
 from contracts._reasons import NativeReasons
 from contracts.loader import ContractVersion, rule_context
-from contracts.migration import Resolver, migration_steps, missing_field_message
+from contracts.migration import (
+    Resolver,
+    made_by_text,
+    migration_steps,
+    missing_field_message,
+    null_field_message,
+)
 from contracts.planner import OUTCOME_PREFIX, RECORD, STATUS, Plan, PlannedRule, build_plan, native_status
 from executors._jsonata_native import SOURCE_KEY, source_type
 from executors._protocol import NativeStep
+from executors.cel_field import CelFieldExecutor
 from executors.jsonata import JsonataExecutor
 
 if TYPE_CHECKING:
@@ -39,6 +46,8 @@ _OUTCOME = OUTCOME_PREFIX + "migration"
 # Source → target Spark types whose Python values the target's Arrow conversion takes exactly.
 _WIDENINGS = frozenset({("int", "bigint"), ("int", "double"), ("float", "double")})
 _LITERAL_TYPES = frozenset({"null", "boolean", "int", "long", "float", "double", "string", "enum"})
+# Target types (as `source_type` writes them) any computed JSON value of the matching Spark type is.
+_COMPUTED = [{"type": kind} for kind in ("boolean", "int", "long", "float", "double", "string")]
 
 
 class _Inexact(Exception):
@@ -47,7 +56,8 @@ class _Inexact(Exception):
 
 @dataclass(frozen=True)
 class _Field:
-    """How one target field is filled: copied from `source` (cast when widened), else `default`."""
+    """How one target field is filled: copied from `source` (cast when widened), else `default`;
+    `may_be_null` when the source may hold a null the target's type does not allow."""
 
     name: str
     dtype: DataType
@@ -55,6 +65,7 @@ class _Field:
     widen: bool
     default: Any
     has_default: bool
+    may_be_null: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,13 +75,20 @@ class Projection:
     fields: tuple[_Field, ...]
 
     def may_miss(self, undefined: frozenset[str] = frozenset()) -> bool:
-        """Whether some row may lack a field without default (absent, or a key JSONata may leave out)."""
-        return any(not f.has_default and (f.source is None or f.source in undefined) for f in self.fields)
+        """Whether some row may not be read: a field without default absent (or a key JSONata may
+        leave out), or a null where the target allows none."""
+        return any(
+            f.may_be_null or (not f.has_default and (f.source is None or f.source in undefined))
+            for f in self.fields
+        )
 
-    def build(self, record: Column, undefined: Mapping[str, Column] | None = None) -> Projected:
+    def build(
+        self, record: Column, undefined: Mapping[str, Column] | None = None, made_by: str = ""
+    ) -> Projected:
         """The target struct from `record` (a key flagged undefined counts as missing on that row),
         and why it cannot be read: the Python projection's error for the first field missing
-        without default, null where none is."""
+        without default or null where the target allows none (ending with `made_by`), null where
+        none is."""
         from pyspark.sql import functions as F
 
         columns = []
@@ -80,13 +98,16 @@ class Projection:
             if f.source is None:
                 column, missing = default, None
             else:
-                column = record.getField(f.source)
-                column = column.cast(f.dtype) if f.widen else column
+                value = record.getField(f.source)
+                column = value.cast(f.dtype) if f.widen else value
                 missing = undefined.get(f.source) if undefined else None
                 if missing is not None:
                     column = F.when(missing, default).otherwise(column)
             if not f.has_default and (f.source is None or missing is not None):
-                reasons.append((missing, missing_field_message(f.name)))
+                reasons.append((missing, missing_field_message(f.name) + made_by))
+            if f.source is not None and f.may_be_null:
+                null = value.isNull() if missing is None else ~missing & value.isNull()
+                reasons.append((null, null_field_message(f.name) + made_by))
             columns.append(column.alias(f.name))
         return Projected(F.struct(*columns), _first_reason(reasons))
 
@@ -124,13 +145,16 @@ def projection(source: StructType, target: ContractVersion, source_schema: Any =
     fields = []
     for avro_field, spark_field in zip(target.avro_schema["fields"], target.spark_type.fields, strict=True):
         name = avro_field["name"]
-        widen = False
+        widen = may_be_null = False
         if name in available:
-            _same_values(name, wanted_types[name], writer_types.get(name), available[name], source_schema)
             have, want = available[name].dataType.simpleString(), spark_field.dataType.simpleString()
             if have != want and (have, want) not in _WIDENINGS:
                 raise _Inexact(f"field {name}: {have} into {want}")
             widen = have != want
+            _same_values(
+                name, wanted_types[name], writer_types.get(name), available[name], source_schema, widen
+            )
+            may_be_null = available[name].nullable and not spark_field.nullable
         has_default = "default" in avro_field
         if has_default and not _literal_default(avro_field["type"], named):
             raise _Inexact(f"default of field {name}")
@@ -142,24 +166,34 @@ def projection(source: StructType, target: ContractVersion, source_schema: Any =
                 widen,
                 avro_field.get("default"),
                 has_default,
+                may_be_null,
             )
         )
     return Projection(tuple(fields))
 
 
-def _same_values(name: str, wanted: Any, writer: Any, field: StructField, source_schema: Any) -> None:
-    """Raise _Inexact unless the Python path keeps the value of `field` as it is in the target.
+def _same_values(
+    name: str, wanted: Any, writer: Any, field: StructField, source_schema: Any, widen: bool
+) -> None:
+    """Raise _Inexact unless the Python path keeps the value of `field` as it is in the target,
+    and finds every one a value of the target's type (nulls aside: `Projection` checks those).
 
-    A writer's record holds Avro values, which Python passes on unchanged where the writer's field
-    has the target's type. A JSONata result holds the JSON view, which Python reads back as the
-    target's type: exact where the value was a record field of that same type."""
+    A writer's record holds Avro values, which Python passes on unchanged. A JSONata result holds
+    the JSON view, which Python reads back as the target's type: exact where the value was a record
+    field of that same type, or a computed string, number or boolean into a plain field of that kind.
+    Either way the value's own type must be the target's (nulls aside), or a numeric widening."""
+    copied = field.metadata.get(SOURCE_KEY)
     if source_schema is not None:
-        if (has_json_view(writer) or has_json_view(wanted)) and source_type(writer) != source_type(wanted):
-            raise _Inexact(f"writer field {name} of another type holds values Python converts")
-    elif has_json_view(wanted):
-        copied = field.metadata.get(SOURCE_KEY)
-        if copied is None or json.loads(copied) != source_type(wanted):
-            raise _Inexact(f"field {name} read from the JSON view as another type")
+        have = source_type(writer)
+    elif copied is not None:
+        have = json.loads(copied)
+    elif has_json_view(wanted) or source_type(wanted) not in _COMPUTED:
+        raise _Inexact(f"field {name} read from a computed JSON value as {source_type(wanted)}")
+    else:
+        return
+    want = source_type(wanted)
+    if have != want and not (widen and have in _COMPUTED and want in _COMPUTED):
+        raise _Inexact(f"field {name}: values of {have} read as {want}")
 
 
 def _named(schema: Any) -> Mapping[str, Any]:
@@ -214,19 +248,25 @@ def _mark_unreadable(
 class NativeMigration:
     """A writer version's migration to the target as Columns: its one rule (None for schema
     resolution alone), the projection of the rule's result (`migrated`, fixed by `resolved`) and
-    the projection of a record the rule left unchanged (None when a failure never continues)."""
+    the projection of a record the rule left unchanged (None when a failure never continues).
+
+    The rule's result is JSONata's plain data in the JSON view (`result_view`), or a record of the
+    writer's own schema, `writer_schema` (a CEL_FIELD transform); a CONDITION has no result and
+    hands the writer's record on."""
 
     writer_type: StructType
+    writer_schema: Any
     target: ContractVersion
     rule: PlannedRule | None
     unchanged: Projection | None
+    result_view: bool = True
     migrated: Projection | None = None
     undefined: frozenset[str] = frozenset()
     """The rule result's keys JSONata may leave out (known once `resolved`)."""
 
     @property
     def may_be_unreadable(self) -> bool:
-        """Whether a migrated record may lack a target field without default (a decode failure)."""
+        """Whether a migrated record may not be read as the target (a decode failure)."""
         unchanged = self.unchanged is not None and self.unchanged.may_miss()
         return unchanged or (self.migrated is not None and self.migrated.may_miss(self.undefined))
 
@@ -238,18 +278,24 @@ class NativeMigration:
 
     def resolved(self, spark: SparkSession) -> NativeMigration | None:
         """With the rule's result type analysed by Spark (on the driver): None when that result
-        has no exact native projection, and the Python path must run."""
+        has no exact native projection (or is no record), and the Python path must run."""
         from pyspark.sql import functions as F
+        from pyspark.sql.types import StructType
 
         if self.rule is None:
             return self
         probe = spark.createDataFrame([], self.writer_type)
         record = F.struct(*[F.col(f"`{name}`") for name in self.writer_type.fieldNames()])
         result = self._step.build(record)
-        assert result.record is not None
-        result_type = probe.select(result.record.alias("r")).schema["r"].dataType
+        if result.record is None:  # a CONDITION: the writer's record goes on as it was
+            result_type, result_schema = self.writer_type, self.writer_schema
+        else:
+            result_type = probe.select(result.record.alias("r")).schema["r"].dataType
+            result_schema = None if self.result_view else self.writer_schema
+        if not isinstance(result_type, StructType):
+            return None
         try:
-            migrated = projection(result_type, self.target)
+            migrated = projection(result_type, self.target, result_schema)
         except _Inexact:
             return None
         return replace(self, migrated=migrated, undefined=frozenset(result.undefined))
@@ -263,7 +309,7 @@ class NativeMigration:
     ) -> DataFrame:
         """Migrate the writer's records in column `source` (null on rows of other writers) into
         RECORD, setting `_contract` as the rule's action says, and to `unreadable(reason)` where
-        the result lacks a target field without default; other rows keep `otherwise`."""
+        the result cannot be read as the target; other rows keep `otherwise`."""
         from pyspark.sql import functions as F
 
         writer = F.col(source)
@@ -276,10 +322,12 @@ class NativeMigration:
             return _mark_unreadable(staged, active, projected.reason, unreadable)
         assert self.migrated is not None, "resolve the migration on the driver first"
         result = self._step.build(writer)
-        assert result.record is not None
         staged = staged.withColumn(_OUTCOME, F.when(active, F.coalesce(result.passed, F.lit(False))))
         outcome = F.col(_OUTCOME)
-        migrated = self.migrated.build(result.record, result.undefined)
+        if result.record is None:  # a CONDITION hands the record on, named by no transform
+            migrated = self.migrated.build(writer)
+        else:
+            migrated = self.migrated.build(result.record, result.undefined, made_by_text(self.rule))
         record, reason = F.when(outcome, migrated.record), _when(outcome, migrated.reason)
         if self.unchanged is not None:
             unchanged = self.unchanged.build(writer)
@@ -310,7 +358,8 @@ def native_migration(
     resolve_action: Resolver,
 ) -> NativeMigration | None:
     """The migration from `writer` to `target` as Columns, or None when it must run in Python
-    (or when there is none: the target's own records are read with the target schema)."""
+    (or when there is none: the target's own records are read with the target schema). Its one
+    rule, if any, is a JSONata or CEL_FIELD rule compiled natively against the writer's record."""
     if writer == target:
         return None
     steps = migration_steps(versions, writer, target)
@@ -321,12 +370,14 @@ def native_migration(
     except _Inexact:
         unchanged = None
     if not rules:
-        return NativeMigration(source.spark_type, goal, None, unchanged) if unchanged is not None else None
+        if unchanged is None:
+            return None
+        return NativeMigration(source.spark_type, source.avro_schema, goal, None, unchanged)
     if len(rules) > 1:
         return None
     version, mode, rule = rules[0]
     executor = executors.find(rule.type, rule_name=rule.name)
-    if not isinstance(executor, JsonataExecutor):
+    if not isinstance(executor, JsonataExecutor | CelFieldExecutor):
         return None
     ctx = rule_context(version, mode, rule, record=source)
     step = executor.compile(ctx)
@@ -337,4 +388,6 @@ def native_migration(
     if planned.on_failure.effect is Effect.CONTINUE and unchanged is None:
         return None
     continues = planned.on_failure.effect is Effect.CONTINUE
-    return NativeMigration(source.spark_type, goal, planned, unchanged if continues else None)
+    result_view = isinstance(executor, JsonataExecutor)
+    kept = unchanged if continues else None
+    return NativeMigration(source.spark_type, source.avro_schema, goal, planned, kept, result_view)

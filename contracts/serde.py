@@ -333,15 +333,16 @@ def _migrate_rows(
     group = [records[i] for i in rows]
     group_statuses = [statuses[i] for i in rows]
     group_failures = [failures[i] for i in rows]
-    migration.migrate(writer.migrations, group, group_statuses, group_failures)
-    for i, record, status, failure in zip(rows, group, group_statuses, group_failures, strict=True):
+    made_by = migration.migrate(writer.migrations, group, group_statuses, group_failures)
+    migrated = zip(rows, group, group_statuses, group_failures, made_by, strict=True)
+    for i, record, status, failure, rule in migrated:
         statuses[i], failures[i] = status, failure
         if failure is not None:
             records[i] = None
         if status is not None or failure is not None:
             continue
         try:
-            records[i] = migration.project(record, decoder.target_schema)
+            records[i] = migration.project(record, decoder.target_schema, rule)
         except SerializationError as e:
             statuses[i] = _undecodable(decoder, batch, i, e)
 
@@ -446,13 +447,17 @@ class _MigratePass:
             records = read.records
             statuses: list[dict[str, Any] | None] = batch.column(STATUS).to_pylist()
             failures: list[str | None] = [None] * batch.num_rows
-            migration.migrate(self.writer.migrations, records, statuses, failures, read.unreadable)
+            made_by = migration.migrate(self.writer.migrations, records, statuses, failures, read.unreadable)
             _refuse_unread(batch, rows_before, read.unreadable, statuses, failures, "migrated")
             rows_before += batch.num_rows
-            projected = [
-                migration.project(record, self.target_schema) if status is None and failure is None else None
-                for record, status, failure in zip(records, statuses, failures, strict=True)
-            ]
+            projected: list[Any] = [None] * batch.num_rows
+            for i, (record, status) in enumerate(zip(records, statuses, strict=True)):
+                if status is not None or failures[i] is not None:
+                    continue
+                try:
+                    projected[i] = migration.project(record, self.target_schema, made_by[i])
+                except SerializationError as e:
+                    failures[i] = str(e)  # the job fails with why, as a native migration fails it
             record_column = avro.records_to_struct(projected, self.target_schema, output.field(RECORD).type)
             columns = [
                 record_column

@@ -115,6 +115,11 @@ class _Slot:
     def _kinds(self, result_type: str) -> list[str]:
         return [kind for kind in _ACCEPTING.get(result_type, ()) if kind in self.accepts]
 
+    def always_fits(self, result_type: str) -> bool:
+        """Whether every result of this type fits the field: `write` never reports it unfit."""
+        kinds = self._kinds(result_type)
+        return bool(kinds) and kinds not in (["INT"], ["FLOAT"])
+
     def write(self, result: Term, value: Column, old: Column) -> tuple[Column, Column | None]:
         """The value cast for writing, and when it does not fit (None: always fits); a result of a
         type the field cannot hold always fails, and the field keeps its old value."""
@@ -325,12 +330,18 @@ class NativePlanner:
     Each visited field's guard and body compile through the shared CEL compiler, with `name`,
     `fullName`, `typeName` and `tags` bound as plan-time constants exactly as the Python twin
     binds them, `value` as the field's Column and `message` as its containing record's struct.
+    `fitting_only` (a migration) refuses a transform whose result may not fit its field: there such
+    a result makes the record undecodable (docs/semantics.md §4.7), which the Python twin tells
+    apart from a failed rule and the native walk does not.
     """
 
-    def __init__(self, expr: str, kind: RuleKind, rule_tags: frozenset[str]) -> None:
+    def __init__(
+        self, expr: str, kind: RuleKind, rule_tags: frozenset[str], *, fitting_only: bool = False
+    ) -> None:
         self.guard, self.body = split_rule(expr)
         self.kind = kind
         self.rule_tags = rule_tags
+        self.fitting_only = fitting_only
 
     def plan(self, root: Node, spark_type: StructType) -> Callable[[Column], NativeOutcome]:
         """The native step's build function for records of the `root` schema (Spark type `spark_type`)."""
@@ -489,6 +500,8 @@ class NativePlanner:
             if variant is not None:
                 if self.kind is RuleKind.TRANSFORM and variant.body is not None and not variant.body.error:
                     slot.check(variant.body.type.kind)
+                    if self.fitting_only and not slot.always_fits(variant.body.type.kind):
+                        raise Unsupported("a migration result that may not fit its field")
                 variants.append(variant)
         return _LeafPlan(variants, slot, self.kind) if variants else None
 

@@ -4,24 +4,22 @@ Each rule compiles once into a native step — the schema walk unrolled into Col
 with every guard that reads only `name`, `fullName`, `typeName` or `tags` decided per field at
 plan time — carrying its Python twin (the reference's walk over Avro-shaped records). A rule
 whose expressions cannot all compile natively runs as that Python step instead (SEMANTICS.md §4).
-In a migration a field rule has no schema to walk and fails every record, as the reference's does.
+In a migration the walk follows the schema of the record the rule receives, as Confluent's Java
+client walks a migration's record (docs/semantics.md §4.7); there a result that may not fit its
+field keeps the rule in Python, which makes such a record undecodable rather than failing the rule.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from contracts.model import Rule, RuleKind, RuleMode
 from executors._cel_field_native import NativePlanner
 from executors._cel_field_python import CelFieldBatch
 from executors._cel_field_schema import schema_tree
 from executors._protocol import (
-    BatchEvaluator,
     BatchStep,
     NativeStep,
-    Outcome,
     RuleContext,
     Step,
     condition_failure_message,
@@ -29,12 +27,7 @@ from executors._protocol import (
 from executors.cel import _runtime
 from executors.cel._native_types import Unsupported
 
-__all__ = ["MIGRATION_FAILURE", "CelFieldExecutor", "superseded_field_transforms"]
-
-MIGRATION_FAILURE = (
-    "a CEL_FIELD rule cannot run in a migration: no schema is given to walk the record with, so it"
-    " fails every record, as in Confluent's Python client ('NoneType' object is not callable)"
-)
+__all__ = ["CelFieldExecutor", "superseded_field_transforms"]
 
 
 class CelFieldExecutor:
@@ -47,8 +40,6 @@ class CelFieldExecutor:
         expr = rule.expr or ""
         # Compiling on the driver reports syntax errors at load, with their position.
         _runtime.compile_program(expr, subject=ctx.subject, version=ctx.version, rule=rule.name)
-        if ctx.mode.is_migration:
-            return BatchStep(_NoSchemaToWalk(MIGRATION_FAILURE))
         batch = BatchStep(
             CelFieldBatch(
                 expr,
@@ -61,24 +52,11 @@ class CelFieldExecutor:
         )
         tree = schema_tree(ctx.schema, ctx.metadata_tags)
         try:
-            build = NativePlanner(expr, rule.kind, frozenset(rule.tags)).plan(tree, ctx.spark_type)
+            planner = NativePlanner(expr, rule.kind, frozenset(rule.tags), fitting_only=ctx.mode.is_migration)
+            build = planner.plan(tree, ctx.spark_type)
         except Unsupported:
             return batch
         return NativeStep(build, batch=batch)
-
-
-@dataclass(frozen=True)
-class _NoSchemaToWalk:
-    """A field rule in a migration: the reference runs migrations without a field walker, so
-    every record fails the rule (its onFailure action decides what follows)."""
-
-    reason: str
-
-    def __call__(self) -> BatchEvaluator:
-        def evaluate(records: Sequence[Any]) -> Sequence[Outcome]:
-            return [Outcome(False, record, self.reason) for record in records]
-
-        return evaluate
 
 
 def superseded_field_transforms(rules: Sequence[Rule], mode: RuleMode) -> frozenset[int]:

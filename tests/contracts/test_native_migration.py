@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,17 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis_profiles import examples
+from pyspark import cloudpickle
 
 from actions.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
 from contracts import dataframe as dataframe_module
 from contracts.avro import avro_to_spark_value, parse_schema, spark_to_avro_value, struct_type
+from executors._protocol import BatchStep, NativeOutcome, NativeStep, RuleContext
+from executors.jsonata import JsonataExecutor
+
+# An executor defined here runs on Spark workers, which cannot import test modules.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 SUBJECT = "people-value"
 MAJOR = "application.major.version"
@@ -153,19 +160,26 @@ SETTINGS = settings(
 
 
 def contract(
-    tmp_path: Path, expr: str | None, fields: list[dict[str, Any]], on_failure: str = "NONE"
+    tmp_path: Path,
+    expr: str | None,
+    fields: list[dict[str, Any]],
+    on_failure: str = "NONE",
+    metadata_tags: dict[str, list[str]] | None = None,
+    **rule: Any,
 ) -> DataContract:
+    """Version 1 (WRITER) and version 2 (`fields`, `metadata_tags`), whose one UPGRADE rule is a
+    JSONata TRANSFORM `expr` unless `rule` overrides its kind, type or tags."""
     registry = LocalRegistry()
     registry.set_config(SUBJECT, compatibilityGroup=MAJOR)
     target = {**WRITER, "fields": fields}
     rules = []
     if expr is not None:
-        rule = {"name": "up", "kind": "TRANSFORM", "type": "JSONATA", "mode": "UPGRADE", "expr": expr}
-        rules.append({**rule, "onFailure": on_failure, "params": {"dlq.topic": "people-dlq"}})
-    for major, schema, migrations in (("1", WRITER, []), ("2", target, rules)):
+        up = {"name": "up", "kind": "TRANSFORM", "type": "JSONATA", "mode": "UPGRADE", "expr": expr, **rule}
+        rules.append({**up, "onFailure": on_failure, "params": {"dlq.topic": "people-dlq"}})
+    for major, schema, migrations, tags in (("1", WRITER, [], {}), ("2", target, rules, metadata_tags or {})):
         payload = {
             "schema": json.dumps(schema),
-            "metadata": {"properties": {MAJOR: major}},
+            "metadata": {"properties": {MAJOR: major}, "tags": tags},
             "ruleSet": {"migrationRules": migrations},
         }
         registry.register_schema(SUBJECT, Schema.from_dict(payload))
@@ -388,6 +402,25 @@ def test_deserialize_migrates_natively_as_python_does(
     }
     second = {f["name"]: later.get(f["name"], people[0].get(f["name"], "2")) for f in fields}
     framed = frames(reader, people, second)[: None if policy == "DLQ" else -1]
+    native, python = deserialize_both(spark, monkeypatch, tmp_path, reader, framed, policy)
+    assert native == python
+    if policy == "ERROR":
+        assert "offset 1 of subject 'people-value': migrated record has no field 'city'" in native[1]
+    else:
+        got, dlq = native
+        assert len(got) + len(dlq) == len(framed)
+
+
+def deserialize_both(
+    spark: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    reader: DataContract,
+    framed: list[bytes],
+    policy: str,
+) -> tuple[Any, Any]:
+    """`deserialize` of the frames with the migration native, then in Python: for each, the rows by
+    offset and the DLQ records, or the error's text."""
     rows = [(None, value, "people", 0, offset) for offset, value in enumerate(framed)]
     df = spark.createDataFrame(rows, "key binary, value binary, topic string, partition int, offset long")
     assert runs_natively(reader, df)
@@ -407,9 +440,102 @@ def test_deserialize_migrates_natively_as_python_does(
     with monkeypatch.context() as patched:
         patched.setattr(dataframe_module, "native_migration", lambda *args: None)
         python = run("python")
+    return native, python
+
+
+# A target the writer's records reach by schema resolution alone (one field dropped, one defaulted).
+RESOLVED_FIELDS = [*WRITER["fields"][:-1], {"name": "country", "type": "string", "default": "NZ"}]
+# (case, the UPGRADE rule, whether it may change a record)
+RULE_CASES = [
+    ("JSONata condition", {"kind": "CONDITION", "expr": "age > 0"}, False),
+    ("CEL_FIELD transform", {"type": "CEL_FIELD", "expr": "typeName == 'STRING' ; 'XXX'"}, True),
+    (
+        "CEL_FIELD condition on tagged fields",
+        {"type": "CEL_FIELD", "kind": "CONDITION", "expr": "size(value) < 3", "tags": ["PII"]},
+        False,
+    ),
+]
+
+
+@SETTINGS
+@given(people=st.lists(PEOPLE, min_size=25, max_size=25))
+@pytest.mark.parametrize("on_failure", ["NONE", "DLQ"])
+@pytest.mark.parametrize(("case", "rule", "transforms"), RULE_CASES, ids=[c[0] for c in RULE_CASES])
+def test_conditions_and_field_rules_migrate_natively_as_python_does(
+    spark: Any,
+    tmp_path: Path,
+    monkeypatch: Any,
+    case: str,
+    rule: dict[str, Any],
+    transforms: bool,
+    on_failure: str,
+    people: Any,
+) -> None:
+    """A CONDITION hands the writer's record on (natively it failed an assertion before); a
+    CEL_FIELD rule walks the writer's record with the tags its own version's metadata gives
+    (docs/semantics.md §4.7, §6.6)."""
+    reader = tagged_contract(tmp_path, rule, on_failure)
+    native, python = read_both(monkeypatch, reader, writer_rows(spark, people))
     assert native == python
-    if policy == "ERROR":
-        assert "offset 1 of subject 'people-value': migrated record has no field 'city'" in native[1]
-    else:
-        got, dlq = native
-        assert len(got) + len(dlq) == len(rows)
+    if transforms:
+        assert {row["name"] for row in native} == {"XXX"}
+
+
+def tagged_contract(tmp_path: Path, rule: dict[str, Any], on_failure: str) -> DataContract:
+    """`contract` onto RESOLVED_FIELDS, version 2 tagging `name` and `ssn` PII in its metadata."""
+    expr, fields = rule["expr"], {k: v for k, v in rule.items() if k != "expr"}
+    tags = {"**.name": ["PII"], "t.Person.ssn": ["PII"]}
+    return contract(tmp_path, expr, RESOLVED_FIELDS, on_failure, metadata_tags=tags, **fields)
+
+
+@pytest.mark.parametrize("policy", ["DLQ", "ERROR"])
+@pytest.mark.parametrize(("case", "rule", "transforms"), RULE_CASES, ids=[c[0] for c in RULE_CASES])
+def test_deserialize_runs_conditions_and_field_rules_natively_as_python_does(
+    spark: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    case: str,
+    rule: dict[str, Any],
+    transforms: bool,
+    policy: str,
+) -> None:
+    people = [person(), person(name="bob", age=-1), person(name="c", ssn=None)]
+    reader = tagged_contract(tmp_path, rule, "DLQ")
+    second = {f["name"]: people[0].get(f["name"], "NZ") for f in RESOLVED_FIELDS}
+    framed = frames(reader, people, second)[: None if policy == "DLQ" else -1]
+    native, python = deserialize_both(spark, monkeypatch, tmp_path, reader, framed, policy)
+    assert native == python
+    got, dlq = native
+    assert len(got) + len(dlq) == len(framed)
+    # The conditions fail bob (age -1; a three-letter name) and the field condition c (a null ssn).
+    assert any(topic == "people-dlq" for topic, _, _ in dlq) is not transforms
+    if transforms:  # every record of version 1 masked; version 2's is read as it was written
+        assert [row["name"] for row in got] == ["XXX"] * len(people) + ["a"]
+
+
+class ScalarResult(JsonataExecutor):
+    """A JSONata executor whose migration step is native and returns the record's `age`, a number,
+    as its Python twin does: no built-in native compiler builds such a migration result."""
+
+    def compile(self, ctx: RuleContext) -> NativeStep:
+        from pyspark.sql import functions as F
+
+        batch = super().compile(ctx)
+        assert isinstance(batch, BatchStep), "`age` has no native form of its own"
+        return NativeStep(lambda record: NativeOutcome(F.lit(True), record.getField("age")), batch=batch)
+
+
+def test_a_native_migration_result_that_is_no_record_leaves_the_migration_to_python(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Spark types the native result as a number, not a struct: the migration runs in Python, where
+    the record is undecodable naming the rule (it failed on an IntegerType without fields before)."""
+    registry = contract(tmp_path, "age", RESOLVED_FIELDS).registry
+    sink = LocalTopicSink(tmp_path / "dlq")
+    reader = DataContract(registry, SUBJECT, version=2, dlq_sink=sink, executors={"up": ScalarResult()})
+    df = writer_rows(spark, [person(age=7)])
+    assert reader._compiler.writer(registry.get_version(SUBJECT, 1)).native is not None
+    assert not runs_natively(reader, df)
+    with pytest.raises(Exception, match="migration rule 'up' in UPGRADE on subject 'people-value' version 2"
+                       " returned 7, not a record"):  # fmt: skip
+        reader.read(df, writer_version=1).collect()
