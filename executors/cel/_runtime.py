@@ -158,7 +158,41 @@ class _Part:
         try:
             return Evaluator(ast=self._interpreted, activation=_base_activation()).evaluate(dict(activation))
         except Exception as e:  # every evaluation error is a rule failure (SEMANTICS.md §2.2)
-            raise _Failed(str(e)) from e
+            raise _Failed(evaluation_reason(e)) from e
+
+
+MAX_REASON = 500  # characters of an evaluation error's reason
+
+
+def evaluation_reason(error: BaseException) -> str:
+    """A CEL evaluation error as one readable line, at most MAX_REASON characters.
+
+    The reference reports str() of cel-python's error: the tuple of its arguments, and for an
+    undeclared name the whole activation (every variable and function, kilobytes of it). This keeps
+    its meaning: cel-python's message and the Python error under it, e.g. `modulus or divide by zero:
+    integer division or modulo by zero`, `undeclared reference to 'x'`, `no such key: tier`.
+    """
+    if isinstance(error, CELEvalError) and error.args:
+        message = str(error.args[0]).split(" (in activation ")[0]
+        cause = error.__cause__
+        if isinstance(cause, KeyError) and cause.args:
+            detail = _argument_text(cause.args[0])
+        elif cause is not None:
+            detail = str(cause)
+        elif len(error.args) > 2 and isinstance(error.args[2], tuple):
+            detail = ", ".join(_argument_text(argument) for argument in error.args[2])
+        else:
+            detail = ""
+        text = f"{message}: {detail}" if detail and detail not in message else message
+    else:
+        text = str(error) or type(error).__name__
+    line = " ".join(text.split())
+    return line if len(line) <= MAX_REASON else line[: MAX_REASON - 1] + "…"
+
+
+def _argument_text(argument: Any) -> str:
+    # A CEL string's str() is its repr (StringType('k')); a key reads as Python quotes it.
+    return repr(str.__str__(argument)) if isinstance(argument, str) else str(argument)
 
 
 def _base_activation() -> Activation:
