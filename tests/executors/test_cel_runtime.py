@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import time
 import uuid
 from decimal import Decimal
 from types import SimpleNamespace
@@ -318,6 +319,18 @@ def test_an_evaluation_errors_reason_is_one_short_line_with_the_references_meani
     assert _runtime.evaluation_reason(caught.value) == ours[1]
     if expr == "undeclared_variable":
         assert len(str(caught.value)) > 2000  # the reference's text: every variable and function
+
+
+@pytest.mark.parametrize("operator", ["&&", "||"])
+def test_a_chain_of_failing_conditions_evaluates_in_linear_time(operator: str) -> None:
+    """cel-python's && and || put both operands' reprs in their error when neither is a boolean,
+    an error's repr holds the one under it, and along a chain the time doubled with each term."""
+    short = f" {operator} ".join(["message.id / 0 > 1"] * 3)
+    assert our_outcome(short, "CONDITION", RECORD)[0] == reference_outcome(short, "CONDITION", RECORD)[0]
+    start = time.perf_counter()
+    outcome = our_outcome(f" {operator} ".join(["message.id / 0 > 1"] * 30), "CONDITION", RECORD)
+    assert outcome[0] == "failed" and outcome[1].startswith(f"found no matching overload for _{operator}_")
+    assert time.perf_counter() - start < 5
 
 
 def test_a_reason_is_cut_to_one_line_of_at_most_max_reason_characters() -> None:
