@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from executors.cel._native_regex import translate_re2
-from executors.cel._native_types import CelType, Env, Term, Unsupported, Val, any_error, error_term
+from executors.cel._native_types import CelType, Env, Term, Unsupported, Val, any_error, derived, error_term
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -73,7 +73,9 @@ def validator(name: str, operand: Term) -> Term:
         null_error = val.value.isNull() if operand.type.nullable else None
         return Val(check(val.value), any_error(val.error, null_error))
 
-    return Term(CelType("bool"), emit)
+    # isEmail reads the string in a dozen places (its parts, their sizes, two regexes).
+    fails = operand.fails or operand.type.nullable
+    return derived(CelType("bool"), emit, [(operand, 12)], fails=fails, depth=8)
 
 
 def _is_hostname(s: Column) -> Column:
@@ -129,4 +131,5 @@ def matches(receiver: Term, pattern: Term) -> Term:
         null_error = val.value.isNull() if receiver.type.nullable else None
         return Val(val.value.rlike(java), any_error(val.error, null_error))
 
-    return Term(CelType("bool"), emit)
+    fails = receiver.fails or receiver.type.nullable
+    return derived(CelType("bool"), emit, [(receiver, 2)], fails=fails, depth=1)

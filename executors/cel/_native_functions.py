@@ -22,6 +22,7 @@ from executors.cel._native_types import (
     any_error,
     constant_term,
     constant_type,
+    derived,
     error_term,
     known,
     literal_column,
@@ -80,7 +81,8 @@ def record_field(receiver: Term, field: StructField) -> Term:
         value = spark_value(r.value.getField(field.name), field.dataType)
         return Val(value, any_error(r.error, r.value.isNull() if nullable_receiver else None))
 
-    return Term(field_type, emit)
+    copies = 2 if nullable_receiver else 1
+    return derived(field_type, emit, [(receiver, copies)], fails=receiver.fails or nullable_receiver, depth=2)
 
 
 def map_entry(receiver: Term, key: Term) -> Term:
@@ -99,7 +101,7 @@ def map_entry(receiver: Term, key: Term) -> Term:
         present = F.coalesce(F.map_contains_key(r.value, k.value), F.lit(False))
         return Val(F.try_element_at(r.value, k.value), any_error(r.error, k.error, ~present))
 
-    return Term(rt.elem, emit)
+    return derived(rt.elem, emit, [(receiver, 3), (key, 3)])
 
 
 def index(receiver: Term, position: Term) -> Term:
@@ -123,7 +125,7 @@ def index(receiver: Term, position: Term) -> Term:
         value = F.get(r.value, F.when(inside, at).cast("int"))
         return Val(value, any_error(r.error, i.error, ~inside))
 
-    return Term(rt.elem, emit)
+    return derived(rt.elem, emit, [(receiver, 8), (position, 10)], depth=6)
 
 
 def has(receiver: Term, name: str) -> Term:
@@ -141,7 +143,7 @@ def has(receiver: Term, name: str) -> Term:
             value = r.value.isNotNull() if present and rt.nullable else F.lit(present)
             return Val(value, r.error)
 
-        return Term(CelType("bool"), emit_record)
+        return derived(CelType("bool"), emit_record, [(receiver, 1)], fails=receiver.fails, depth=1)
     if rt.kind != "map":
         raise Unsupported(f"has() on {rt.kind}")
 
@@ -149,7 +151,7 @@ def has(receiver: Term, name: str) -> Term:
         r = receiver.emit(env)
         return Val(F.coalesce(F.map_contains_key(r.value, F.lit(name)), F.lit(False)), r.error)
 
-    return Term(CelType("bool"), emit_map)
+    return derived(CelType("bool"), emit_map, [(receiver, 1)], fails=receiver.fails)
 
 
 def call(name: str, receiver: Term, arguments: list[Term]) -> Term:
@@ -189,7 +191,7 @@ def size(operand: Term) -> Term:
             value = F.when(val.value.isNull(), F.lit(0).cast("long")).otherwise(value)
         return Val(value, val.error)
 
-    return Term(CelType("int"), emit)
+    return derived(CelType("int"), emit, [(operand, 2)], fails=operand.fails)
 
 
 def _string_test(name: str, receiver: Term, argument: Term) -> Term:
@@ -203,7 +205,8 @@ def _string_test(name: str, receiver: Term, argument: Term) -> Term:
         nulls = [t.isNull() for t, term in ((r.value, receiver), (a.value, argument)) if term.type.nullable]
         return Val(getattr(r.value, method)(a.value), any_error(r.error, a.error, *nulls))
 
-    return Term(CelType("bool"), emit)
+    fails = any(t.fails or t.type.nullable for t in (receiver, argument))
+    return derived(CelType("bool"), emit, [(receiver, 2), (argument, 2)], fails=fails, depth=2)
 
 
 def _timestamp_accessor(name: str, receiver: Term) -> Term:
@@ -235,7 +238,8 @@ def _timestamp_accessor(name: str, receiver: Term) -> Term:
         null_error = r.value.isNull() if receiver.type.nullable else None
         return Val(value.cast("long"), any_error(r.error, null_error))
 
-    return Term(CelType("int"), emit)
+    fails = receiver.fails or receiver.type.nullable
+    return derived(CelType("int"), emit, [(receiver, 4)], fails=fails, depth=8)
 
 
 def _conversion(name: str, operand: Term) -> Term:
@@ -298,7 +302,8 @@ def _checked(
         return Val(value, any_error(val.error, error))
 
     nullable = operand.type.nullable and on_null is None
-    return Term(result.with_null() if nullable else result, emit)
+    fails = operand.fails or fails_on_null_result or operand.type.nullable
+    return derived(result.with_null() if nullable else result, emit, [(operand, 4)], fails=fails, depth=4)
 
 
 def iterated_type(receiver: Term) -> CelType:
@@ -364,12 +369,19 @@ def macro(name: str, receiver: Term, var: str, body: Term) -> Term:
             return Val(F.filter(array, lambda x: outcome(env, x)[0]), any_error(receiver_error, error))
         return Val(F.transform(array, lambda x: at(env, x).value), any_error(receiver_error, error))
 
+    # The plain all/exists hold the body once; otherwise its Columns are read in up to seven places
+    # (whether it is true, false or neither, and whether it failed), the receiver's in five.
+    plain = (
+        name in ("all", "exists") and body.type.kind == "bool" and not body.type.nullable and not body.fails
+    )
+    copies = [(receiver, 1), (body, 1)] if plain else [(receiver, 5), (body, 7)]
     if name == "map":
-        return Term(CelType("list", elem=body.type), emit)
+        return derived(CelType("list", elem=body.type), emit, copies, depth=4)
     if name == "filter":
         element = receiver.type.elem if not map_keys else receiver.type.key
-        return Term(CelType("list", elem=element), emit)
-    return Term(CelType("bool", name in ("all", "exists") and body.type.nullable), emit)
+        return derived(CelType("list", elem=element), emit, copies, depth=4)
+    result = CelType("bool", name in ("all", "exists") and body.type.nullable)
+    return derived(result, emit, copies, fails=not plain or receiver.fails, depth=6)
 
 
 def list_literal(items: list[Term]) -> Term:
@@ -389,7 +401,8 @@ def list_literal(items: list[Term]) -> Term:
         vals = [item.emit(env) for item in items]
         return Val(F.array(*[v.value for v in vals]), any_error(*[v.error for v in vals]))
 
-    return Term(CelType("list", elem=elem), emit)
+    fails = any(item.fails for item in items)
+    return derived(CelType("list", elem=elem), emit, [(item, 1) for item in items], fails=fails, depth=1)
 
 
 def record_literal(record: CelType, entries: list[tuple[Any, Term]]) -> Any:

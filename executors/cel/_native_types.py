@@ -9,7 +9,7 @@ principle 3). A SQL null value without an error is CEL `null` — a null field (
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -72,13 +72,41 @@ Env = Mapping[str, "Column"]
 
 @dataclass(frozen=True)
 class Term:
-    """A compiled sub-expression. `constant` holds a plan-time cel-python value (`is_constant`)."""
+    """A compiled sub-expression. `constant` holds a plan-time cel-python value (`is_constant`).
+
+    `fails` is False only when its emitted error flag is surely None. `cost` bounds the nodes of the
+    Spark expressions it emits and `depth` their nesting: a Spark expression is a tree, so an
+    operator that reads an operand's Columns k times holds k copies of them, and nested operators
+    multiply (`derived` adds it up). The compiler leaves a rule to cel-python past a budget.
+    """
 
     type: CelType
     emit: Callable[[Env], Val]
     constant: Any = None
     is_constant: bool = False
     error: bool = False
+    fails: bool = True
+    cost: int = 1
+    depth: int = 1
+
+
+def derived(
+    cel_type: CelType,
+    emit: Callable[[Env], Val],
+    operands: Sequence[tuple[Term, int]],
+    *,
+    fails: bool = True,
+    depth: int = 3,
+) -> Term:
+    """A term computed from operands, each with the most copies of its Columns the result holds
+    (value and error together); `depth` is how many levels of Spark expressions it adds."""
+    return Term(
+        cel_type,
+        emit,
+        fails=fails,
+        cost=4 + sum(copies * operand.cost for operand, copies in operands),
+        depth=depth + max((operand.depth for operand, _ in operands), default=0),
+    )
 
 
 def reference_evaluate(tree: Any, variables: Mapping[str, Any]) -> Any:
@@ -101,7 +129,7 @@ def error_term() -> Term:
     from pyspark.sql import functions as F
 
     return Term(
-        CelType("null", True), lambda env: Val(F.lit(None), F.lit(True)), is_constant=True, error=True
+        CelType("null", True), lambda env: Val(F.lit(None), F.lit(True)), is_constant=True, error=True, cost=2
     )
 
 
@@ -173,7 +201,23 @@ def spark_value(column: Column, dtype: DataType) -> Column:
 def constant_term(value: Any) -> Term:
     """A plan-time cel-python value as a literal term (lists and maps of one element type)."""
     cel_type = constant_type(value)
-    return Term(cel_type, lambda env: Val(literal_column(value, cel_type)), constant=value, is_constant=True)
+    return Term(
+        cel_type,
+        lambda env: Val(literal_column(value, cel_type)),
+        constant=value,
+        is_constant=True,
+        fails=False,
+        cost=_literal_cost(value),
+    )
+
+
+def _literal_cost(value: Any) -> int:
+    """Nodes of a literal's Column: one, or one per element of a list or map (and its array)."""
+    if isinstance(value, list):
+        return 1 + sum(_literal_cost(item) for item in value)
+    if isinstance(value, dict):
+        return 1 + sum(1 + _literal_cost(item) for item in value.values())
+    return 2
 
 
 def constant_type(value: Any) -> CelType:
