@@ -144,7 +144,11 @@ CORPUS: list[str] = [
     "message.nested.missing.x",
     "message.name.missing",
     "undeclared_variable",
-    "noSuchFunction(message.id)",
+    # cel-python's own macros, which its transpiler cannot write (min) or can (reduce)
+    "[3, 1, 2].min() == 1",
+    "[1, 2].reduce(acc, x, 0, acc + x) == 3",
+    # more nested parentheses in Python than its parser takes: the interpreter alone
+    "!" * 210 + "(message.id == 42)",
     # timestamps, dates, uuids
     'message.ts > timestamp("2024-01-01T00:00:00Z")',
     "message.ts.getFullYear() == 2024",
@@ -280,6 +284,8 @@ def test_compiled_and_interpreted_runners_agree(expr: str) -> None:
         "now": celtypes.TimestampType(datetime.datetime.now(UTC)),
     }
     for part in filter(None, (program.guard, program.body)):
+        if part._code is None:  # cel-python's own macros, 200 nested parentheses: interpreted
+            continue
         compiled = _transpiled_only(part, activation)
         interpreted = _InterpreterOnly.run(part, activation)
         assert compiled[0] == interpreted[0]
