@@ -239,7 +239,8 @@ class _Compiler:
             raise Unsupported("a transform that is not a map literal of the record's fields")
         entries = self._map_entries(tree, _Scope())
         # Each field's value is cast once, and tested for null where the field is not nullable.
-        _check_size(4 + sum(2 * value.cost for _, value in entries), 2 + max(v.depth for _, v in entries))
+        cost = 4 + sum(2 * value.value_cost + value.error_cost for _, value in entries)
+        _check_size(cost, 2 + max(value.depth for _, value in entries))
         return functions.record_literal(self.record, entries)
 
     def _map_entries(self, tree: Tree, scope: _Scope) -> list[tuple[Any, Term]]:
@@ -399,9 +400,10 @@ MAX_COST = 5_000
 """Spark expression nodes a rule's native form may hold, as `Term.cost` estimates them (within a
 factor of about 2.5 of the real count): past it, planning grows slow (a condition of 70,000 nodes
 took 45 s to plan here) and the rule runs with cel-python instead."""
-MAX_SPARK_DEPTH = 400
-"""How deeply a rule's native Spark expressions may nest: Spark converts and analyses them by
-recursion on the driver's threads."""
+MAX_SPARK_DEPTH = 100
+"""How deeply a rule's native Spark expressions may nest, as `Term.depth` estimates it (from above):
+Spark converts a Column to its expression by recursion on a py4j thread, some 30 frames a level,
+and 300 nested `when`s overflowed its stack here."""
 
 
 def _check_size(cost: int, depth: int) -> None:

@@ -75,7 +75,7 @@ def validator(name: str, operand: Term) -> Term:
 
     # isEmail reads the string in a dozen places (its parts, their sizes, two regexes).
     fails = operand.fails or operand.type.nullable
-    return derived(CelType("bool"), emit, [(operand, 12)], fails=fails, depth=8)
+    return derived(CelType("bool"), emit, [(operand, (11, 0, 1, 1))], fails=fails, depth=8)
 
 
 def _is_hostname(s: Column) -> Column:
@@ -132,4 +132,4 @@ def matches(receiver: Term, pattern: Term) -> Term:
         return Val(val.value.rlike(java), any_error(val.error, null_error))
 
     fails = receiver.fails or receiver.type.nullable
-    return derived(CelType("bool"), emit, [(receiver, 2)], fails=fails, depth=1)
+    return derived(CelType("bool"), emit, [(receiver, (1, 0, 1, 1))], fails=fails, depth=1)

@@ -18,6 +18,7 @@ from executors.cel._native_types import (
     INT_MAX,
     INT_MIN,
     ORDERED,
+    PASSED_ON,
     SCALARS,
     CelType,
     Env,
@@ -115,18 +116,18 @@ def binary(operator: str, left: Term, right: Term) -> Term:
     return _with_null_cases(core, cases, left, right, _core_copies(symbol, lt.kind, rt.kind, core[1]))
 
 
-def _core_copies(symbol: str, left: str, right: str, function: Any) -> tuple[int, bool]:
-    """How many copies of each operand's value the non-null operator's Columns hold, and whether it
-    can fail (int overflow, division by zero, a timestamp out of range)."""
+def _core_copies(symbol: str, left: str, right: str, function: Any) -> tuple[int, int, bool]:
+    """How many copies of each operand's value the non-null operator's value and error hold, and
+    whether it can fail (int overflow, division by zero, a timestamp out of range)."""
     if function is None or function is FAILS:
-        return 0, function is FAILS
+        return 0, 0, function is FAILS
     if symbol in COMPARISONS.values():
-        return (2 if "double" in (left, right) else 1), False
+        return (2 if "double" in (left, right) else 1), 0, False
     if (left, right) == ("int", "int"):
-        return (6 if symbol in "/%" else 2), True
+        return (3, 3, True) if symbol in "/%" else (1, 1, True)
     if (left, right) == ("timestamp", "duration"):
-        return 3, True
-    return (2 if symbol == "/" else 1), False
+        return 2, 1, True
+    return (2 if symbol == "/" else 1), 0, False
 
 
 def _core(symbol: str, left: Term, right: Term) -> tuple[CelType, Any]:
@@ -147,7 +148,7 @@ def _with_null_cases(
     cases: list[tuple[Any, bool, bool]],
     left: Term,
     right: Term,
-    core_copies: tuple[int, bool],
+    core_copies: tuple[int, int, bool],
 ) -> Term:
     """The operator with its answers when an operand is null (each a plan-time constant or failure)."""
     from pyspark.sql import functions as F
@@ -178,9 +179,10 @@ def _with_null_cases(
         return Val(value, any_error(a.error, b.error, error))
 
     # Each null case tests the operands once for the value and once for the error flag.
-    copies = core_copies[0] + 2 * len(cases)
-    fails = core_copies[1] or left.fails or right.fails or any(answer is FAILS for answer, _, _ in cases)
-    return derived(final_type, emit, [(left, copies), (right, copies)], fails=fails, depth=4 + len(cases))
+    value_copies, error_copies, core_fails = core_copies
+    uses = (value_copies + len(cases), 0, error_copies + len(cases), 1)
+    fails = core_fails or left.fails or right.fails or any(answer is FAILS for answer, _, _ in cases)
+    return derived(final_type, emit, [(left, uses), (right, uses)], fails=fails, depth=4 + len(cases))
 
 
 def _null_test(column: Column, is_null: bool, cel_type: CelType) -> Column:
@@ -324,7 +326,8 @@ def _collection_operator(symbol: str, left: Term, right: Term) -> Term:
         return Val(F.concat(a.value, b.value), any_error(a.error, b.error))
 
     fails = left.fails or right.fails
-    return derived(CelType("list", elem=elem), emit, [(left, 1), (right, 1)], fails=fails, depth=1)
+    uses = [(left, PASSED_ON), (right, PASSED_ON)]
+    return derived(CelType("list", elem=elem), emit, uses, fails=fails, depth=1)
 
 
 def check_boolean(term: Term) -> None:
@@ -369,7 +372,8 @@ def logical(conjunction: bool, operands: Sequence[Term]) -> Term:
         value = F.when(decisive, F.lit(not conjunction)).when(odd_count == 0, F.lit(conjunction))
         return Val(value, ~decisive & ((odd_count >= 2) | failed))
 
-    copies = 1 if simple else 5
+    # Each operand's code (its value and error once) sits twice in the value, three times in the error.
+    copies = (1, 0, 0, 0) if simple else (2, 2, 3, 3)
     nullable = any(t.type.nullable for t in operands)
     fails = not simple and (nullable or any(t.fails for t in operands))
     return derived(
@@ -420,7 +424,8 @@ def negate(operand: Term) -> Term:
         return Val(~val.value, ~(is_true | is_false))
 
     simple = operand.type.kind == "bool" and not operand.type.nullable and not operand.fails
-    return derived(CelType("bool"), emit, [(operand, 1 if simple else 3)], fails=not simple, depth=4)
+    uses = (1, 0, 0, 0) if simple else (1, 0, 2, 2)
+    return derived(CelType("bool"), emit, [(operand, uses)], fails=not simple, depth=4)
 
 
 def minus(operand: Term) -> Term:
@@ -440,7 +445,7 @@ def minus(operand: Term) -> Term:
         return Val(value, any_error(val.error, failed))
 
     fails = kind == "int" or operand.fails or operand.type.nullable
-    return derived(CelType(kind), emit, [(operand, 2)], fails=fails, depth=3)
+    return derived(CelType(kind), emit, [(operand, (1, 0, 1, 1))], fails=fails, depth=3)
 
 
 def ternary(condition: Term, then: Term, otherwise: Term) -> Term:
@@ -463,7 +468,8 @@ def ternary(condition: Term, then: Term, otherwise: Term) -> Term:
             error = error | (is_false & b.error)
         return Val(value, error)
 
-    return derived(result_type, emit, [(condition, 6), (then, 2), (otherwise, 2)], depth=5)
+    uses = [(condition, (2, 2, 4, 4)), (then, PASSED_ON), (otherwise, PASSED_ON)]
+    return derived(result_type, emit, uses, depth=5)
 
 
 def _branch_type(a: CelType, b: CelType) -> CelType:
@@ -496,7 +502,8 @@ def membership(item: Term, container: Term) -> Term:
             raise Unsupported("`in` over mixed types")
         # Each comparison fails: an error as soon as there is one element (or key) to compare.
         emit_mismatched = lambda env: _mismatched(item.emit(env), container.emit(env))  # noqa: E731
-        return derived(CelType("bool"), emit_mismatched, [(item, 1), (container, 2)], depth=2)
+        uses = [(item, (0, 0, 0, 1)), (container, (0, 0, 1, 1))]
+        return derived(CelType("bool"), emit_mismatched, uses, depth=2)
 
     def emit(env: Env) -> Val:
         a, c = item.emit(env), container.emit(env)
@@ -507,7 +514,8 @@ def membership(item: Term, container: Term) -> Term:
         return Val(found, any_error(a.error, c.error))
 
     fails = item.fails or container.fails
-    return derived(CelType("bool"), emit, [(item, 1), (container, 1)], fails=fails, depth=1)
+    uses = [(item, PASSED_ON), (container, PASSED_ON)]
+    return derived(CelType("bool"), emit, uses, fails=fails, depth=1)
 
 
 def _mismatched(item: Val, container: Val) -> Val:
@@ -520,7 +528,7 @@ def _constant_bool(value: bool, operand: Term) -> Term:
     from pyspark.sql import functions as F
 
     emit = lambda env: Val(F.lit(value), operand.emit(env).error)  # noqa: E731
-    return derived(CelType("bool"), emit, [(operand, 1)], fails=operand.fails, depth=1)
+    return derived(CelType("bool"), emit, [(operand, (0, 0, 0, 1))], fails=operand.fails, depth=1)
 
 
 def within_int64(value: int) -> bool:

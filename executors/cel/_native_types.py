@@ -74,10 +74,11 @@ Env = Mapping[str, "Column"]
 class Term:
     """A compiled sub-expression. `constant` holds a plan-time cel-python value (`is_constant`).
 
-    `fails` is False only when its emitted error flag is surely None. `cost` bounds the nodes of the
-    Spark expressions it emits and `depth` their nesting: a Spark expression is a tree, so an
-    operator that reads an operand's Columns k times holds k copies of them, and nested operators
-    multiply (`derived` adds it up). The compiler leaves a rule to cel-python past a budget.
+    `fails` is False only when its emitted error flag is surely None. `value_cost` and `error_cost`
+    bound the nodes of the Spark expressions it emits for each, and `depth` their nesting: a Spark
+    expression is a tree, so an operator that reads an operand's Column k times holds k copies of
+    it, and nested operators multiply (`derived` adds it up). The compiler leaves a rule to
+    cel-python past a budget.
     """
 
     type: CelType
@@ -86,25 +87,38 @@ class Term:
     is_constant: bool = False
     error: bool = False
     fails: bool = True
-    cost: int = 1
+    value_cost: int = 1
+    error_cost: int = 0
     depth: int = 1
+
+    @property
+    def cost(self) -> int:
+        return self.value_cost + self.error_cost
+
+
+Uses = tuple[int, int, int, int]
+"""How many copies of an operand's value and error Columns a result's value holds, then its error."""
+PASSED_ON: Uses = (1, 0, 0, 1)  # the value read once for the value, the error passed on
 
 
 def derived(
     cel_type: CelType,
     emit: Callable[[Env], Val],
-    operands: Sequence[tuple[Term, int]],
+    operands: Sequence[tuple[Term, Uses]],
     *,
     fails: bool = True,
     depth: int = 3,
 ) -> Term:
-    """A term computed from operands, each with the most copies of its Columns the result holds
-    (value and error together); `depth` is how many levels of Spark expressions it adds."""
+    """A term computed from operands, each with the copies of its Columns the result holds;
+    `depth` is how many levels of Spark expressions it adds."""
+    value = 4 + sum(v * t.value_cost + e * t.error_cost for t, (v, e, _, _) in operands)
+    error = 4 + sum(v * t.value_cost + e * t.error_cost for t, (_, _, v, e) in operands)
     return Term(
         cel_type,
         emit,
         fails=fails,
-        cost=4 + sum(copies * operand.cost for operand, copies in operands),
+        value_cost=value,
+        error_cost=error if fails else 0,
         depth=depth + max((operand.depth for operand, _ in operands), default=0),
     )
 
@@ -129,7 +143,11 @@ def error_term() -> Term:
     from pyspark.sql import functions as F
 
     return Term(
-        CelType("null", True), lambda env: Val(F.lit(None), F.lit(True)), is_constant=True, error=True, cost=2
+        CelType("null", True),
+        lambda env: Val(F.lit(None), F.lit(True)),
+        is_constant=True,
+        error=True,
+        error_cost=1,
     )
 
 
@@ -207,7 +225,7 @@ def constant_term(value: Any) -> Term:
         constant=value,
         is_constant=True,
         fails=False,
-        cost=_literal_cost(value),
+        value_cost=_literal_cost(value),
     )
 
 

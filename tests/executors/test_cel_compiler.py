@@ -434,3 +434,15 @@ def test_an_expression_too_large_for_spark_runs_in_cel_python(expr: str) -> None
     with pytest.raises(Unsupported, match="Spark nodes"):
         compile_rule(expr, RuleKind.CONDITION, RECORD_TYPE)
     assert isinstance(CelExecutor().compile(_context(expr, RuleKind.CONDITION)), BatchStep)
+
+
+@pytest.mark.parametrize(
+    "expr",
+    ["!" * 120 + "message.active", "message.id == 1 ? true : " * 40 + "message.age > 0"],
+)
+def test_an_expression_nested_too_deeply_for_spark_runs_in_cel_python(expr: str) -> None:
+    """Spark turns a Column into its expression by recursion on a py4j thread: 300 nested `when`s
+    overflowed its stack."""
+    with pytest.raises(Unsupported, match="nested about"):
+        compile_rule(expr, RuleKind.CONDITION, RECORD_TYPE)
+    assert isinstance(CelExecutor().compile(_context(expr, RuleKind.CONDITION)), BatchStep)
