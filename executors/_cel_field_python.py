@@ -70,7 +70,7 @@ class _Walker:
         except _EvaluationFailed as e:
             return Outcome(False, record, e.reason)
         except Exception as e:  # an evaluation error is a rule failure (SEMANTICS.md §2.2)
-            return Outcome(False, record, f"{type(e).__name__}: {e}")
+            return Outcome(False, record, _runtime.evaluation_reason(e))
         return Outcome(True, record if self.condition else result)
 
     def _visit(self, node: Node, value: Any, field: Field | None, message: dict[str, Any] | None) -> Any:

@@ -381,6 +381,26 @@ def _type_name(value: Any) -> str:
     return next((name for kind, name in names if isinstance(value, kind)), type(value).__name__)
 
 
+def logical_and(x: Any, y: Any) -> Any:
+    """CEL `&&`, with the reference's answers."""
+    _require_a_boolean(x, y, "and")
+    return celtypes.logical_and(x, y)
+
+
+def logical_or(x: Any, y: Any) -> Any:
+    """CEL `||`, with the reference's answers."""
+    _require_a_boolean(x, y, "or")
+    return celtypes.logical_or(x, y)
+
+
+def _require_a_boolean(x: Any, y: Any, operator: str) -> None:
+    # celpy's own check puts both operands' reprs in its TypeError, an error's repr holds the error
+    # under it, and along a chain of failing `&&` terms building them took time doubling with each
+    # term (the reference hangs on 30). The same TypeError, then a failure, without the reprs.
+    if not isinstance(x, celtypes.BoolType) and not isinstance(y, celtypes.BoolType):
+        raise TypeError(f"{operator} of {_type_name(x)} and {_type_name(y)}: neither is a boolean")
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "isEmail": is_email,
     "isHostname": is_hostname,
@@ -393,4 +413,6 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "timestamp": timestamp,
     "string": to_string,
     "double": to_double,
+    "_&&_": logical_and,
+    "_||_": logical_or,
 }

@@ -225,7 +225,9 @@ class _Compiler:
             tree = parse(text)
         except Exception as e:
             raise Unsupported(f"cel-python cannot parse it: {e}") from e
-        return self.term(tree, _Scope())
+        term = self.term(tree, _Scope())
+        _check_size(term.cost, term.depth)
+        return term
 
     def transform(self, text: str, offset: int) -> Callable[[Env], Val]:
         """A TRANSFORM's new record: `message` itself or a map literal with exactly its fields."""
@@ -235,7 +237,11 @@ class _Compiler:
             return lambda env: Val(env["message"])
         if tree.data != "map_lit":
             raise Unsupported("a transform that is not a map literal of the record's fields")
-        return functions.record_literal(self.record, self._map_entries(tree, _Scope()))
+        entries = self._map_entries(tree, _Scope())
+        # Each field's value is cast once, and tested for null where the field is not nullable.
+        cost = 4 + sum(2 * value.value_cost + value.error_cost for _, value in entries)
+        _check_size(cost, 2 + max(value.depth for _, value in entries))
+        return functions.record_literal(self.record, entries)
 
     def _map_entries(self, tree: Tree, scope: _Scope) -> list[tuple[Any, Term]]:
         inits = tree.children[0].children if tree.children and tree.children[0] is not None else []
@@ -274,10 +280,10 @@ class _Compiler:
         return ops.ternary(condition, then, otherwise)
 
     def _conditionalor(self, tree: Tree, scope: _Scope) -> Term:
-        return ops.logical(False, self.term(tree.children[0], scope), self.term(tree.children[1], scope))
+        return ops.logical(False, [self.term(operand, scope) for operand in _chain(tree)])
 
     def _conditionaland(self, tree: Tree, scope: _Scope) -> Term:
-        return ops.logical(True, self.term(tree.children[0], scope), self.term(tree.children[1], scope))
+        return ops.logical(True, [self.term(operand, scope) for operand in _chain(tree)])
 
     def _relation(self, tree: Tree, scope: _Scope) -> Term:
         operator = tree.children[0]
@@ -298,11 +304,11 @@ class _Compiler:
         name = str(tree.children[0])
         bound = scope.lookup(name)
         if bound is not None:
-            return Term(bound, lambda env: Val(env[name]))
+            return Term(bound, lambda env: Val(env[name]), fails=False)
         if name in self.variables:
-            return Term(self.variables[name], lambda env: Val(env[name]))
+            return Term(self.variables[name], lambda env: Val(env[name]), fails=False)
         if name == "message":
-            return Term(self.record, lambda env: Val(env["message"]))
+            return Term(self.record, lambda env: Val(env["message"]), fails=False)
         raise Unsupported(f"the variable {name}")
 
     def _member_dot(self, tree: Tree, scope: _Scope) -> Term:
@@ -388,6 +394,33 @@ class _Compiler:
 
     def _map_lit(self, tree: Tree, scope: _Scope) -> Term:
         raise Unsupported("a map literal built per row outside a transform")
+
+
+MAX_COST = 5_000
+"""Spark expression nodes a rule's native form may hold, as `Term.cost` estimates them (within a
+factor of about 2.5 of the real count): past it, planning grows slow (a condition of 70,000 nodes
+took 45 s to plan here) and the rule runs with cel-python instead."""
+MAX_SPARK_DEPTH = 100
+"""How deeply a rule's native Spark expressions may nest, as `Term.depth` estimates it (from above):
+Spark converts a Column to its expression by recursion on a py4j thread, some 30 frames a level,
+and 300 nested `when`s overflowed its stack here."""
+
+
+def _check_size(cost: int, depth: int) -> None:
+    if cost > MAX_COST:
+        raise Unsupported(f"an expression of about {cost} Spark nodes (more than {MAX_COST})")
+    if depth > MAX_SPARK_DEPTH:
+        raise Unsupported(f"Spark expressions nested about {depth} deep (more than {MAX_SPARK_DEPTH})")
+
+
+def _chain(tree: Tree) -> list[Tree]:
+    """The operands of `a && b && c` (or ||), which the grammar nests to the left, in order."""
+    operands = []
+    while len(tree.children) == 2 and tree.children[0].data == tree.data:
+        operands.append(tree.children[1])
+        tree = tree.children[0]
+    operands.extend(reversed(tree.children))
+    return operands[::-1]
 
 
 def _unwrap(tree: Tree) -> Tree:

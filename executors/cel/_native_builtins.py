@@ -5,14 +5,17 @@ round trip through Python's `email.utils.parseaddr` the reference requires (atom
 strings, blanks between words, an all-whitespace last atom dropped before `.` or `@`), then its
 hostname rules. The other validators (isIpv6's scoped and embedded forms, isUri/isUriRef's
 `urlparse`, isUuid's `int(…, 16)` leniency) have no exact regex here and run in Python.
-RE2 patterns are translated only within the syntax RE2 and java.util.regex read alike.
+`matches()` patterns are RE2's, translated by `_native_regex` where Java matches them alike and
+with a bounded stack. The validators' own patterns recurse per repetition of a group (labels, words)
+but only ever meet strings already checked to be short (at most 254 characters).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from executors.cel._native_types import CelType, Env, Term, Unsupported, Val, any_error, error_term
+from executors.cel._native_regex import translate_re2
+from executors.cel._native_types import CelType, Env, Term, Unsupported, Val, any_error, derived, error_term
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -70,7 +73,9 @@ def validator(name: str, operand: Term) -> Term:
         null_error = val.value.isNull() if operand.type.nullable else None
         return Val(check(val.value), any_error(val.error, null_error))
 
-    return Term(CelType("bool"), emit)
+    # isEmail reads the string in a dozen places (its parts, their sizes, two regexes).
+    fails = operand.fails or operand.type.nullable
+    return derived(CelType("bool"), emit, [(operand, (11, 0, 1, 1))], fails=fails, depth=8)
 
 
 def _is_hostname(s: Column) -> Column:
@@ -107,7 +112,10 @@ def _is_ipv4(s: Column) -> Column:
 
 
 def matches(receiver: Term, pattern: Term) -> Term:
-    """`s.matches(re)`: RE2 search on a constant pattern translated to Java; an invalid one fails."""
+    """`s.matches(re)`: RE2 search on a constant pattern translated to Java; an invalid one fails.
+
+    A pattern Java could not match with a bounded stack raises Unsupported: RE2 in Python decides it.
+    """
     if receiver.type.kind != "string" or pattern.type.kind != "string" or not pattern.is_constant:
         raise Unsupported("matches() needs a string and a constant pattern")
     try:
@@ -123,93 +131,5 @@ def matches(receiver: Term, pattern: Term) -> Term:
         null_error = val.value.isNull() if receiver.type.nullable else None
         return Val(val.value.rlike(java), any_error(val.error, null_error))
 
-    return Term(CelType("bool"), emit)
-
-
-_CLASS_ESCAPES = {"d": "0-9", "w": "0-9A-Za-z_", "s": r"\t\n\f\r "}
-_ESCAPES = {
-    "d": "[0-9]",
-    "D": "[^0-9]",
-    "w": "[0-9A-Za-z_]",
-    "W": "[^0-9A-Za-z_]",
-    "s": r"[\t\n\f\r ]",
-    "S": r"[^\t\n\f\r ]",
-    "A": r"\A",
-    "z": r"\z",
-    "n": r"\n",
-    "t": r"\t",
-    "r": r"\r",
-    "f": r"\f",
-}
-_PUNCTUATION = set("\\.+*?()|[]{}^$-/")
-
-
-def translate_re2(pattern: str) -> str:
-    """An RE2 pattern as the Java regex with the same matches, or Unsupported outside the common subset."""
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            i, piece = _escape(pattern, i, _ESCAPES)
-            out.append(piece)
-            continue
-        if c == "[":
-            i, piece = _char_class(pattern, i)
-            out.append(piece)
-            continue
-        if c == "(" and pattern.startswith("(?", i) and not pattern.startswith("(?:", i):
-            raise Unsupported("regex flags or named groups")
-        if c == ".":
-            out.append(r"[^\n]")  # RE2's `.` excludes only \n; Java's excludes \r, \u0085, \u2028 too
-        elif c == "$":
-            out.append(r"\z")
-        elif c.isascii() and (c.isalnum() or c in "^*+?()|{},: _-=<>!@#%&~'\"`;/"):
-            out.append(c)
-        else:
-            out.append(_literal(c))
-        i += 1
-    return "".join(out)
-
-
-def _escape(pattern: str, i: int, table: dict[str, str]) -> tuple[int, str]:
-    if i + 1 >= len(pattern):
-        raise Unsupported("a trailing backslash")
-    c = pattern[i + 1]
-    if c in table:
-        return i + 2, table[c]
-    if c in _PUNCTUATION:
-        return i + 2, "\\" + c
-    raise Unsupported(f"the regex escape \\{c}")
-
-
-def _char_class(pattern: str, i: int) -> tuple[int, str]:
-    """`[...]` with literal members, ranges and \\d \\w \\s; Java's nested classes and && stay out."""
-    out = ["["]
-    i += 1
-    if pattern.startswith("^", i):
-        out.append("^")
-        i += 1
-    first = True
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "]" and not first:
-            out.append("]")
-            return i + 1, "".join(out)
-        first = False
-        if c == "[" or pattern.startswith("&&", i):
-            raise Unsupported("a character class Java reads differently")
-        if c == "\\":
-            i, piece = _escape(pattern, i, {**_CLASS_ESCAPES, "n": r"\n", "t": r"\t", "r": r"\r", "f": r"\f"})
-            out.append(piece)
-            continue
-        out.append("-" if c == "-" else _literal(c))
-        i += 1
-    raise Unsupported("an unterminated character class")
-
-
-def _literal(c: str) -> str:
-    """One character matched literally in Java (code points beyond the BMP as \\x{...})."""
-    if c.isascii() and not c.isalnum():
-        return "\\" + c if c.isprintable() and c != " " else f"\\x{{{ord(c):x}}}"
-    return f"\\x{{{ord(c):x}}}"
+    fails = receiver.fails or receiver.type.nullable
+    return derived(CelType("bool"), emit, [(receiver, (1, 0, 1, 1))], fails=fails, depth=1)

@@ -14,6 +14,7 @@ from executors.cel import _native_builtins as builtins
 from executors.cel import _native_ops as ops
 from executors.cel._native_types import (
     INT_MIN,
+    PASSED_ON,
     CelType,
     Env,
     Term,
@@ -22,6 +23,7 @@ from executors.cel._native_types import (
     any_error,
     constant_term,
     constant_type,
+    derived,
     error_term,
     known,
     literal_column,
@@ -80,7 +82,8 @@ def record_field(receiver: Term, field: StructField) -> Term:
         value = spark_value(r.value.getField(field.name), field.dataType)
         return Val(value, any_error(r.error, r.value.isNull() if nullable_receiver else None))
 
-    return Term(field_type, emit)
+    uses = (1, 0, 1 if nullable_receiver else 0, 1)
+    return derived(field_type, emit, [(receiver, uses)], fails=receiver.fails or nullable_receiver, depth=2)
 
 
 def map_entry(receiver: Term, key: Term) -> Term:
@@ -99,7 +102,7 @@ def map_entry(receiver: Term, key: Term) -> Term:
         present = F.coalesce(F.map_contains_key(r.value, k.value), F.lit(False))
         return Val(F.try_element_at(r.value, k.value), any_error(r.error, k.error, ~present))
 
-    return Term(rt.elem, emit)
+    return derived(rt.elem, emit, [(receiver, (1, 0, 1, 1)), (key, (1, 0, 1, 1))])
 
 
 def index(receiver: Term, position: Term) -> Term:
@@ -123,7 +126,7 @@ def index(receiver: Term, position: Term) -> Term:
         value = F.get(r.value, F.when(inside, at).cast("int"))
         return Val(value, any_error(r.error, i.error, ~inside))
 
-    return Term(rt.elem, emit)
+    return derived(rt.elem, emit, [(receiver, (5, 0, 3, 1)), (position, (6, 0, 4, 1))], depth=6)
 
 
 def has(receiver: Term, name: str) -> Term:
@@ -141,7 +144,7 @@ def has(receiver: Term, name: str) -> Term:
             value = r.value.isNotNull() if present and rt.nullable else F.lit(present)
             return Val(value, r.error)
 
-        return Term(CelType("bool"), emit_record)
+        return derived(CelType("bool"), emit_record, [(receiver, PASSED_ON)], fails=receiver.fails, depth=1)
     if rt.kind != "map":
         raise Unsupported(f"has() on {rt.kind}")
 
@@ -149,7 +152,7 @@ def has(receiver: Term, name: str) -> Term:
         r = receiver.emit(env)
         return Val(F.coalesce(F.map_contains_key(r.value, F.lit(name)), F.lit(False)), r.error)
 
-    return Term(CelType("bool"), emit_map)
+    return derived(CelType("bool"), emit_map, [(receiver, PASSED_ON)], fails=receiver.fails)
 
 
 def call(name: str, receiver: Term, arguments: list[Term]) -> Term:
@@ -189,7 +192,7 @@ def size(operand: Term) -> Term:
             value = F.when(val.value.isNull(), F.lit(0).cast("long")).otherwise(value)
         return Val(value, val.error)
 
-    return Term(CelType("int"), emit)
+    return derived(CelType("int"), emit, [(operand, (2, 0, 0, 1))], fails=operand.fails)
 
 
 def _string_test(name: str, receiver: Term, argument: Term) -> Term:
@@ -203,7 +206,9 @@ def _string_test(name: str, receiver: Term, argument: Term) -> Term:
         nulls = [t.isNull() for t, term in ((r.value, receiver), (a.value, argument)) if term.type.nullable]
         return Val(getattr(r.value, method)(a.value), any_error(r.error, a.error, *nulls))
 
-    return Term(CelType("bool"), emit)
+    fails = any(t.fails or t.type.nullable for t in (receiver, argument))
+    uses = (1, 0, 1, 1)
+    return derived(CelType("bool"), emit, [(receiver, uses), (argument, uses)], fails=fails, depth=2)
 
 
 def _timestamp_accessor(name: str, receiver: Term) -> Term:
@@ -235,7 +240,8 @@ def _timestamp_accessor(name: str, receiver: Term) -> Term:
         null_error = r.value.isNull() if receiver.type.nullable else None
         return Val(value.cast("long"), any_error(r.error, null_error))
 
-    return Term(CelType("int"), emit)
+    fails = receiver.fails or receiver.type.nullable
+    return derived(CelType("int"), emit, [(receiver, (2, 0, 1, 1))], fails=fails, depth=8)
 
 
 def _conversion(name: str, operand: Term) -> Term:
@@ -298,7 +304,9 @@ def _checked(
         return Val(value, any_error(val.error, error))
 
     nullable = operand.type.nullable and on_null is None
-    return Term(result.with_null() if nullable else result, emit)
+    fails = operand.fails or fails_on_null_result or operand.type.nullable
+    result = result.with_null() if nullable else result
+    return derived(result, emit, [(operand, (2, 0, 2, 1))], fails=fails, depth=4)
 
 
 def iterated_type(receiver: Term) -> CelType:
@@ -364,12 +372,24 @@ def macro(name: str, receiver: Term, var: str, body: Term) -> Term:
             return Val(F.filter(array, lambda x: outcome(env, x)[0]), any_error(receiver_error, error))
         return Val(F.transform(array, lambda x: at(env, x).value), any_error(receiver_error, error))
 
+    # The plain all/exists hold the body once; otherwise they read it in several places (whether it
+    # is true, false or neither, and whether it failed), map and filter once more for the error.
+    plain = (
+        name in ("all", "exists") and body.type.kind == "bool" and not body.type.nullable and not body.fails
+    )
+    if plain:
+        copies = [(receiver, PASSED_ON), (body, (1, 0, 0, 0))]
+    elif name in ("all", "exists"):
+        copies = [(receiver, (2, 0, 3, 1)), (body, (3, 3, 3, 4))]
+    else:
+        copies = [(receiver, (1, 0, 1, 1)), (body, (1, 1, 0, 1))]
     if name == "map":
-        return Term(CelType("list", elem=body.type), emit)
+        return derived(CelType("list", elem=body.type), emit, copies, depth=4)
     if name == "filter":
         element = receiver.type.elem if not map_keys else receiver.type.key
-        return Term(CelType("list", elem=element), emit)
-    return Term(CelType("bool", name in ("all", "exists") and body.type.nullable), emit)
+        return derived(CelType("list", elem=element), emit, copies, depth=4)
+    result = CelType("bool", name in ("all", "exists") and body.type.nullable)
+    return derived(result, emit, copies, fails=not plain or receiver.fails, depth=6)
 
 
 def list_literal(items: list[Term]) -> Term:
@@ -389,7 +409,10 @@ def list_literal(items: list[Term]) -> Term:
         vals = [item.emit(env) for item in items]
         return Val(F.array(*[v.value for v in vals]), any_error(*[v.error for v in vals]))
 
-    return Term(CelType("list", elem=elem), emit)
+    fails = any(item.fails for item in items)
+    return derived(
+        CelType("list", elem=elem), emit, [(item, PASSED_ON) for item in items], fails=fails, depth=1
+    )
 
 
 def record_literal(record: CelType, entries: list[tuple[Any, Term]]) -> Any:

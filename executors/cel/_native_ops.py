@@ -10,6 +10,7 @@ Which pairs fail is decided at plan time by asking cel-python itself about sampl
 from __future__ import annotations
 
 import datetime
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,7 @@ from executors.cel._native_types import (
     INT_MAX,
     INT_MIN,
     ORDERED,
+    PASSED_ON,
     SCALARS,
     CelType,
     Env,
@@ -24,6 +26,7 @@ from executors.cel._native_types import (
     Unsupported,
     Val,
     any_error,
+    derived,
     error_term,
     known,
     reference_evaluate,
@@ -110,7 +113,21 @@ def binary(operator: str, left: Term, right: Term) -> Term:
         cases.append((probe(symbol, "null", rt.kind), True, False))
     if lt.nullable and rt.nullable:
         cases.append((probe(symbol, "null", "null"), True, True))
-    return _with_null_cases(core, cases, left, right)
+    return _with_null_cases(core, cases, left, right, _core_copies(symbol, lt.kind, rt.kind, core[1]))
+
+
+def _core_copies(symbol: str, left: str, right: str, function: Any) -> tuple[int, int, bool]:
+    """How many copies of each operand's value the non-null operator's value and error hold, and
+    whether it can fail (int overflow, division by zero, a timestamp out of range)."""
+    if function is None or function is FAILS:
+        return 0, 0, function is FAILS
+    if symbol in COMPARISONS.values():
+        return (2 if "double" in (left, right) else 1), 0, False
+    if (left, right) == ("int", "int"):
+        return (3, 3, True) if symbol in "/%" else (1, 1, True)
+    if (left, right) == ("timestamp", "duration"):
+        return 2, 1, True
+    return (2 if symbol == "/" else 1), 0, False
 
 
 def _core(symbol: str, left: Term, right: Term) -> tuple[CelType, Any]:
@@ -127,7 +144,11 @@ def _core(symbol: str, left: Term, right: Term) -> tuple[CelType, Any]:
 
 
 def _with_null_cases(
-    core: tuple[CelType, Any], cases: list[tuple[Any, bool, bool]], left: Term, right: Term
+    core: tuple[CelType, Any],
+    cases: list[tuple[Any, bool, bool]],
+    left: Term,
+    right: Term,
+    core_copies: tuple[int, int, bool],
 ) -> Term:
     """The operator with its answers when an operand is null (each a plan-time constant or failure)."""
     from pyspark.sql import functions as F
@@ -157,7 +178,11 @@ def _with_null_cases(
                 value, error = F.when(test, F.lit(bool(answer))).otherwise(value), _unless(error, test)
         return Val(value, any_error(a.error, b.error, error))
 
-    return Term(final_type, emit)
+    # Each null case tests the operands once for the value and once for the error flag.
+    value_copies, error_copies, core_fails = core_copies
+    uses = (value_copies + len(cases), 0, error_copies + len(cases), 1)
+    fails = core_fails or left.fails or right.fails or any(answer is FAILS for answer, _, _ in cases)
+    return derived(final_type, emit, [(left, uses), (right, uses)], fails=fails, depth=4 + len(cases))
 
 
 def _null_test(column: Column, is_null: bool, cel_type: CelType) -> Column:
@@ -300,7 +325,9 @@ def _collection_operator(symbol: str, left: Term, right: Term) -> Term:
         a, b = left.emit(env), right.emit(env)
         return Val(F.concat(a.value, b.value), any_error(a.error, b.error))
 
-    return Term(CelType("list", elem=elem), emit)
+    fails = left.fails or right.fails
+    uses = [(left, PASSED_ON), (right, PASSED_ON)]
+    return derived(CelType("list", elem=elem), emit, uses, fails=fails, depth=1)
 
 
 def check_boolean(term: Term) -> None:
@@ -317,29 +344,70 @@ def truth(val: Val) -> tuple[Column, Column]:
     return ok & F.coalesce(val.value, F.lit(False)), ok & F.coalesce(~val.value, F.lit(False))
 
 
-def logical(conjunction: bool, left: Term, right: Term) -> Term:
-    """CEL's commutative && / ||: a false (true) operand decides even when the other one fails;
-    with a neutral operand the result is the other one (null stays null, an error an error);
-    two non-booleans fail (cel-python's logical_and / logical_or)."""
+def logical(conjunction: bool, operands: Sequence[Term]) -> Term:
+    """A chain of CEL's commutative && (||), as cel-python folds it: a false (true) operand decides
+    even when others fail; otherwise one operand that is not a boolean is the result (null stays
+    null, an error an error), and two fail (cel-python's logical_and / logical_or on two of them).
+
+    The whole chain is one expression holding each operand a fixed number of times: folding it two
+    operands at a time would nest a copy of the left side in each step's Columns.
+    """
     from pyspark.sql import functions as F
 
-    check_boolean(left)
-    check_boolean(right)
-    simple = all(t.type.kind == "bool" and not t.type.nullable for t in (left, right))
+    for operand in operands:
+        check_boolean(operand)
+    simple = all(t.type.kind == "bool" and not t.type.nullable and not t.fails for t in operands)
 
     def emit(env: Env) -> Val:
-        a, b = left.emit(env), right.emit(env)
-        if simple and a.error is None and b.error is None:
-            return Val(a.value & b.value if conjunction else a.value | b.value)
-        (a_true, a_false), (b_true, b_false) = truth(a), truth(b)
-        a_odd, b_odd = ~(a_true | a_false), ~(b_true | b_false)
-        a_neutral, b_neutral = (a_true, b_true) if conjunction else (a_false, b_false)
-        decisive = (a_false | b_false) if conjunction else (a_true | b_true)
-        value = F.when(decisive, F.lit(not conjunction)).when(a_neutral & b_neutral, F.lit(conjunction))
-        error = (a_odd & b_odd) | (a_odd & b_neutral & known(a.error)) | (b_odd & a_neutral & known(b.error))
-        return Val(value, error)
+        vals = [t.emit(env) for t in operands]
+        if simple and all(v.error is None for v in vals):
+            return Val(_balanced(F.lit(conjunction), [v.value for v in vals], conjunction))
+        # Each operand as one code: 0 false, 1 true, 2 null, 3 an error.
+        states = [_state(v) for v in vals]
+        decisive = _balanced(F.lit(False), [state == (0 if conjunction else 1) for state in states], False)
+        odd_count = _sum([(state >= 2).cast("int") for state in states])
+        failed = _balanced(
+            F.lit(False), [st == 3 for st, v in zip(states, vals, strict=True) if v.error is not None], False
+        )
+        value = F.when(decisive, F.lit(not conjunction)).when(odd_count == 0, F.lit(conjunction))
+        return Val(value, ~decisive & ((odd_count >= 2) | failed))
 
-    return Term(CelType("bool", any(t.type.nullable for t in (left, right))), emit)
+    # Each operand's code (its value and error once) sits twice in the value, three times in the error.
+    copies = (1, 0, 0, 0) if simple else (2, 2, 3, 3)
+    nullable = any(t.type.nullable for t in operands)
+    fails = not simple and (nullable or any(t.fails for t in operands))
+    return derived(
+        CelType("bool", nullable),
+        emit,
+        [(t, copies) for t in operands],
+        fails=fails,
+        depth=6 + len(operands).bit_length(),
+    )
+
+
+def _state(val: Val) -> Column:
+    from pyspark.sql import functions as F
+
+    code = F.coalesce(val.value.cast("int"), F.lit(2))
+    return code if val.error is None else F.when(val.error, F.lit(3)).otherwise(code)
+
+
+def _balanced(empty: Column, columns: list[Column], conjunction: bool) -> Column:
+    """`columns` joined by & (|) as a balanced tree: a long chain nests only logarithmically deep."""
+    if not columns:
+        return empty
+    while len(columns) > 1:
+        pairs = [columns[i : i + 2] for i in range(0, len(columns), 2)]
+        columns = [(p[0] & p[1] if conjunction else p[0] | p[1]) if len(p) == 2 else p[0] for p in pairs]
+    return columns[0]
+
+
+def _sum(columns: list[Column]) -> Column:
+    """The sum of int Columns as a balanced tree."""
+    while len(columns) > 1:
+        pairs = [columns[i : i + 2] for i in range(0, len(columns), 2)]
+        columns = [p[0] + p[1] if len(p) == 2 else p[0] for p in pairs]
+    return columns[0]
 
 
 def negate(operand: Term) -> Term:
@@ -355,7 +423,9 @@ def negate(operand: Term) -> Term:
         is_true, is_false = truth(val)
         return Val(~val.value, ~(is_true | is_false))
 
-    return Term(CelType("bool"), emit)
+    simple = operand.type.kind == "bool" and not operand.type.nullable and not operand.fails
+    uses = (1, 0, 0, 0) if simple else (1, 0, 2, 2)
+    return derived(CelType("bool"), emit, [(operand, uses)], fails=not simple, depth=4)
 
 
 def minus(operand: Term) -> Term:
@@ -374,7 +444,8 @@ def minus(operand: Term) -> Term:
         failed = value.isNull() if kind == "int" or operand.type.nullable else None
         return Val(value, any_error(val.error, failed))
 
-    return Term(CelType(kind), emit)
+    fails = kind == "int" or operand.fails or operand.type.nullable
+    return derived(CelType(kind), emit, [(operand, (1, 0, 1, 1))], fails=fails, depth=3)
 
 
 def ternary(condition: Term, then: Term, otherwise: Term) -> Term:
@@ -397,7 +468,8 @@ def ternary(condition: Term, then: Term, otherwise: Term) -> Term:
             error = error | (is_false & b.error)
         return Val(value, error)
 
-    return Term(result_type, emit)
+    uses = [(condition, (2, 2, 4, 4)), (then, PASSED_ON), (otherwise, PASSED_ON)]
+    return derived(result_type, emit, uses, depth=5)
 
 
 def _branch_type(a: CelType, b: CelType) -> CelType:
@@ -429,7 +501,9 @@ def membership(item: Term, container: Term) -> Term:
         if probe("==", item.type.kind, searched.kind) is not FAILS:
             raise Unsupported("`in` over mixed types")
         # Each comparison fails: an error as soon as there is one element (or key) to compare.
-        return Term(CelType("bool"), lambda env: _mismatched(item.emit(env), container.emit(env)))
+        emit_mismatched = lambda env: _mismatched(item.emit(env), container.emit(env))  # noqa: E731
+        uses = [(item, (0, 0, 0, 1)), (container, (0, 0, 1, 1))]
+        return derived(CelType("bool"), emit_mismatched, uses, depth=2)
 
     def emit(env: Env) -> Val:
         a, c = item.emit(env), container.emit(env)
@@ -439,7 +513,9 @@ def membership(item: Term, container: Term) -> Term:
             found = F.map_contains_key(c.value, a.value)
         return Val(found, any_error(a.error, c.error))
 
-    return Term(CelType("bool"), emit)
+    fails = item.fails or container.fails
+    uses = [(item, PASSED_ON), (container, PASSED_ON)]
+    return derived(CelType("bool"), emit, uses, fails=fails, depth=1)
 
 
 def _mismatched(item: Val, container: Val) -> Val:
@@ -451,7 +527,8 @@ def _mismatched(item: Val, container: Val) -> Val:
 def _constant_bool(value: bool, operand: Term) -> Term:
     from pyspark.sql import functions as F
 
-    return Term(CelType("bool"), lambda env: Val(F.lit(value), operand.emit(env).error))
+    emit = lambda env: Val(F.lit(value), operand.emit(env).error)  # noqa: E731
+    return derived(CelType("bool"), emit, [(operand, (0, 0, 0, 1))], fails=operand.fails, depth=1)
 
 
 def within_int64(value: int) -> bool:

@@ -9,7 +9,7 @@ principle 3). A SQL null value without an error is CEL `null` — a null field (
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -72,13 +72,55 @@ Env = Mapping[str, "Column"]
 
 @dataclass(frozen=True)
 class Term:
-    """A compiled sub-expression. `constant` holds a plan-time cel-python value (`is_constant`)."""
+    """A compiled sub-expression. `constant` holds a plan-time cel-python value (`is_constant`).
+
+    `fails` is False only when its emitted error flag is surely None. `value_cost` and `error_cost`
+    bound the nodes of the Spark expressions it emits for each, and `depth` their nesting: a Spark
+    expression is a tree, so an operator that reads an operand's Column k times holds k copies of
+    it, and nested operators multiply (`derived` adds it up). The compiler leaves a rule to
+    cel-python past a budget.
+    """
 
     type: CelType
     emit: Callable[[Env], Val]
     constant: Any = None
     is_constant: bool = False
     error: bool = False
+    fails: bool = True
+    value_cost: int = 1
+    error_cost: int = 0
+    depth: int = 1
+
+    @property
+    def cost(self) -> int:
+        return self.value_cost + self.error_cost
+
+
+Uses = tuple[int, int, int, int]
+"""How many copies of an operand's value and error Columns a result's value holds, then its error."""
+PASSED_ON: Uses = (1, 0, 0, 1)  # the value read once for the value, the error passed on
+
+
+def derived(
+    cel_type: CelType,
+    emit: Callable[[Env], Val],
+    operands: Sequence[tuple[Term, Uses]],
+    *,
+    fails: bool = True,
+    depth: int = 3,
+) -> Term:
+    """A term computed from operands, each with the copies of its Columns the result holds;
+    `depth` is how many levels of Spark expressions it adds."""
+    value = 4 + sum(v * t.value_cost + e * t.error_cost for t, (v, e, _, _) in operands)
+    error = 4 + sum(v * t.value_cost + e * t.error_cost for t, (_, _, v, e) in operands)
+    return Term(
+        cel_type,
+        emit,
+        fails=fails,
+        value_cost=value,
+        error_cost=error if fails else 0,
+        depth=depth + max((operand.depth for operand, _ in operands), default=0),
+    )
 
 
 def reference_evaluate(tree: Any, variables: Mapping[str, Any]) -> Any:
@@ -101,7 +143,11 @@ def error_term() -> Term:
     from pyspark.sql import functions as F
 
     return Term(
-        CelType("null", True), lambda env: Val(F.lit(None), F.lit(True)), is_constant=True, error=True
+        CelType("null", True),
+        lambda env: Val(F.lit(None), F.lit(True)),
+        is_constant=True,
+        error=True,
+        error_cost=1,
     )
 
 
@@ -173,7 +219,23 @@ def spark_value(column: Column, dtype: DataType) -> Column:
 def constant_term(value: Any) -> Term:
     """A plan-time cel-python value as a literal term (lists and maps of one element type)."""
     cel_type = constant_type(value)
-    return Term(cel_type, lambda env: Val(literal_column(value, cel_type)), constant=value, is_constant=True)
+    return Term(
+        cel_type,
+        lambda env: Val(literal_column(value, cel_type)),
+        constant=value,
+        is_constant=True,
+        fails=False,
+        value_cost=_literal_cost(value),
+    )
+
+
+def _literal_cost(value: Any) -> int:
+    """Nodes of a literal's Column: one, or one per element of a list or map (and its array)."""
+    if isinstance(value, list):
+        return 1 + sum(_literal_cost(item) for item in value)
+    if isinstance(value, dict):
+        return 1 + sum(1 + _literal_cost(item) for item in value.values())
+    return 2
 
 
 def constant_type(value: Any) -> CelType:

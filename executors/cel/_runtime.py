@@ -31,6 +31,7 @@ from celpy.evaluation import Activation, CELEvalError, Evaluator, Transpiler, Tr
 
 from contracts.errors import ContractError
 from executors.cel import _builtins
+from executors.cel._checks import ExpressionProblem, check_expression, ensure_recursion_limit
 
 _EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
 
@@ -126,14 +127,14 @@ class _Part:
 
     def __init__(self, text: str, ast: TranspilerTree) -> None:
         self.text = text
-        transpiler = Transpiler(ast=ast, activation=_base_activation())
-        transpiler.transpile()
-        self._code = transpiler.executable_code
+        self._code = None if _uses(ast, _UNTRANSPILABLE_MACROS) else _transpiled_code(ast)
         self._base = _base_activation()
         self._interpreted: lark.Tree | None = None
 
     def evaluate(self, activation: Mapping[str, Any]) -> Any:
         """The part's value; raises _Failed with the reference's error text on a CEL error."""
+        if self._code is None:
+            return self._interpret(activation)
         try:
             value = self._transpiled(activation)
         except Exception:
@@ -158,7 +159,62 @@ class _Part:
         try:
             return Evaluator(ast=self._interpreted, activation=_base_activation()).evaluate(dict(activation))
         except Exception as e:  # every evaluation error is a rule failure (SEMANTICS.md §2.2)
-            raise _Failed(str(e)) from e
+            raise _Failed(evaluation_reason(e)) from e
+
+
+MAX_REASON = 500  # characters of an evaluation error's reason
+
+
+def evaluation_reason(error: BaseException) -> str:
+    """A CEL evaluation error as one readable line, at most MAX_REASON characters.
+
+    The reference reports str() of cel-python's error: the tuple of its arguments, and for an
+    undeclared name the whole activation (every variable and function, kilobytes of it). This keeps
+    its meaning: cel-python's message and the Python error under it, e.g. `modulus or divide by zero:
+    integer division or modulo by zero`, `undeclared reference to 'x'`, `no such key: tier`.
+    """
+    if isinstance(error, CELEvalError) and error.args:
+        message = str(error.args[0]).split(" (in activation ")[0]
+        cause = error.__cause__
+        if isinstance(cause, KeyError) and cause.args:
+            detail = _argument_text(cause.args[0])
+        elif cause is not None:
+            detail = str(cause)
+        elif len(error.args) > 2 and isinstance(error.args[2], tuple):
+            detail = ", ".join(_argument_text(argument) for argument in error.args[2])
+        else:
+            detail = ""
+        text = f"{message}: {detail}" if detail and detail not in message else message
+    else:
+        text = str(error) or type(error).__name__
+    line = " ".join(text.split())
+    return line if len(line) <= MAX_REASON else line[: MAX_REASON - 1] + "…"
+
+
+def _argument_text(argument: Any) -> str:
+    # A CEL string's str() is its repr (StringType('k')); a key reads as Python quotes it.
+    return repr(str.__str__(argument)) if isinstance(argument, str) else str(argument)
+
+
+# cel-python's own macros, which its transpiler writes wrongly (`reduce` fails) or not at all (`min`).
+_UNTRANSPILABLE_MACROS = frozenset({"reduce", "min"})
+
+
+def _uses(ast: lark.Tree, macros: frozenset[str]) -> bool:
+    return any(
+        node.data == "member_dot_arg" and str(node.children[1]) in macros for node in ast.iter_subtrees()
+    )
+
+
+def _transpiled_code(ast: TranspilerTree) -> Any:
+    """The transpiled program, or None when Python cannot compile it (more than 200 nested
+    parentheses): the interpreter alone runs it then."""
+    transpiler = Transpiler(ast=ast, activation=_base_activation())
+    try:
+        transpiler.transpile()
+    except SyntaxError:
+        return None
+    return transpiler.executable_code
 
 
 def _base_activation() -> Activation:
@@ -213,7 +269,11 @@ _PROGRAMS: dict[str, CelProgram] = {}
 def compile_program(
     expr: str, *, subject: str | None = None, version: int | None = None, rule: str | None = None
 ) -> CelProgram:
-    """The program for `expr`, compiled once per process; a syntax error is a ContractError at line:column."""
+    """The program for `expr`, compiled once per process; a syntax error is a ContractError at line:column.
+
+    Evaluating it needs Python's recursion limit at RECURSION_LIMIT, which this sets in the process.
+    """
+    ensure_recursion_limit()
     program = _PROGRAMS.get(expr)
     if program is None:
         program = _PROGRAMS[expr] = _compile(expr, subject=subject, version=version, rule=rule)
@@ -234,8 +294,10 @@ def _compile(expr: str, *, subject: str | None, version: int | None, rule: str |
 def _compile_part(
     expr: str, start: int, text: str, *, subject: str | None, version: int | None, rule: str | None
 ) -> _Part:
+    """One side of the rule, parsed and checked (nesting depth, function names and arities) before
+    anything walks it recursively."""
     try:
-        return _Part(text, _parse(text))
+        tree = _parse(text)
     except lark.exceptions.UnexpectedInput as e:
         first_line = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise ContractError(
@@ -245,6 +307,17 @@ def _compile_part(
             rule=rule,
             position=_position(expr, start, e.line, e.column),
         ) from e
+    try:
+        check_expression(tree)
+    except ExpressionProblem as e:
+        raise ContractError(
+            f"CEL: {e.reason}",
+            subject=subject,
+            version=version,
+            rule=rule,
+            position=_position(expr, start, e.line, e.column),
+        ) from e
+    return _Part(text, tree)
 
 
 def _position(expr: str, start: int, line: int, column: int) -> str:

@@ -203,6 +203,44 @@ def test_lint_reports_a_dlq_topic_kafka_would_refuse(tmp_path: Path) -> None:
     assert "'../../etc'" in line
 
 
+def test_lint_reports_deep_expressions_and_calls_outside_the_environment_with_the_other_problems(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "contracts"
+    field_rule = {"kind": "CONDITION", "type": "CEL_FIELD", "mode": "WRITE"}
+    write_version(
+        root,
+        "a-value",
+        1,
+        contract_payload(
+            [
+                cel("deep", "(" * 300 + "message.age" + ")" * 300 + " > 0"),
+                cel("negations", "message.age > 0 ; " + "!" * 300 + "true"),
+                cel("unknownFunction", "message.name.substring(1) == 'a'"),
+                {"name": "fieldArity", **field_rule, "expr": "typeName == 'STRING' ; size(value, 1) > 0"},
+                cel("missingField", "message.nope == 1"),
+                cel("fine", "message.age >= 0 && message.name.size() > 0"),
+            ]
+        ),
+    )
+
+    ran = cli("lint", str(root))
+
+    assert ran.status == 1
+    lines = ran.out.splitlines()
+    expected = [
+        ("rule=deep position=1:", "nests more than 250 levels deep"),
+        ("rule=negations position=1:", "nests more than 250 levels deep"),
+        ("rule=unknownFunction position=1:14:", "undeclared function substring()"),
+        ("rule=fieldArity position=1:24:", "size() takes 1 argument, not 2"),
+        ("rule=missingField position=1:9:", "the expression reads field 'nope'"),
+    ]
+    for where, reason in expected:
+        assert sum(where in line and reason in line for line in lines) == 1, (where, lines)
+    assert len(lines) == len(expected)
+    assert all(len(line) < 300 for line in lines)
+
+
 def test_lint_of_a_registry_subject_compiles_its_registered_rules(server: RegistryServer) -> None:
     from contracts import Schema
 

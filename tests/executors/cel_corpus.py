@@ -229,6 +229,8 @@ NATIVE = [
     "message.name.matches('\\\\s')",
     "message.name.matches('[^a-c]{2,}')",
     "message.nick.matches('b')",
+    "message.name.matches('^([a-c]|[-_.])+$')",
+    "message.name.matches('^(?:ab)+')",
     # conversions
     "int(message.score)",
     "int(message.active)",
@@ -302,6 +304,7 @@ FALLBACK = [
     "message.name.matches(message.ssn)",
     "message.name.matches('(?i)abc')",
     "message.name.matches('\\\\bab')",
+    "message.name.matches('^(ab|cd)*$')",
     "message.email.isUri()",
     "message.email.isUriRef()",
     "message.ssn.isUuid()",

@@ -391,3 +391,58 @@ def test_validators_equal_the_reference_on_label_edges(spark: Any) -> None:
     expressions = [call.replace("s.", "message.email.") for call in VALIDATOR_CALLS]
     problems = _disagreements(spark, expressions, rows)
     assert not problems, "\n".join(problem[:300] for problem in problems[:20])
+
+
+# Conditions that may fail (a division by a field, a nullable comparison, int overflow) joined by
+# && and ||, and nested: each operator reads its operands' Columns in several places, and a Spark
+# expression is a tree, so folding such a chain two at a time nested a copy per step (six of
+# these conditions took the driver out of memory).
+FAILING_CHAINS = [
+    " && ".join(["100 / message.age > 0"] * 16),
+    " || ".join(["message.count > 0", "message.id + 1 > 0", "message.flag"] * 10),
+    " && ".join(f"(message.count > {i} || 100 / message.age > {i})" for i in range(2)),
+    "!(" + " && ".join(["message.flag", "message.count > 0"] * 8) + ")",
+]
+
+
+def test_chains_of_failing_conditions_compile_to_small_expressions_with_cel_pythons_answers(
+    spark: Any,
+) -> None:
+    from executors.cel._compiler import MAX_COST, _Compiler
+
+    for expr in FAILING_CHAINS:
+        assert _Compiler(RECORD_TYPE, expr).root(expr, 0).cost < MAX_COST, expr
+    rows = [
+        BASE_RECORD,
+        {**BASE_RECORD, "age": 0, "count": None, "flag": None},
+        {**BASE_RECORD, "age": 0, "count": 5, "flag": True},
+        {**BASE_RECORD, "id": 2**63 - 1, "count": -1, "flag": False},
+    ]
+    problems = _disagreements(spark, FAILING_CHAINS, rows)
+    assert not problems, "\n".join(problem[:300] for problem in problems)
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "!" * 12 + "(100 / message.age > 0)",
+        "[1].all(x, " * 6 + "100 / message.age > x" + ")" * 6,
+        " && ".join(["100 / message.age > 0"] * 60),
+    ],
+)
+def test_an_expression_too_large_for_spark_runs_in_cel_python(expr: str) -> None:
+    with pytest.raises(Unsupported, match="Spark nodes"):
+        compile_rule(expr, RuleKind.CONDITION, RECORD_TYPE)
+    assert isinstance(CelExecutor().compile(_context(expr, RuleKind.CONDITION)), BatchStep)
+
+
+@pytest.mark.parametrize(
+    "expr",
+    ["!" * 120 + "message.active", "message.id == 1 ? true : " * 40 + "message.age > 0"],
+)
+def test_an_expression_nested_too_deeply_for_spark_runs_in_cel_python(expr: str) -> None:
+    """Spark turns a Column into its expression by recursion on a py4j thread: 300 nested `when`s
+    overflowed its stack."""
+    with pytest.raises(Unsupported, match="nested about"):
+        compile_rule(expr, RuleKind.CONDITION, RECORD_TYPE)
+    assert isinstance(CelExecutor().compile(_context(expr, RuleKind.CONDITION)), BatchStep)
