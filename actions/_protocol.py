@@ -1,4 +1,4 @@
-"""The action protocol: what happens to a record after a rule passed or failed (SEMANTICS.md §2.4).
+"""The action protocol: what happens to a record after a rule passed or failed (docs/semantics.md §2.4).
 
 Actions are decided when the plan is built, so the engine can run them natively: NONE continues,
 ERROR fails the Spark job, DLQ rejects the row to a dead-letter topic. A custom action is a

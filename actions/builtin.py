@@ -1,4 +1,4 @@
-"""The built-in actions NONE, ERROR and DLQ (SEMANTICS.md §2.4, §7)."""
+"""The built-in actions NONE, ERROR and DLQ (docs/semantics.md §2.4, §7)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""KafkaTopicSink: the DLQ sink that produces dead-letter records to real Kafka topics (SEMANTICS.md §7).
+"""KafkaTopicSink: the DLQ sink that produces dead-letter records to real Kafka topics (docs/semantics.md §7).
 
 The sink is only configuration, pickled to the Spark tasks; each task's writer creates its own
 confluent-kafka `Producer` in the executor process (`open`), idempotent with `acks=all`, and its
 `commit` returns only once the broker has acknowledged every record, raising `DlqError` otherwise
-(DESIGN.md principle 4: an undelivered DLQ record fails the task, so the job — never a silent drop).
+(docs/semantics.md §9.4: an undelivered DLQ record fails the task, so the job — never a silent drop).
 
 Delivery is at least once: a task attempt that fails after some of its records reached the broker,
 or a task Spark re-executes, produces its records again, so DLQ consumers should expect duplicates.
@@ -93,7 +93,8 @@ class KafkaTopicSink:
         for key, accepted in _ACCEPTED.items():
             if key in settings and str(settings[key]) not in accepted:
                 raise DlqError(
-                    f"KafkaTopicSink requires {key}={_FORCED[key]} (SEMANTICS.md §7), got {settings[key]!r}"
+                    f"KafkaTopicSink requires {key}={_FORCED[key]} (docs/semantics.md §7), "
+                    f"got {settings[key]!r}"
                 )
         if not delivery_timeout_s > 0:
             raise DlqError(f"delivery_timeout_s must be positive, got {delivery_timeout_s!r}")

@@ -1,4 +1,4 @@
-"""The dead-letter sink interface: where the DLQ action delivers rejected records (SEMANTICS.md §7).
+"""The dead-letter sink interface: where the DLQ action delivers rejected records (docs/semantics.md §7).
 
 A `DlqSink` is a small picklable configuration object shipped to Spark tasks; each task opens one
 `DlqWriter` named by a writer id that is the same for every attempt of that task (`writer_id`: a

@@ -48,7 +48,7 @@ def order(ssn_field: str) -> dict[str, Any]:
         {"name": "country", "type": "string"},
         {"name": "amount", "type": "double"},
         # epoch millis as a plain long: a timestamp logical type reaches JSONata as a datetime, which
-        # jsonata-python (and so the reference) refuses, failing every JSONata rule (SEMANTICS.md §5).
+        # jsonata-python (and so the reference) refuses, failing every JSONata rule (docs/semantics.md §5).
         {"name": "created", "type": "long"},
     ]
     return {"type": "record", "name": "Order", "namespace": "com.acme", "fields": fields}

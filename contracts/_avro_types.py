@@ -258,7 +258,7 @@ def _join(where: str, name: str) -> str:
 
 @dataclass(frozen=True)
 class AvroField:
-    """One record field met while walking a schema: what CEL_FIELD rules see of it (SEMANTICS.md §4).
+    """One record field met while walking a schema: what CEL_FIELD rules see of it (docs/semantics.md §4).
 
     `path` locates the field's Spark column from the top-level record: field names, plus
     ARRAY_ELEMENT / MAP_VALUE for collection elements and `memberN` for multi-branch unions.

@@ -47,7 +47,8 @@ class ApplyJob:
         if self.format not in FORMATS:
             raise ValueError(f"unknown input format {self.format!r}; expected one of {', '.join(FORMATS)}")
         if self.format in WIRE_FORMATS and self.mode != "READ":
-            # Wire-format records are decoded by `deserialize`, which runs the READ side (SEMANTICS.md §6).
+            # Wire-format records are decoded by `deserialize`, which runs the READ side
+            # (docs/semantics.md §6).
             raise ValueError(f"{self.format} input is decoded with the READ rules: use --mode READ")
         if self.run_id is not None and not is_run_id(self.run_id):
             raise ValueError(f"--run-id must be 1-100 ASCII letters, digits, '_' or '-', not {self.run_id!r}")

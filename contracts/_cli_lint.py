@@ -28,7 +28,7 @@ from executors import as_executor
 _CONFIG_FILE = "config.json"
 _MALFORMED = object()  # what _read_json answers for a file that is not JSON (`null` is JSON)
 _RULE_LISTS = ("migrationRules", "domainRules", "encodingRules")
-# Domain rules run in WRITE and READ, migration rules in UPGRADE and DOWNGRADE (SEMANTICS.md §2).
+# Domain rules run in WRITE and READ, migration rules in UPGRADE and DOWNGRADE (docs/semantics.md §2).
 _MODES = (
     ("domain_rules", (RuleMode.WRITE, RuleMode.READ)),
     ("migration_rules", (RuleMode.UPGRADE, RuleMode.DOWNGRADE)),
@@ -172,7 +172,8 @@ def _rule_errors(
                     yield error
                     continue
                 if compiled[0][1] is None:
-                    # Not a load failure: the rule fails every record (SEMANTICS.md §2.1) — surely a mistake.
+                    # Not a load failure: the rule fails every record (docs/semantics.md §2.1):
+                    # surely a mistake.
                     yield ContractError(
                         f"no executor for rule type {rule.type!r} (known: {', '.join(executors.names())}):"
                         " the rule would fail every record",

@@ -1,6 +1,6 @@
 """A progress line for the CLI while a Spark job runs: spinner, elapsed time, and task counts on Connect.
 
-Only the DataFrame API is used (DESIGN.md principle 8): a classic session's progress would need
+Only the DataFrame API is used (docs/semantics.md §9.8): a classic session's progress would need
 the SparkContext's status tracker, so there the line shows elapsed time only; a Spark Connect
 session reports stage and task counts to a registered progress handler.
 """

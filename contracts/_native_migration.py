@@ -70,7 +70,7 @@ class _Field:
 
 @dataclass(frozen=True)
 class Projection:
-    """Plain data of a known Spark type read as the target record (Java's re-decode, SEMANTICS §6)."""
+    """Plain data of a known Spark type read as the target record (Java's re-decode, docs/semantics.md §6)."""
 
     fields: tuple[_Field, ...]
 

@@ -1,7 +1,7 @@
 """Exact failure reasons for rows a native rule rejected, from the rule's Python twin.
 
 A native Spark expression knows that a rule failed, not which evaluation error made it fail; the
-reference puts that error's text in the DLQ `__rule.exception` header (SEMANTICS.md §2.2, §7).
+reference puts that error's text in the DLQ `__rule.exception` header (docs/semantics.md §2.2, §7).
 Rejected rows are few, so they alone are evaluated again by the twin to recover it.
 """
 

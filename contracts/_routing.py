@@ -3,7 +3,7 @@
 Each Spark task opens one sink writer named by the run id (chosen on the driver) and its
 partition id, writes the DLQ records of its rejected rows, yields only valid rows, and commits
 when its input is exhausted — so a retried or re-executed task rewrites the same DLQ output
-instead of duplicating it, and an undelivered record fails the task (DESIGN.md principle 4).
+instead of duplicating it, and an undelivered record fails the task (docs/semantics.md §9.4).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ STREAMING_BATCH_ID = "streaming.sql.batchId"
 
 @dataclass(frozen=True)
 class DlqLayout:
-    """Where a DLQ record's parts come from in the staged rows (SEMANTICS.md §7).
+    """Where a DLQ record's parts come from in the staged rows (docs/semantics.md §7).
 
     `value_column` names a column of original bytes (READ side); when None the value is the
     record as JSON, read from `record_column` with the Avro schema (WRITE side).
@@ -167,7 +167,7 @@ def _writer_id(run_id: str, stage: str | None, task: Any) -> str:
 
 def record_value_bytes(record: Any) -> bytes | None:
     """A WRITE-side DLQ value as the reference writes it: bytes and strings as they are, numbers
-    packed big-endian, anything else as JSON with bytes rendered as latin-1 text (SEMANTICS.md §7).
+    packed big-endian, anything else as JSON with bytes rendered as latin-1 text (docs/semantics.md §7).
 
     Unlike the reference, which writes bare `NaN` and `Infinity` (not JSON), a non-finite float
     inside a record is written as the string "NaN", "Infinity" or "-Infinity", as Jackson and

@@ -200,7 +200,7 @@ class _Compiler:
         return loader.load_version(self.registry, self.registry.get_version(self.subject, version))
 
     def writer(self, registered: RegisteredSchema) -> WriterVersion:
-        """A writer version with its migration plans to the target (SEMANTICS.md §6)."""
+        """A writer version with its migration plans to the target (docs/semantics.md §6)."""
         writer = registered.version
         target = self.target.version
         low, high = sorted((writer, target))
@@ -524,7 +524,7 @@ class DataContract:
         return observation
 
     def _json_layout(self, df: DataFrame, plan: Plan) -> DlqLayout:
-        """DLQ records whose value is the record as it arrived, as JSON (SEMANTICS.md §7)."""
+        """DLQ records whose value is the record as it arrived, as JSON (docs/semantics.md §7)."""
         return DlqLayout(
             record_column=ORIGINAL if plan.has_transforms else RECORD,
             schema=self.target.avro_schema,

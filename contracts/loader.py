@@ -1,9 +1,9 @@
 """The loader: resolve a contract version in the registry and compile its rules once.
 
 A contract that cannot run fails here, before Spark does anything, with a ContractError naming
-subject, version, rule and position (DESIGN.md principle 9). A rule whose type no executor
+subject, version, rule and position (docs/semantics.md §9.9). A rule whose type no executor
 handles is the exception: the Confluent clients treat it as a failure of that rule for every
-record (SEMANTICS.md §2.1), and so does the plan.
+record (docs/semantics.md §2.1), and so does the plan.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def _referenced_schemas(registry: Registry, schema: Schema, seen: frozenset[str]
 
 
 def rules_for(version: ContractVersion, mode: RuleMode) -> list[Rule]:
-    """The domain rules that run in WRITE or READ, in running order (SEMANTICS.md §2); none when
+    """The domain rules that run in WRITE or READ, in running order (docs/semantics.md §2); none when
     the rule set's `enableAt` leaves it to the server."""
     if mode not in (RuleMode.WRITE, RuleMode.READ):
         raise ContractError(f"mode must be WRITE or READ, not {mode.value}", subject=version.subject)
@@ -138,7 +138,7 @@ def running_order(rules: Sequence[Rule], mode: RuleMode) -> list[Rule]:
 
     READ and DOWNGRADE run the list backwards. A CEL_FIELD transform superseded by another with
     the same tags is dropped, judged on the whole list as the reference does — disabled rules
-    and other modes included — before those are filtered out (SEMANTICS.md §2, §4).
+    and other modes included — before those are filtered out (docs/semantics.md §2, §4).
     """
     ordered = list(rules)[::-1] if mode in (RuleMode.READ, RuleMode.DOWNGRADE) else list(rules)
     superseded = superseded_field_transforms(ordered, mode)

@@ -3,7 +3,7 @@
 Names and meanings mirror confluent-kafka-python's `schema_registry` so Confluent users need no
 glossary. Every class reads and writes the registry's camelCase JSON with `from_dict`/`to_dict`
 and round-trips it exactly: keys we do not model are kept in `extra`, and a key that was present
-with its default value is written back (SEMANTICS.md §1).
+with its default value is written back (docs/semantics.md §1).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class RuleMode(str, enum.Enum):
     WRITEREAD = "WRITEREAD"
 
     def matches(self, phase: RuleMode) -> bool:
-        """Whether a rule declared with this mode runs in `phase` (SEMANTICS.md §2)."""
+        """Whether a rule declared with this mode runs in `phase` (docs/semantics.md §2)."""
         if self is phase:
             return True
         if self is RuleMode.WRITEREAD:
@@ -97,7 +97,7 @@ def _emit(out: dict[str, Any], key: str, value: Any, default: Any, present: froz
 
 @dataclass(frozen=True)
 class Rule:
-    """One data-contract rule (SEMANTICS.md §1).
+    """One data-contract rule (docs/semantics.md §1).
 
     A registry stores a rule without `kind` as TRANSFORM and without `mode` as WRITEREAD, which
     are therefore the defaults here.
@@ -200,7 +200,7 @@ class Rule:
     def action_for(self, phase: RuleMode, outcome_failed: bool) -> str:
         """The action name to run in `phase`: defaults NONE on success and ERROR on failure; an
         "A,B" pair gives A for WRITE/UPGRADE and B for READ/DOWNGRADE, split but not trimmed
-        (SEMANTICS.md §2.3)."""
+        (docs/semantics.md §2.3)."""
         declared = self.on_failure if outcome_failed else self.on_success
         default = "ERROR" if outcome_failed else "NONE"
         if not declared:

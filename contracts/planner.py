@@ -1,6 +1,6 @@
 """The planner: which rules run, in which order, with which actions — and applying them to a DataFrame.
 
-A plan is an ordered list of compiled rules (SEMANTICS.md §2). Applying it packs the record
+A plan is an ordered list of compiled rules (docs/semantics.md §2). Applying it packs the record
 columns into one struct column, runs native steps as Column expressions and consecutive Python
 steps in one `mapInArrow` pass, and leaves one status column `_contract` that is null for rows
 still valid and names the rule, mode, action and reason for rows a DLQ action rejected. ERROR
@@ -58,7 +58,7 @@ class PlannedRule:
     """One rule of a plan: its context, compiled step and the actions resolved for this direction.
 
     `step` is None when no executor handles the rule's type: the rule then fails for every record
-    and the rules after it are skipped (SEMANTICS.md §2.1).
+    and the rules after it are skipped (docs/semantics.md §2.1).
     """
 
     index: int
@@ -309,7 +309,7 @@ def build_plan(
     resolve_action: Any,
     skipped: SkippedRuleSet | None = None,
 ) -> Plan:
-    """Resolve each rule's actions and truncate after a rule without executor (SEMANTICS.md §2.1);
+    """Resolve each rule's actions and truncate after a rule without executor (docs/semantics.md §2.1);
     `skipped` names the rules the rule set's `enableAt` leaves out, for `explain`."""
     planned: list[PlannedRule] = []
     for index, (ctx, step) in enumerate(rules):

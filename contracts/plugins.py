@@ -1,4 +1,4 @@
-"""Plugin lookup by name for executors and actions, filled from entry points (DESIGN.md principle 7).
+"""Plugin lookup by name for executors and actions, filled from entry points (docs/semantics.md §9.7).
 
 Built-ins are declared in this project's own entry-point groups, so they load the same way a
 user's plugins do; registering by code adds or replaces plugins for one registry only.

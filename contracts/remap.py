@@ -1,5 +1,5 @@
 """Moving Confluent frames between registries: each source schema is registered under its subject in
-the destination and the 4-byte schema id of every frame rewritten, the body untouched (SEMANTICS.md §8).
+the destination and the 4-byte schema id of every frame rewritten, the body untouched (docs/semantics.md §8).
 
 When a topic is replicated to a cluster with its own registry the ids inside its frames mean nothing
 there (or, worse, another schema); `remap_schema_ids` makes them mean the same schema again.

@@ -3,7 +3,7 @@
 Each micro-batch's rejected rows go to their DLQ topics while its valid rows are computed, and the
 valid rows are handed to the caller's writer. The DLQ output of a micro-batch is named by the
 query's name and the batch id, so a micro-batch that Spark runs again after a restart replaces
-what it wrote instead of duplicating it (DESIGN.md principle 4).
+what it wrote instead of duplicating it (docs/semantics.md §9.4).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Confluent wire format: magic byte 0, a 4-byte big-endian schema id, then the Avro body (SEMANTICS.md §8).
+"""Confluent wire format: magic byte 0, a 4-byte big-endian schema id, then the body (docs/semantics.md §8).
 
 Also the subject name strategies that map a topic and record to the subject a schema lives under.
 """

@@ -2,7 +2,7 @@
 
 Every visited field and type name is decided when the rule compiles: skipped by the rule's tags,
 skipped because its guard is statically false (such fields are not touched at all), failing
-because its guard errors, or compiled to Columns (DESIGN.md principle 2). Nested values are
+because its guard errors, or compiled to Columns (docs/semantics.md §9.2). Nested values are
 rebuilt natively: `withField` for records, `transform` for arrays, `transform_values` for maps,
 member structs for multi-branch unions. Guards and bodies compile through the shared CEL
 compiler (`executors.cel._compiler.compile_term`), so CEL_FIELD has every construct and builtin
@@ -33,7 +33,7 @@ INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 _FLOAT_MAX = 3.4028235677973366e38
 _SPARK_TYPES = {"INT": "int", "LONG": "long", "FLOAT": "float", "DOUBLE": "double"}
 # `value` of each primitive FieldType: its CEL type, and the cast giving the compiler's
-# representation of that type (CEL ints are longs, doubles are doubles; SEMANTICS.md §4).
+# representation of that type (CEL ints are longs, doubles are doubles; docs/semantics.md §4).
 _VALUE_TYPES: dict[str, tuple[str, str | None]] = {
     "STRING": ("string", None),
     "BYTES": ("bytes", None),
@@ -162,7 +162,7 @@ class _LeafPlan(_Plan):
             on = present
             if variant.guard is not None:
                 guard = variant.guard.emit(env)
-                # A null guard is not truthy: the field is left alone (SEMANTICS.md §3).
+                # A null guard is not truthy: the field is left alone (docs/semantics.md §3).
                 applies = (
                     F.coalesce(guard.value, F.lit(False)) if variant.guard.type.nullable else guard.value
                 )
@@ -175,7 +175,7 @@ class _LeafPlan(_Plan):
             if self.kind is RuleKind.CONDITION:
                 out.fail = _or(out.fail, _and(on, err))
                 if body.type.kind == "bool":
-                    # Only a plain false fails the record; null is not false (SEMANTICS.md §4).
+                    # Only a plain false fails the record; null is not false (docs/semantics.md §4).
                     false = F.coalesce(~result, F.lit(False)) if body.type.nullable else ~result
                     out.false = _or(out.false, _and(on, false if err is None else ~err & false))
                 continue
@@ -248,7 +248,7 @@ class _ArrayPlan(_Plan):
             out.value = (
                 F.transform_values(value, lambda _, v: new(v)) if self.is_map else F.transform(value, new)
             )
-        # A plain false from an element is not a record-level false (SEMANTICS.md §4): errors only.
+        # A plain false from an element is not a record-level false (docs/semantics.md §4): errors only.
         # Spark calls `fails` while building the expression, which tells whether anything can fail.
         exists = F.exists(F.map_values(value) if self.is_map else value, fails)
         out.fail = exists if can_fail else None
@@ -509,7 +509,7 @@ class NativePlanner:
         self, presence: Callable[[Column], Column] | None, leaf: Leaf, field: Field, container: StructType
     ) -> _Variant | None:
         if not leaf.primitive:
-            return None  # enums and fixed are left alone (SEMANTICS.md §4)
+            return None  # enums and fixed are left alone (docs/semantics.md §4)
         variables, constants = _bindings(leaf, field)
         guard: Term | None = None
         if self.guard is not None:

@@ -2,7 +2,7 @@
 
 This is the fallback when a rule's per-field expressions cannot compile to Spark, and the Python
 twin of every native step (migrations inside a decode run rules in Python). It mirrors
-confluent-kafka 2.16.1's `common/avro.py` walk (SEMANTICS.md §4): records field by field with the
+confluent-kafka 2.16.1's `common/avro.py` walk (docs/semantics.md §4): records field by field with the
 record being rebuilt as `message`, arrays element by element, maps value by value, unions by the
 first branch that validates the value, a null in a nullable union visited as typeName NULL.
 """
@@ -54,7 +54,8 @@ class _Walker:
         self.spec = spec
         self.tree = tree
         self.condition = spec.kind is RuleKind.CONDITION
-        # The shared CEL runtime: compiled once per worker, with the Confluent builtins (SEMANTICS.md §3).
+        # The shared CEL runtime: compiled once per worker, with the Confluent builtins
+        # (docs/semantics.md §3).
         self.program = _runtime.compile_program(spec.expr)
         # Converting the containing record per field is the walk's main cost: only when it is read.
         self.reads_message = "message" in spec.expr
@@ -69,7 +70,7 @@ class _Walker:
             return Outcome(False, record, self.spec.failure_message)
         except _EvaluationFailed as e:
             return Outcome(False, record, e.reason)
-        except Exception as e:  # an evaluation error is a rule failure (SEMANTICS.md §2.2)
+        except Exception as e:  # an evaluation error is a rule failure (docs/semantics.md §2.2)
             return Outcome(False, record, _runtime.evaluation_reason(e))
         return Outcome(True, record if self.condition else result)
 

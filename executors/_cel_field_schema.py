@@ -2,7 +2,7 @@
 
 Each record field carries its `name`, `fullName` and `tags` (inline `confluent:tags` plus the
 metadata tag patterns that match the full name), so a rule's visit decisions are plan-time facts.
-The tree is built from the fully expanded schema, the form the reference walks (SEMANTICS.md §4).
+The tree is built from the fully expanded schema, the form the reference walks (docs/semantics.md §4).
 """
 
 from __future__ import annotations

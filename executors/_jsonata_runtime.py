@@ -82,7 +82,7 @@ def evaluate(expression: jsonata.Jsonata, record: Any, bounds: Bounds) -> Any:
 
 
 def outcome(kind: RuleKind, expression: jsonata.Jsonata, record: Any, bounds: Bounds) -> Outcome:
-    """One record's outcome as the reference decides it (SEMANTICS.md §2.2): an error is a failure
+    """One record's outcome as the reference decides it (docs/semantics.md §2.2): an error is a failure
     carrying its message; a CONDITION passes on a Python-truthy result; a TRANSFORM fails on None."""
     try:
         result = evaluate(expression, record, bounds)

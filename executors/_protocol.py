@@ -131,7 +131,7 @@ class _RecordEvaluator:
         rule = self.ctx.rule
         try:
             result = self.executor.transform(self.ctx, record)
-        except Exception as e:  # a failing executor is a rule failure, never a crash (DESIGN.md §3)
+        except Exception as e:  # a failing executor is a rule failure, never a crash (docs/semantics.md §9.3)
             return Outcome(False, record, f"{type(e).__name__}: {e}", traceback.format_exc())
         if rule.kind is RuleKind.CONDITION:
             if result:

@@ -3,7 +3,7 @@
 Each rule compiles once into a native step — the schema walk unrolled into Column expressions,
 with every guard that reads only `name`, `fullName`, `typeName` or `tags` decided per field at
 plan time — carrying its Python twin (the reference's walk over Avro-shaped records). A rule
-whose expressions cannot all compile natively runs as that Python step instead (SEMANTICS.md §4).
+whose expressions cannot all compile natively runs as that Python step instead (docs/semantics.md §4).
 In a migration the walk follows the schema of the record the rule receives, as Confluent's Java
 client walks a migration's record (docs/semantics.md §4.7); there a result that may not fit its
 field keeps the rule in Python, which makes such a record undecodable rather than failing the rule.
@@ -66,7 +66,7 @@ def superseded_field_transforms(rules: Sequence[Rule], mode: RuleMode) -> frozen
     rule of the ruleSet's list, disabled ones and other modes included, reversed for READ and
     DOWNGRADE. Two TRANSFORM field rules of the same type, mode and identical non-empty tags:
     in WRITE/UPGRADE a rule is dropped when an earlier one matches it, in READ/DOWNGRADE when a
-    later one does — even when that other rule is disabled (SEMANTICS.md §4, FieldRuleExecutor).
+    later one does — even when that other rule is disabled (docs/semantics.md §4, FieldRuleExecutor).
     """
     if mode in (RuleMode.WRITE, RuleMode.UPGRADE):
         others = lambda index: range(index)  # noqa: E731

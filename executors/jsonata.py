@@ -1,4 +1,4 @@
-"""The JSONata executor: TRANSFORM and CONDITION rules, domain and migration (SEMANTICS.md §5).
+"""The JSONata executor: TRANSFORM and CONDITION rules, domain and migration (docs/semantics.md §5).
 
 Every rule gets a batch step running jsonata-python on the record's JSON view (as Java's client
 does: bytes, decimals, dates, times and timestamps in Avro's JSON form); the common shapes

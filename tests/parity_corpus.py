@@ -1,7 +1,7 @@
 """The parity corpus: contracts and records run through the reference and our engine (issue 3).
 
 Each case is one contract, a mode (WRITE or READ) and a record set. The test requires the same
-per-record outcome from both, except where a case carries a `Difference`: behaviour SEMANTICS.md
+per-record outcome from both, except where a case carries a `Difference`: behaviour docs/semantics.md
 documents as ours on purpose, with the outcome we expect instead.
 """
 
@@ -136,7 +136,7 @@ def suffix_item(name: str, text: str, **fields: Any) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Difference:
-    """A documented, intended difference: why (one line, citing SEMANTICS.md) and our outcomes."""
+    """A documented, intended difference: why (one line, citing docs/semantics.md) and our outcomes."""
 
     reason: str
     ours: Callable[[list[Outcome]], list[Outcome]]
@@ -183,8 +183,8 @@ def _every_record_fails_at_load(reference: list[Outcome]) -> list[Outcome]:
 
 
 FAILS_AT_LOAD = Difference(
-    "an unknown action or a DLQ action without a topic fails the contract at load (DESIGN.md principle 9;"
-    " the error of SEMANTICS.md §2.4 and §7, raised early); the reference raises per failing record",
+    "an unknown action or a DLQ action without a topic fails the contract at load (docs/semantics.md §9.9;"
+    " the error of docs/semantics.md §2.4 and §7, raised early); the reference raises per failing record",
     _every_record_fails_at_load,
 )
 
@@ -197,7 +197,7 @@ def _records_kept_unchanged(reference: list[Outcome]) -> list[Outcome]:
 
 NULL_TRANSFORM_KEEPS_THE_RECORD = Difference(
     "a TRANSFORM's null result is a failure, and after a failed transform with onFailure NONE the"
-    " record goes on unchanged (SEMANTICS.md §2.2 and §2.4); the reference replaces the message with"
+    " record goes on unchanged (docs/semantics.md §2.2 and §2.4); the reference replaces the message with"
     " null and its writer then fails",
     _records_kept_unchanged,
 )

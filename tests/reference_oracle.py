@@ -1,6 +1,6 @@
 """The reference oracle: confluent-kafka 2.16.1's Avro serdes run a contract on records, one outcome each.
 
-The reference (SEMANTICS.md intro) is used only as an oracle: its AvroSerializer/AvroDeserializer on
+The reference (docs/semantics.md intro) is used only as an oracle: its AvroSerializer/AvroDeserializer on
 a mock registry, with its CEL, CEL_FIELD and JSONATA executors and its DlqAction (writing to a
 capturing producer) registered on a dedicated `RuleRegistry`. None of it is part of the project.
 

@@ -40,7 +40,7 @@ BearerToken = str | Callable[[], str]
 
 
 class SchemaRegistryClient:
-    """A Confluent Schema Registry client satisfying the `Registry` protocol (DESIGN.md principle 6).
+    """A Confluent Schema Registry client satisfying the `Registry` protocol (docs/semantics.md §9.6).
 
     Immutable answers (a schema by id, a subject's numbered version, register and lookup
     results) are cached until the subject is deleted; "latest" answers for `cache_ttl` seconds.

@@ -1,7 +1,7 @@
 """LocalRegistry: the embedded registry, backed by a directory of JSON contracts or by memory alone.
 
 It assigns ids and versions, merges config metadata/rule sets, checks compatibility and answers
-errors the way Confluent's Schema Registry does (SEMANTICS.md §1), so code tested against it
+errors the way Confluent's Schema Registry does (docs/semantics.md §1), so code tested against it
 behaves the same against the real one. Directory layout::
 
     <root>/config.json                 optional global config, e.g. {"compatibility": "BACKWARD"}
@@ -151,7 +151,7 @@ def _explicit_rule(rule: Rule) -> Rule:
 
 
 def _as_stored(schema: Schema) -> Schema:
-    """Rules with `kind` and `mode` written out, as the registry stores them (SEMANTICS.md §1)."""
+    """Rules with `kind` and `mode` written out, as the registry stores them (docs/semantics.md §1)."""
     rules = schema.rule_set
     if rules is None:
         return schema
@@ -207,7 +207,7 @@ def _rule_set(config: Mapping[str, Any], key: str) -> RuleSet | None:
 
 def _effective(schema: Schema, config: Mapping[str, Any], previous: Schema | None) -> Schema:
     """The schema with config defaults under and overrides over its own metadata and rule set; a
-    schema that gives none keeps the previous version's (SEMANTICS.md §1, Confluent 7.4+)."""
+    schema that gives none keeps the previous version's (docs/semantics.md §1, Confluent 7.4+)."""
     own_metadata = schema.metadata
     own_rules = schema.rule_set
     if previous is not None:

@@ -1,4 +1,4 @@
-"""The registry protocol that SchemaRegistryClient and LocalRegistry both satisfy (DESIGN.md principle 6)."""
+"""The registry protocol that SchemaRegistryClient and LocalRegistry both satisfy (docs/semantics.md §9.6)."""
 
 from __future__ import annotations
 

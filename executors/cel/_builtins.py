@@ -1,6 +1,6 @@
 """The Confluent extra CEL functions (isEmail, isHostname, …) with confluent-kafka 2.16.1's answers.
 
-Each check follows the reference's rules (SEMANTICS.md §3): the same stdlib parsers
+Each check follows the reference's rules (docs/semantics.md §3): the same stdlib parsers
 (`email.utils.parseaddr`, `ipaddress`, `urllib.parse.urlparse`, `uuid.UUID`) and the same
 hostname rules, so odd-but-valid inputs get the same answer. A wrong argument type raises a
 CELEvalError, which the runtime turns into a rule failure.

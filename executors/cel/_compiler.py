@@ -79,7 +79,10 @@ _STANDARD = frozenset(
 
 
 def compile_rule(expr: str, kind: RuleKind, record_type: StructType) -> Callable[[Column], NativeOutcome]:
-    """The rule `guard ; expr` as a function of the record Column (SEMANTICS.md §3); raises Unsupported."""
+    """The rule `guard ; expr` as a function of the record Column (docs/semantics.md §3).
+
+    Raises Unsupported when some part has no native form.
+    """
     guard_text, body_text, body_offset = _split(expr)
     compiler = _Compiler(record_type, expr)
     guard = None if guard_text is None else compiler.root(guard_text, 0)
@@ -111,7 +114,7 @@ def compile_term(
     `variables` are per-row values, typed here and given as Columns in the emit environment
     under their names; `constants` are plan-time values bound as cel-python binds them, so every
     sub-expression reading only constants is evaluated once, by cel-python with the reference's
-    functions. This is how CEL_FIELD compiles (SEMANTICS.md §4): `name`, `typeName`, `tags` …
+    functions. This is how CEL_FIELD compiles (docs/semantics.md §4): `name`, `typeName`, `tags` …
     are constants per field, `value` a variable. A field `message` lacks is an evaluation error
     there (the reference's map lookup fails), not a contract error: the containing record varies.
     """
@@ -120,13 +123,13 @@ def compile_term(
 
 
 def split_rule(expr: str) -> tuple[str | None, str]:
-    """A rule's guard (None when absent or blank) and body, split as the reference does (SEMANTICS.md §3)."""
+    """A rule's guard (None when absent or blank) and body, split as the reference does (§3)."""
     guard, body, _ = _split(expr)
     return guard, body
 
 
 def _split(expr: str) -> tuple[str | None, str, int]:
-    """The reference splits at the first `;`, even one inside a string literal (SEMANTICS.md §3)."""
+    """The reference splits at the first `;`, even one inside a string literal (docs/semantics.md §3)."""
     if ";" not in expr:
         return None, expr, 0
     head, body = expr.split(";", 1)
@@ -268,7 +271,7 @@ class _Compiler:
 
         A sub-expression reading plan-time constants is folded whatever functions it calls: the
         plan-time evaluator has the reference's functions, and folding is what keeps a guard on
-        `name` or `typeName` off the rows (DESIGN.md principle 2).
+        `name` or `typeName` off the rows (docs/semantics.md §9.2).
         """
         free = _free_variables(tree)
         if not free:

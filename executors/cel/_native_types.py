@@ -2,8 +2,9 @@
 
 A compiled sub-expression is a `Term`: its static CEL type and a function from the variables in
 scope (Columns) to a `Val`. A `Val` is the value Column plus an error Column that is never null
-(None when the term cannot fail): an evaluation error is a rule failure, never a crash (DESIGN.md
-principle 3). A SQL null value without an error is CEL `null` — a null field (SEMANTICS.md §3).
+(None when the term cannot fail): an evaluation error is a rule failure, never a crash
+(docs/semantics.md §9.3). A SQL null value without an error is CEL `null` — a null field
+(docs/semantics.md §3).
 """
 
 from __future__ import annotations
@@ -169,7 +170,7 @@ def known(error: Column | None) -> Column:
 
 
 def spark_cel_type(dtype: DataType, nullable: bool, avro_type: str | None = None) -> CelType:
-    """The CEL type of a Spark column holding a value of the reference's `message` map (SEMANTICS.md §3)."""
+    """The CEL type of a Spark column holding a value of the reference's `message` map (§3)."""
     from pyspark.sql import types as T
 
     simple = {

@@ -1,6 +1,6 @@
 """Evaluating CEL and CEL_FIELD expressions with cel-python, record by record, as confluent-kafka 2.16.1 does.
 
-This module defines the per-record answers (SEMANTICS.md §2-§4) that the batch steps run on
+This module defines the per-record answers (docs/semantics.md §2-§4) that the batch steps run on
 Spark workers and that any native compilation must reproduce:
 
 - `compile_program(expr)` parses a rule's `guard ; expr` once per process and caches the program;
@@ -86,7 +86,7 @@ class CelProgram:
         return Outcome(True, from_cel(result))
 
     def field(self, activation: Mapping[str, Any], value: Any, *, condition: bool) -> Outcome:
-        """One CEL_FIELD visit: the value the reference's field transform returns (SEMANTICS.md §4).
+        """One CEL_FIELD visit: the value the reference's field transform returns (docs/semantics.md §4).
 
         A falsy guard gives True for a condition and the unchanged `value` for a transform; the
         result is otherwise returned as it is (null included). Only an error fails here: whether
@@ -158,7 +158,7 @@ class _Part:
             self._interpreted = _parse(self.text)
         try:
             return Evaluator(ast=self._interpreted, activation=_base_activation()).evaluate(dict(activation))
-        except Exception as e:  # every evaluation error is a rule failure (SEMANTICS.md §2.2)
+        except Exception as e:  # every evaluation error is a rule failure (docs/semantics.md §2.2)
             raise _Failed(evaluation_reason(e)) from e
 
 
@@ -241,7 +241,7 @@ def _new_parser() -> lark.Lark:
     """A private CEL parser building TranspilerTree nodes.
 
     celpy keeps one parser per process in `CELParser.CEL_PARSER`, built with the tree class of
-    whoever came first; the transpiler needs TranspilerTree (DESIGN.md, Known pitfalls). We build
+    whoever came first; the transpiler needs TranspilerTree (a known celpy pitfall). We build
     our own and leave the shared one as it was.
     """
     shared = celpy.CELParser.CEL_PARSER
@@ -281,7 +281,7 @@ def compile_program(
 
 
 def _compile(expr: str, *, subject: str | None, version: int | None, rule: str | None) -> CelProgram:
-    # Split at the first ';' even inside a string literal, as the reference does (SEMANTICS.md §3).
+    # Split at the first ';' even inside a string literal, as the reference does (docs/semantics.md §3).
     head, semicolon, _ = expr.partition(";")
     guard = None
     if semicolon and head.strip():
@@ -437,7 +437,7 @@ _FROM_CEL: dict[type, Callable[[Any], Any]] = {
 def field_activation(
     value: Any, name: str, full_name: str, type_name: str, tags: Iterable[str], message: Any
 ) -> dict[str, Any]:
-    """A CEL_FIELD rule's variables for one field, as the reference binds them (SEMANTICS.md §4).
+    """A CEL_FIELD rule's variables for one field, as the reference binds them (docs/semantics.md §4).
 
     `name`, `fullName` and `typeName` stay plain `str` and `tags` a plain list of CEL strings, as
     there; so `name.isHostname()` is an error (the builtins accept only CEL strings).

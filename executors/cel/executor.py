@@ -12,7 +12,7 @@ from executors._protocol import BatchEvaluator, BatchStep, NativeStep, Outcome, 
 
 class CelExecutor:
     """Compiles CEL rules to native Spark Columns, or — per rule, for what has no exact native
-    form — to a batch step evaluating them with cel-python (DESIGN.md principle 1)."""
+    form — to a batch step evaluating them with cel-python (docs/semantics.md §9.1)."""
 
     type = "CEL"
 
@@ -52,7 +52,7 @@ class _CelBatch:
                     program.condition(activation) if is_condition else program.transform(activation, record)
                 )
                 # A condition keeps its record; only an evaluation error carries its own reason,
-                # otherwise the rule's doc or expression explains the failure (SEMANTICS.md §2.4).
+                # otherwise the rule's doc or expression explains the failure (docs/semantics.md §2.4).
                 kept = record if is_condition else result.value
                 outcomes.append(Outcome(result.passed, kept, result.reason if result.error else None))
             return outcomes

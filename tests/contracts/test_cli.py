@@ -527,7 +527,9 @@ def test_apply_on_wire_format_decodes_then_runs_the_read_rules(
     valid = spark.read.parquet(str(output)).orderBy("name").collect()
     assert [(row.name, row.age) for row in valid] == [("ann", 30), ("eve", 22)]
     [rejected] = LocalTopicSink(dlq_dir).read("bad-emails")
-    assert rejected.value == frames[1]  # on READ the DLQ gets the bytes as they arrived (SEMANTICS.md §7)
+    assert (
+        rejected.value == frames[1]
+    )  # on READ the DLQ gets the bytes as they arrived (docs/semantics.md §7)
     assert summary_row(ran.out, "validEmail") == ["validEmail", "READ", "2", "1", "NONE=2", "DLQ=1"]
     assert f"DLQ bad-emails: 1 rows -> {dlq_dir}/bad-emails" in ran.out
     assert "READ rules of users-value version 1" in ran.err

@@ -1,11 +1,11 @@
-"""Parity of migrations with confluent-kafka 2.16.1's AvroDeserializer (issue 5 §4, SEMANTICS.md §6).
+"""Parity of migrations with confluent-kafka 2.16.1's AvroDeserializer (issue 5 §4, docs/semantics.md §6).
 
 The four versions of tests/contracts/test_serde.py (majors 1, 1, 2, 3; JSONata renames) are
 registered, in the same order, in the reference's mock registry and in a LocalRegistry, so schema
 ids match. Records written by each version with the reference serializer are read by the reference
 deserializer and by our `DataContract.deserialize`, for readers pinned to each major and to each
 explicit version: every record must end the same way — the same record, an error naming the same
-rule, or the same DLQ record — except where a case carries a `Difference` (SEMANTICS.md wins).
+rule, or the same DLQ record — except where a case carries a `Difference` (docs/semantics.md wins).
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def _projected_onto(target: dict[str, Any]) -> Callable[[list[Outcome]], list[Ou
 def projects_like_java(target: dict[str, Any]) -> Difference:
     return Difference(
         "a migrated record becomes a record of the target version as Java re-decodes it: extra fields"
-        " dropped, a field the migration did not produce takes its default (SEMANTICS.md §6); the"
+        " dropped, a field the migration did not produce takes its default (docs/semantics.md §6); the"
         " Python reference hands the migrated dict on as it is",
         _projected_onto(target),
     )
@@ -120,7 +120,7 @@ def _every_record_fails(reference: list[Outcome]) -> list[Outcome]:
 
 NO_DEFAULT_IS_AN_ERROR = Difference(
     "a migrated record missing a target field that has no default is a deserialization failure"
-    " (SEMANTICS.md §6, the decode policy of issue 5 §1); the Python reference hands it on without it",
+    " (docs/semantics.md §6, the decode policy of issue 5 §1); the Python reference hands it on without it",
     _every_record_fails,
 )
 
@@ -146,7 +146,7 @@ def _original_bytes(reference: list[Outcome]) -> list[Outcome]:
 
 MIGRATION_DLQ_VALUE_IS_THE_FRAME = Difference(
     "a record a migration rule sends to the DLQ is read-side: its value is the original bytes as they"
-    " arrived (SEMANTICS.md §7); the Python reference runs migrations without the original message"
+    " arrived (docs/semantics.md §7); the Python reference runs migrations without the original message"
     " and sends the writer-decoded record as JSON",
     _original_bytes,
 )

@@ -219,7 +219,7 @@ def test_mode_matching(mode: str, phase: str, runs: bool) -> None:
         ("WRITEREAD", "DLQ,NONE", "READ", "NONE"),
         ("UPDOWN", "ERROR,DLQ", "UPGRADE", "ERROR"),
         ("UPDOWN", "ERROR,DLQ", "DOWNGRADE", "DLQ"),
-        # SEMANTICS.md §2.3: split on the comma, not trimmed.
+        # docs/semantics.md §2.3: split on the comma, not trimmed.
         ("WRITEREAD", "ERROR, NONE", "READ", " NONE"),
         ("WRITEREAD", "NONE", "READ", "NONE"),
     ],

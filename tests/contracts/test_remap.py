@@ -1,4 +1,4 @@
-"""remap_schema_ids: frames moved between registries whose ids collide (issue 6 §5, SEMANTICS.md §8)."""
+"""remap_schema_ids: frames moved between registries whose ids collide (issue 6 §5, docs/semantics.md §8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Wire format on DataFrames and migrations across major versions (SEMANTICS.md §6, §8)."""
+"""Wire format on DataFrames and migrations across major versions (docs/semantics.md §6, §8)."""
 
 from __future__ import annotations
 

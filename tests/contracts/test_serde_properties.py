@@ -1,5 +1,5 @@
 """Hypothesis round trip of the wire format (issue 5 §4): random schemas and records → serialize →
-deserialize → the same records, and every frame a plain fastavro reader decodes (SEMANTICS.md §8)."""
+deserialize → the same records, and every frame a plain fastavro reader decodes (docs/semantics.md §8)."""
 
 from __future__ import annotations
 

@@ -267,7 +267,7 @@ def test_validators_equal_the_reference_on_tricky_strings(spark: Any, texts: lis
 
 
 def _reference_rule(expr: str, kind: RuleKind, record: dict[str, Any]) -> tuple[bool, Any]:
-    """The runtime's rule outcome (SEMANTICS.md §3): passed, and the record after it."""
+    """The runtime's rule outcome (docs/semantics.md §3): passed, and the record after it."""
     program = _runtime.compile_program(expr)
     activation = {"message": _runtime.to_cel(record)}
     if kind is RuleKind.CONDITION:
