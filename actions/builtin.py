@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from actions._protocol import ActionContext, ActionPlan, Effect
-from actions.sink import DlqError, validate_topic
+from actions.dlq.sink import DlqError, validate_topic
+from actions.protocol import ActionContext, ActionPlan, Effect
 from contracts.errors import ContractError
 
 DLQ_TOPIC = "dlq.topic"

@@ -72,7 +72,7 @@ def taking_turns(ways: dict[str, Callable[[], int]], rows: int, rounds: int) -> 
 def main() -> None:
     from pyspark.sql import functions as F
 
-    from contracts.avro import parse_schema, struct_type
+    from contracts.formats.avro import parse_schema, struct_type
     from contracts.model import RuleKind
     from executors.cel._compiler import compile_rule
 

@@ -31,7 +31,7 @@ from _session import session
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
 from contracts import DataContract, LocalRegistry, Schema
-from contracts.wire import encode_frame
+from contracts.formats.wire import encode_frame
 
 MAJOR = "application.major.version"
 READ_EXPR = "size(message.ssn) == 9 && message.amount >= 0.0"
@@ -163,7 +163,7 @@ def fastavro_in_spark(df: Any, schema: dict[str, Any], spark_type: Any) -> Any:
     """One mapInArrow pass: fastavro per record, the records as one Arrow struct column."""
     from pyspark.sql.types import StructField, StructType
 
-    from contracts import avro
+    from contracts.formats import avro
 
     output = StructType([*df.schema.fields, StructField("record", spark_type, True)])
     output_json = output.json()

@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 
 from contracts import DataContract, LocalRegistry, Schema
 from executors import NativeStep, RuleContext, Step
-from executors.jsonata import JsonataExecutor
+from executors.jsonata.executor import JsonataExecutor
 
 MAJOR = "application.major.version"
 RENAME = "$merge([$sift($, function($v, $k) {$k != 'ssn'}), {'socialSecurityNumber': $.'ssn'}])"
@@ -151,7 +151,7 @@ def main() -> None:
     v2 = v1.withColumnRenamed("ssn", "socialSecurityNumber")
     reg = registry()
     sink_dir = tempfile.mkdtemp(prefix="jsonata-bench-dlq-")
-    from actions.local_topic import LocalTopicSink
+    from actions.dlq.local_topic import LocalTopicSink
 
     sink = LocalTopicSink(sink_dir)
     native = DataContract(reg, "users-value", dlq_sink=sink)

@@ -53,21 +53,21 @@ __all__ = [
 # The engine and the actions import contracts' model and errors, so their public names are
 # resolved on first use rather than at import time (an eager import would be circular).
 _LAZY = {
-    "DataContract": "contracts.dataframe",
-    "RuleCounts": "contracts.dataframe",
-    "RuleMetrics": "contracts.dataframe",
-    "RuleResult": "contracts.dataframe",
-    "ActionContext": "actions._protocol",
-    "ActionPlan": "actions._protocol",
-    "Effect": "actions._protocol",
+    "DataContract": "contracts.contract",
+    "RuleCounts": "contracts.contract",
+    "RuleMetrics": "contracts.contract",
+    "RuleResult": "contracts.contract",
+    "ActionContext": "actions.protocol",
+    "ActionPlan": "actions.protocol",
+    "Effect": "actions.protocol",
     "DlqAction": "actions.builtin",
     "ErrorAction": "actions.builtin",
     "NoneAction": "actions.builtin",
-    "LocalTopicSink": "actions.local_topic",
-    "KafkaTopicSink": "actions.kafka_topic",
-    "DlqError": "actions.sink",
-    "DlqRecord": "actions.sink",
-    "DlqSink": "actions.sink",
+    "LocalTopicSink": "actions.dlq.local_topic",
+    "KafkaTopicSink": "actions.dlq.kafka_topic",
+    "DlqError": "actions.dlq.sink",
+    "DlqRecord": "actions.dlq.sink",
+    "DlqSink": "actions.dlq.sink",
     "remap_schema_ids": "contracts.remap",
 }
 

@@ -16,11 +16,9 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from contracts.engine.serde import _position
 from contracts.errors import RegistryError, SerializationError
-from contracts.model import RegisteredSchema, Schema, SchemaReference
-from contracts.registry import LocalRegistry, Registry
-from contracts.serde import _position
-from contracts.wire import (
+from contracts.formats.wire import (
     HEADER_SIZE,
     MAGIC_BYTE,
     SubjectNameStrategy,
@@ -28,6 +26,8 @@ from contracts.wire import (
     encode_frame,
     writer_schema,
 )
+from contracts.model import RegisteredSchema, Schema, SchemaReference
+from contracts.registry import LocalRegistry, Registry
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -11,24 +11,32 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from contracts.errors import ContractError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from contracts.dataframe import DataContract
 
 APPLY = ("write", "read", "deserialize", "serialize")
 _NAME = re.compile(r"[a-zA-Z0-9_-][a-zA-Z0-9._-]{0,99}")
+
+
+class BatchEnforcer(Protocol):
+    """What a micro-batch writer needs of a contract (DataContract is one): its subject, a copy
+    whose DLQ output is named by a run id, and `write`/`read`/`deserialize`/`serialize` by name."""
+
+    subject: str
+
+    def _with_run_id(self, run_id: str) -> BatchEnforcer: ...
 
 
 @dataclass(frozen=True)
 class MicroBatchWriter:
     """The picklable `foreachBatch` function made by `DataContract.foreach_batch`."""
 
-    contract: DataContract
+    contract: BatchEnforcer
     write_valid: Callable[[DataFrame, int], None]
     name: str
     apply: str = "write"

@@ -40,7 +40,7 @@ from orders_pipeline import PRODUCERS, SUBJECT, generated_orders
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from actions.kafka_topic import KafkaTopicSink
+from actions.dlq.kafka_topic import KafkaTopicSink
 from contracts import DataContract, LocalRegistry, SchemaRegistryClient
 from contracts.registry import Registry
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from executors._protocol import (
+from executors.protocol import (
     BatchEvaluator,
     BatchStep,
     Executor,

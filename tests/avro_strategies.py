@@ -12,7 +12,7 @@ import fastavro
 import fastavro.validation
 from hypothesis import strategies as st
 
-from contracts.avro import parse_schema
+from contracts.formats.avro import parse_schema
 
 UTC = datetime.timezone.utc
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from contracts.registry._http import SchemaRegistryClient
-from contracts.registry._local import LocalRegistry
-from contracts.registry._protocol import Registry
+from contracts.registry.http import SchemaRegistryClient
+from contracts.registry.local import LocalRegistry
+from contracts.registry.protocol import Registry
 
 __all__ = ["LocalRegistry", "Registry", "SchemaRegistryClient"]

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from contracts.errors import ContractError
 from contracts.model import RuleKind
-from executors._protocol import NativeOutcome
 from executors.cel import _native_functions as functions
 from executors.cel import _native_ops as ops
 from executors.cel._native_types import (
@@ -29,6 +28,7 @@ from executors.cel._native_types import (
     constant_term,
     error_term,
 )
+from executors.protocol import NativeOutcome
 
 if TYPE_CHECKING:
     from lark import Token, Tree

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from contracts.formats.avro import LOGICAL_TYPES_KEY, TYPE_KEY
 from executors.cel import _native_builtins as builtins
 from executors.cel import _native_ops as ops
 from executors.cel._native_types import (
@@ -68,7 +69,6 @@ def fold(tree: Tree, variables: Mapping[str, Any] | None = None) -> Term:
 
 def record_field(receiver: Term, field: StructField) -> Term:
     """A record's field; selecting from a null record fails."""
-    from contracts.avro import LOGICAL_TYPES_KEY, TYPE_KEY
 
     field_type = spark_cel_type(field.dataType, field.nullable, field.metadata.get(TYPE_KEY))
     times_of_day = {"time-millis", "time-micros"} & set(field.metadata.get(LOGICAL_TYPES_KEY, ()))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contracts.model import RuleKind
-from executors._protocol import BatchEvaluator, BatchStep, NativeStep, Outcome, RuleContext, Step
+from executors.protocol import BatchEvaluator, BatchStep, NativeStep, Outcome, RuleContext, Step
 
 
 class CelExecutor:

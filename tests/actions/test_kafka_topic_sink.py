@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from actions.kafka_topic import KafkaTopicSink
-from actions.sink import DlqError, DlqRecord, DlqSink
+from actions.dlq.kafka_topic import KafkaTopicSink
+from actions.dlq.sink import DlqError, DlqRecord, DlqSink
 from contracts import DataContract, LocalRegistry, Schema
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -349,7 +349,7 @@ def test_a_bad_topic_name_fails_the_write_naming_it() -> None:
 def test_the_module_imports_without_confluent_kafka_and_says_how_to_install_it() -> None:
     script = (
         "import sys; sys.modules['confluent_kafka'] = None\n"
-        "import actions.kafka_topic as k\n"
+        "import actions.dlq.kafka_topic as k\n"
         "try:\n"
         "    k.KafkaTopicSink({'bootstrap.servers': 'x:9092'})\n"
         "except k.DlqError as e:\n"

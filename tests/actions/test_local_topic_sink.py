@@ -15,8 +15,8 @@ import pyarrow as pa
 import pytest
 from pyspark import cloudpickle
 
-from actions.local_topic import LocalRunSink, LocalTopicSink
-from actions.sink import DlqError, DlqRecord, DlqSink, RunScopedSink, in_run, validate_topic, writer_id
+from actions.dlq.local_topic import LocalRunSink, LocalTopicSink
+from actions.dlq.sink import DlqError, DlqRecord, DlqSink, RunScopedSink, in_run, validate_topic, writer_id
 
 # The mapInArrow functions below run on Spark workers, which cannot import test modules.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

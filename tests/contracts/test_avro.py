@@ -20,7 +20,8 @@ from hypothesis_profiles import examples
 from pyspark.sql import Row
 from pyspark.sql import types as T
 
-from contracts.avro import (
+from contracts.errors import ContractError, SerializationError
+from contracts.formats.avro import (
     arrow_schema,
     arrow_to_records,
     avro_fields,
@@ -35,7 +36,6 @@ from contracts.avro import (
     struct_type,
     type_name,
 )
-from contracts.errors import ContractError, SerializationError
 
 
 def record(*fields: dict[str, Any], name: str = "R", namespace: str | None = None) -> str:

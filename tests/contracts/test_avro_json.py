@@ -10,9 +10,9 @@ from fastavro import schemaless_writer
 from hypothesis import HealthCheck, given, settings
 from hypothesis_profiles import examples
 
-from contracts._avro_json import from_json_view, has_json_view, to_json_view
-from contracts.avro import parse_schema
-from executors._jsonata_runtime import Bounds, evaluate, parse
+from contracts.formats.avro import parse_schema
+from contracts.formats.avro.json_view import from_json_view, has_json_view, to_json_view
+from executors.jsonata.runtime import Bounds, evaluate, parse
 
 
 def alike_branches(schema: Any, named: dict[str, Any]) -> bool:

@@ -13,9 +13,9 @@ from fastavro import schemaless_writer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contracts._avro_sizes import MAX_ZERO_SIZE_ITEMS, _Compiler, _Cursor, size_check
-from contracts.avro import parse_schema
 from contracts.errors import SerializationError
+from contracts.formats.avro import parse_schema
+from contracts.formats.avro.sizes import MAX_ZERO_SIZE_ITEMS, _Compiler, _Cursor, size_check
 
 
 def _zigzag(n: int) -> bytes:

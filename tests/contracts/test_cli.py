@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from registry_server import RegistryServer, running_registry
 
-from actions.local_topic import LocalTopicSink
+from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, RegistryError
-from contracts._cli_progress import Progress
-from contracts.cli import run
+from contracts.cli.main import run
+from contracts.cli.progress import Progress
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "registry"
@@ -110,7 +110,7 @@ def server() -> Iterator[RegistryServer]:
 
 
 def python_m_cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """`python -m contracts.cli ARGV` in a fresh interpreter that imports this checkout."""
+    """`python -m contracts.cli.main ARGV` in a fresh interpreter that imports this checkout."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     return subprocess.run(
         [sys.executable, "-m", "contracts.cli", *argv],

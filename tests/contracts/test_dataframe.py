@@ -14,16 +14,16 @@ import fastavro
 import pytest
 from pyspark import cloudpickle
 
-from actions._protocol import ActionContext, ActionPlan, Effect
 from actions.builtin import DlqAction
-from actions.local_topic import LocalTopicSink
+from actions.dlq.local_topic import LocalTopicSink
+from actions.protocol import ActionContext, ActionPlan, Effect
 from contracts import DataContract, LocalRegistry, Schema
-from contracts.avro import parse_schema
 from contracts.errors import ContractError, SerializationError
-from contracts.migration import project
-from contracts.wire import encode_frame
-from executors._protocol import NativeStep
+from contracts.formats.avro import parse_schema
+from contracts.formats.wire import encode_frame
+from contracts.planning.migration import project
 from executors.cel.executor import CelExecutor
+from executors.protocol import NativeStep
 
 # Executors and actions defined here run on Spark workers, which cannot import test modules.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hypothesis_profiles import examples
 from pyspark import cloudpickle
 
-from actions.local_topic import LocalTopicSink
+from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
 
 SUBJECT = "people-value"
@@ -181,7 +181,7 @@ PLUGIN_MODULE = '''
 
 import json
 
-from actions._protocol import ActionPlan, Effect
+from actions.protocol import ActionPlan, Effect
 
 
 class Reverse:

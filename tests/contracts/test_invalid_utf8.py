@@ -12,10 +12,10 @@ import pyarrow as pa
 import pytest
 from pyspark import cloudpickle
 
-from actions.local_topic import LocalTopicSink
+from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
-from contracts.avro import arrow_to_records, parse_schema, read_records
 from contracts.errors import SerializationError
+from contracts.formats.avro import arrow_to_records, parse_schema, read_records
 
 # The executor defined here runs on Spark workers, which cannot import test modules.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

@@ -30,9 +30,9 @@ from reference_oracle import (
 )
 from test_serde import MAJOR, SUBJECT, V1, V2, VERSIONS, WRITTEN, _rename
 
-from actions.local_topic import LocalTopicSink
+from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema, avro
-from contracts.wire import encode_frame
+from contracts.formats.wire import encode_frame
 
 TOPIC = SUBJECT.removesuffix("-value")
 RELEASE = "app.release"

@@ -1,6 +1,6 @@
 """Native migrations give what the Python path gives: same records, same rejections, same errors.
 
-`read(df, writer_version=N)` runs a migration as Columns when it can (contracts._native_migration);
+`read(df, writer_version=N)` runs a migration as Columns when it can (contracts.engine.native_migration);
 each case here runs it that way and again with the native form switched off, on hypothesis
 records, and the two must agree row for row.
 """
@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 from hypothesis_profiles import examples
 from pyspark import cloudpickle
 
-from actions.local_topic import LocalTopicSink
+from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
-from contracts import dataframe as dataframe_module
-from contracts.avro import avro_to_spark_value, parse_schema, spark_to_avro_value, struct_type
-from executors._protocol import BatchStep, NativeOutcome, NativeStep, RuleContext
-from executors.jsonata import JsonataExecutor
+from contracts import contract as contract_module
+from contracts.formats.avro import avro_to_spark_value, parse_schema, spark_to_avro_value, struct_type
+from executors.jsonata.executor import JsonataExecutor
+from executors.protocol import BatchStep, NativeOutcome, NativeStep, RuleContext
 
 # An executor defined here runs on Spark workers, which cannot import test modules.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -230,7 +230,7 @@ def read_both(monkeypatch: pytest.MonkeyPatch, reader: DataContract, df: Any) ->
     assert runs_natively(reader, df)
     native = _outcome(lambda: reader.read(df, writer_version=1))
     with monkeypatch.context() as patched:
-        patched.setattr(dataframe_module, "native_migration", lambda *args: None)
+        patched.setattr(contract_module, "native_migration", lambda *args: None)
         assert reader._compiler.writer(reader.registry.get_version(SUBJECT, 1)).native is None
         python = _outcome(lambda: reader.read(df, writer_version=1))
     return native, python
@@ -343,7 +343,7 @@ def frames(reader: DataContract, people: list[dict[str, Any]], second: dict[str,
 
     from fastavro import schemaless_writer
 
-    from contracts.wire import encode_frame
+    from contracts.formats.wire import encode_frame
 
     out = []
     for version, values in [(1, p) for p in people] + [(2, None)]:
@@ -438,7 +438,7 @@ def deserialize_both(
 
     native = run("native")
     with monkeypatch.context() as patched:
-        patched.setattr(dataframe_module, "native_migration", lambda *args: None)
+        patched.setattr(contract_module, "native_migration", lambda *args: None)
         python = run("python")
     return native, python
 

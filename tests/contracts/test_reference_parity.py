@@ -28,7 +28,7 @@ from reference_oracle import (
     written_by_reference,
 )
 
-from actions.local_topic import LocalTopicSink
+from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema, avro
 from contracts.errors import ContractError
 

@@ -18,9 +18,9 @@ from registry_server import running_registry
 
 from contracts import DataContract, LocalRegistry, Schema, SchemaRegistryClient, remap_schema_ids
 from contracts.errors import SerializationError
+from contracts.formats.wire import SubjectNameStrategy, decode_frame, encode_frame
 from contracts.model import RegisteredSchema, SchemaReference
 from contracts.remap import _Remapper
-from contracts.wire import SubjectNameStrategy, decode_frame, encode_frame
 
 # The counting registry below runs on Spark workers, which cannot import test modules.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from actions.local_topic import LocalTopicSink
+from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
-from contracts._routing import record_value_bytes
+from contracts.engine.routing import record_value_bytes
 
 
 def _strict_json(data: bytes) -> Any:

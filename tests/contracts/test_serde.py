@@ -14,10 +14,10 @@ from fastavro import parse_schema, schemaless_writer
 from pyspark.sql import Row
 from pyspark.sql import functions as F
 
-from actions.local_topic import LocalTopicSink
+from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
 from contracts.errors import ContractError
-from contracts.wire import encode_frame
+from contracts.formats.wire import encode_frame
 
 SUBJECT = "users-value"
 MAX_ZERO_SIZE_ITEMS = 1_000_000  # README: the most items of zero-size types one record may declare

@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis_profiles import examples
 
-from actions.local_topic import LocalTopicSink
+from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
-from contracts.avro import parse_schema, records_to_arrow, spark_to_avro_value
+from contracts.formats.avro import parse_schema, records_to_arrow, spark_to_avro_value
 
 SUBJECT = "random-value"
 ROW = "row"

@@ -12,10 +12,10 @@ import pytest
 from fastavro import parse_schema, schemaless_writer
 from pyspark import cloudpickle
 
-from actions.local_topic import LocalTopicSink
+from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
 from contracts.errors import ContractError
-from contracts.wire import encode_frame
+from contracts.formats.wire import encode_frame
 
 # The executor defined here runs on Spark workers, which cannot import test modules.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

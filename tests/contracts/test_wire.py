@@ -7,8 +7,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from contracts.errors import RegistryError, SerializationError
+from contracts.formats.wire import (
+    MAX_SCHEMA_ID,
+    SubjectNameStrategy,
+    decode_frame,
+    encode_frame,
+    writer_schema,
+)
 from contracts.model import Schema
-from contracts.wire import MAX_SCHEMA_ID, SubjectNameStrategy, decode_frame, encode_frame, writer_schema
 
 
 @given(schema_id=st.integers(0, MAX_SCHEMA_ID), body=st.binary(max_size=64))

@@ -12,7 +12,7 @@ import pytest
 from celpy.evaluation import base_functions
 from confluent_kafka.schema_registry.rules.cel.extra_func import EXTRA_FUNCS
 
-from actions.local_topic import LocalTopicSink
+from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
 from contracts.errors import ContractError
 from executors.cel import _runtime

@@ -12,12 +12,12 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis_profiles import examples
 
-from contracts.avro import avro_to_spark_value, parse_schema, struct_type
 from contracts.errors import ContractError
+from contracts.formats.avro import avro_to_spark_value, parse_schema, struct_type
 from contracts.model import Rule, RuleKind, RuleMode
-from executors._protocol import BatchStep, NativeStep, RuleContext
 from executors.cel import CelExecutor, _runtime
 from executors.cel._compiler import Unsupported, compile_expression, compile_rule
+from executors.protocol import BatchStep, NativeStep, RuleContext
 from tests.executors import cel_corpus
 
 PARSED = parse_schema(cel_corpus.SCHEMA)
@@ -283,7 +283,7 @@ def _rule_disagreements(
     CEL values (the runtime hands a date on as its CEL int)."""
     from pyspark.sql import functions as F
 
-    from contracts.avro import spark_to_avro_value
+    from contracts.formats.avro import spark_to_avro_value
 
     df = _dataframe(spark, rows)
     columns = []

@@ -19,11 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_profiles import examples
 
-from contracts import avro
+from contracts.formats import avro
 from contracts.model import Rule, RuleKind, RuleMode
-from executors._cel_field_schema import tag_matches
-from executors._protocol import BatchStep, NativeStep, RuleContext, Step
-from executors.cel_field import CelFieldExecutor, superseded_field_transforms
+from executors.cel_field.executor import CelFieldExecutor, superseded_field_transforms
+from executors.cel_field.schema import tag_matches
+from executors.protocol import BatchStep, NativeStep, RuleContext, Step
 
 TAGS = ("PII", "PRIVATE", "AUDIT")
 # (kind, expression, rule tags): guards on name/typeName/tags/fullName, value transforms,
@@ -412,8 +412,8 @@ class _Contract:
     def __init__(
         self, rules: list[dict[str, Any]], metadata_tags: dict[str, list[str]] | None = None
     ) -> None:
-        from actions._protocol import ActionPlan, Effect
-        from contracts.planner import build_plan
+        from actions.protocol import ActionPlan, Effect
+        from contracts.planning.plan import build_plan
 
         parsed = avro.parse_schema(json.dumps(USER))
         spark_type = avro.struct_type(parsed)
@@ -436,9 +436,10 @@ class _Contract:
         return self.plan.explain()
 
     def valid(self, df: Any) -> list[Any]:
-        from contracts.planner import RECORD, STATUS
+        from contracts.engine import runner
+        from contracts.engine.frame import RECORD, STATUS
 
-        staged = self.plan.stage(df)
+        staged = runner.stage(self.plan, df)
         return staged.where(staged[STATUS].isNull()).select(f"{RECORD}.*").collect()
 
 

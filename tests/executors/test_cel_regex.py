@@ -12,9 +12,9 @@ import re2
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from actions.local_topic import LocalTopicSink
+from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
-from contracts.avro import parse_schema, struct_type
+from contracts.formats.avro import parse_schema, struct_type
 from executors.cel._compiler import compile_expression
 from executors.cel._native_regex import MAX_FRAMES, translate_re2
 from executors.cel._native_types import Unsupported

@@ -20,15 +20,15 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis_profiles import examples
 
-from actions.local_topic import LocalTopicSink
+from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema, migration
-from contracts._avro_json import from_json_view, to_json_view
-from contracts.avro import avro_to_spark_value, parse_schema, spark_to_avro_value, struct_type
 from contracts.errors import ContractError
+from contracts.formats.avro import avro_to_spark_value, parse_schema, spark_to_avro_value, struct_type
+from contracts.formats.avro.json_view import from_json_view, to_json_view
 from contracts.model import Rule, RuleKind, RuleMode
 from executors import BatchStep, NativeStep, RuleContext
-from executors._jsonata_runtime import DEFAULT_TIMEOUT_MS, Bounds, JsonataBatch, evaluate, outcome, parse
-from executors.jsonata import JsonataExecutor
+from executors.jsonata.executor import JsonataExecutor
+from executors.jsonata.runtime import DEFAULT_TIMEOUT_MS, Bounds, JsonataBatch, evaluate, outcome, parse
 
 USER = {
     "type": "record",

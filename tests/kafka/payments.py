@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contracts import LocalRegistry, Schema
-from contracts.wire import encode_frame
+from contracts.formats.wire import encode_frame
 
 MAJOR = "application.major.version"
 MASKED = "<masked>"

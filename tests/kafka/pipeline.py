@@ -21,7 +21,7 @@ from payments import (
 from pyspark import cloudpickle
 from registry_server import running_registry
 
-from actions.kafka_topic import KafkaTopicSink
+from actions.dlq.kafka_topic import KafkaTopicSink
 from contracts import DataContract, LocalRegistry
 
 # The foreachBatch writers defined here are pickled to the Connect server by value.

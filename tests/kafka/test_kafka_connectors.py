@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro, to_avro
 
 from contracts import DataContract, LocalRegistry, Schema
-from contracts.wire import HEADER_SIZE
+from contracts.formats.wire import HEADER_SIZE
 
 SUBJECT = "tiny-value"
 TINY = {

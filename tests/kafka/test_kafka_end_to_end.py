@@ -34,7 +34,7 @@ from pipeline import (
 )
 from registry_server import running_registry
 
-from actions.kafka_topic import KafkaTopicSink
+from actions.dlq.kafka_topic import KafkaTopicSink
 from contracts import DataContract, LocalRegistry
 from tools.kafka_broker import KafkaBroker
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from registry_server import RegistryServer, TlsFiles, make_tls_files, running_registry
 
-from contracts.registry._local import LocalRegistry
+from contracts.registry.local import LocalRegistry
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_profiles import examples
 
-from contracts.registry._compatibility import (
+from contracts.registry.compatibility import (
     Compatibility,
     can_read,
     compatibility_errors,

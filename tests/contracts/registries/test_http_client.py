@@ -31,8 +31,8 @@ from registry_server import (
 
 from contracts.errors import ContractError, RegistryError
 from contracts.model import Metadata, RuleSet, Schema
-from contracts.registry._http import SchemaRegistryClient
-from contracts.registry._local import LocalRegistry
+from contracts.registry.http import SchemaRegistryClient
+from contracts.registry.local import LocalRegistry
 
 SECRET = "s3cr3t-p@ss"
 

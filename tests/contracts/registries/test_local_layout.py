@@ -20,9 +20,9 @@ from hypothesis_profiles import examples
 
 from contracts import remap_schema_ids
 from contracts.errors import ContractError, RegistryError
+from contracts.formats.wire import decode_frame, encode_frame
 from contracts.model import Schema
-from contracts.registry._local import LocalRegistry
-from contracts.wire import decode_frame, encode_frame
+from contracts.registry.local import LocalRegistry
 
 
 def avro(field: str) -> Schema:
@@ -274,7 +274,7 @@ def test_a_write_that_fails_is_a_registry_error_and_keeps_the_old_file(
     def crash(*args: Any) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("contracts.registry._layout.os.replace", crash)
+    monkeypatch.setattr("contracts.registry.layout.os.replace", crash)
     with pytest.raises(RegistryError, match="No space left") as error:
         registry.set_config(compatibility="NONE")
     assert (error.value.status, error.value.error_code) == (500, 50001)

@@ -17,7 +17,7 @@ from hypothesis_profiles import examples
 from contracts.errors import ContractError, RegistryError
 from contracts.model import Metadata, RuleSet, Schema, SchemaReference
 from contracts.registry import Registry
-from contracts.registry._local import LocalRegistry
+from contracts.registry.local import LocalRegistry
 
 
 def avro(*fields: tuple[str, Any] | dict[str, Any], name: str = "User") -> str:

@@ -1,0 +1,336 @@
+"""LocalTopicSink: the embedded default DLQ sink, an append-only directory of JSON-lines files per topic.
+
+Layout: `<root>/<topic>/<writer id>.jsonl`, one file per (writer, topic). A writer writes each
+topic's records to a hidden temporary file (`.<writer id>.<random>.tmp`), fsyncs it and renames it
+into place on commit, so readers see a writer's records for a topic all at once or not at all; a
+retried task (same writer id) replaces its earlier files, and a crashed one leaves only hidden
+temporary files that readers skip.
+
+A run with a caller-chosen id starts with `begin_run`: it records a new generation of the run in
+`<root>/.runs/<run id>`, then removes every file an earlier run with that id committed. The run's
+files carry its generation (`<writer id>.g<generation>.jsonl`), and a writer commits only while
+its generation is the current one, so a straggler of the earlier run cannot add to the rerun:
+delivery is exactly once per run id. Each line is one record:
+
+    {"offset": 0, "timestamp_ms": 1700000000000, "key": "<base64>" | null,
+     "value": "<base64>" | null, "headers": [["<name>", "<base64>" | null], ...]}
+
+`offset` numbers the records of one file from 0; headers keep their order and duplicates.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import re
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+from actions.dlq.sink import DlqError, DlqRecord, DlqWriter, in_run, is_run_id, validate_topic
+
+SUFFIX = ".jsonl"
+# A leading '.' is what hides temporary files, so a writer id cannot start with one; 200 characters
+# leave room for the temporary name's prefix and random suffix within a 255-byte file name.
+_WRITER_ID = re.compile(r"[a-zA-Z0-9_-][a-zA-Z0-9._-]{0,199}")
+_RUNS = ".runs"  # hidden, so never taken for a topic
+_GENERATION = re.compile(r"\.g[0-9a-f]{16}$")
+
+
+@dataclass(frozen=True, init=False)
+class LocalTopicSink:
+    """A directory of DLQ topics on a filesystem every Spark task can reach; holds only its root path."""
+
+    root: str
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        # Absolute on the driver, so Spark workers with another working directory write to the same place.
+        object.__setattr__(self, "root", os.path.abspath(os.fspath(root)))
+
+    def open(self, writer_id: str) -> LocalTopicWriter:
+        """Open the writer of one task attempt; its files are named from `writer_id`."""
+        return LocalTopicWriter(self.root, _checked_writer_id(writer_id))
+
+    def begin_run(self, run_id: str) -> LocalRunSink:
+        """Start run `run_id` afresh (RunScopedSink): a new generation first, so the earlier run's
+        writers can no longer commit, then its committed files removed, in every topic."""
+        if not is_run_id(run_id):
+            raise DlqError("run id must be 1-100 ASCII letters, digits, '_' or '-'", writer_id=str(run_id))
+        run = LocalRunSink(self.root, run_id, uuid.uuid4().hex[:16])
+        try:
+            _replace_durably(run.marker, run.generation)
+            for topic in _subdirectories(self.root):
+                _remove(self._files(topic), lambda name: in_run(_GENERATION.sub("", name), run_id))
+        except OSError as e:
+            raise DlqError(f"cannot start run {run_id!r} in {self.root}: {e}") from e
+        return run
+
+    def topics(self) -> list[str]:
+        """The topics holding at least one committed record file, sorted."""
+        return sorted(topic for topic in _subdirectories(self.root) if self._files(topic))
+
+    def read(self, topic: str) -> list[DlqRecord]:
+        """Every committed record of `topic`, ordered by file name then line; empty for an unknown topic."""
+        return [
+            _decode(topic, line, path, number)
+            for path in self._files(validate_topic(topic))
+            for number, line in _lines(path)
+        ]
+
+    def count(self, topic: str) -> int:
+        """How many committed records `topic` holds, without decoding them."""
+        return sum(1 for path in self._files(validate_topic(topic)) for _ in _lines(path))
+
+    def _files(self, topic: str) -> list[str]:
+        directory = os.path.join(self.root, topic)
+        try:
+            names = os.listdir(directory)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        return [
+            os.path.join(directory, name)
+            for name in sorted(names)
+            if name.endswith(SUFFIX) and not name.startswith(".")
+        ]
+
+
+@dataclass(frozen=True)
+class LocalRunSink:
+    """The sink one generation of a run's tasks write to (made by `LocalTopicSink.begin_run`):
+    picklable, it names the root, the run and the generation its writers' files carry."""
+
+    root: str
+    run_id: str
+    generation: str
+
+    @property
+    def marker(self) -> str:
+        """The file holding the run's current generation."""
+        return os.path.join(self.root, _RUNS, self.run_id)
+
+    def open(self, writer_id: str) -> LocalTopicWriter:
+        """Open the writer of one task attempt of this generation of the run."""
+        return LocalTopicWriter(self.root, _checked_writer_id(writer_id), run=self)
+
+    def is_current(self) -> bool:
+        """Whether no later `begin_run` of the same run id has started since this one."""
+        try:
+            with open(self.marker, encoding="ascii") as marker:
+                return marker.read() == self.generation
+        except FileNotFoundError:
+            return False
+
+
+@dataclass
+class _TopicFile:
+    """A topic's temporary file while its writer is open."""
+
+    temporary: str
+    final: str
+    handle: IO[str]
+    offset: int = 0
+
+
+class LocalTopicWriter(DlqWriter):
+    """Writes one task attempt's records, one hidden temporary file per topic until commit."""
+
+    def __init__(self, root: str, writer_id: str, run: LocalRunSink | None = None) -> None:
+        self.root = root
+        self.writer_id = writer_id
+        self._run = run
+        self._name = writer_id + (f".g{run.generation}" if run is not None else "") + SUFFIX
+        self._files: dict[str, _TopicFile] = {}
+        self._outcome: str | None = None
+
+    def write(self, record: DlqRecord) -> None:
+        """Append `record` to its topic's temporary file."""
+        if self._outcome is not None:
+            raise DlqError(f"cannot write to a writer already {self._outcome}", writer_id=self.writer_id)
+        file = self._files.get(record.topic) or self._start(record.topic)
+        try:
+            file.handle.write(_encode(record, file.offset))
+        except OSError as e:
+            raise DlqError(
+                f"cannot write a DLQ record: {e}", topic=record.topic, writer_id=self.writer_id
+            ) from e
+        file.offset += 1
+
+    def commit(self) -> None:
+        """Make every written record durable and visible, replacing this writer id's earlier files."""
+        if self._outcome == "committed":
+            return
+        if self._outcome == "aborted":
+            raise DlqError("cannot commit a writer already aborted", writer_id=self.writer_id)
+        try:
+            self._check_current()
+            for file in self._files.values():
+                _close_durably(file.handle)
+            for file in self._files.values():
+                os.replace(file.temporary, file.final)
+                _sync_directory(os.path.dirname(file.final))
+            if self._files:
+                _sync_directory(self.root)  # a topic directory this writer created
+            self._remove_stale()
+            # A begin_run between the check above and the renames listed the directories before
+            # these files arrived: this writer removes them itself.
+            self._check_current(committed=True)
+        except OSError as e:
+            self.abort()
+            raise DlqError(f"DLQ records not delivered: {e}", writer_id=self.writer_id) from e
+        self._outcome = "committed"
+
+    def _check_current(self, committed: bool = False) -> None:
+        """Fail, leaving nothing behind, when the run this writer belongs to was started again."""
+        if self._run is None or self._run.is_current():
+            return
+        if committed:
+            _remove((file.final for file in self._files.values()), lambda name: True)
+        self.abort()
+        raise DlqError(
+            f"run {self._run.run_id!r} was started again since this writer opened; its records are"
+            " left to the new run",
+            writer_id=self.writer_id,
+        )
+
+    def abort(self) -> None:
+        """Remove the temporary files; a writer already committed keeps its records."""
+        if self._outcome == "committed":
+            return
+        self._outcome = "aborted"
+        for file in self._files.values():
+            file.handle.close()
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(file.temporary)
+
+    def _start(self, topic: str) -> _TopicFile:
+        try:
+            directory = os.path.join(self.root, validate_topic(topic))
+        except DlqError as e:
+            raise DlqError(e.reason, topic=e.topic, writer_id=self.writer_id) from e
+        try:
+            os.makedirs(directory, exist_ok=True)
+            temporary = os.path.join(directory, f".{self.writer_id}.{uuid.uuid4().hex}.tmp")
+            handle = open(temporary, "x", encoding="utf-8")  # noqa: SIM115 - closed on commit or abort
+        except OSError as e:
+            raise DlqError(f"cannot open a DLQ file: {e}", topic=topic, writer_id=self.writer_id) from e
+        file = _TopicFile(temporary, os.path.join(directory, self._name), handle)
+        self._files[topic] = file
+        return file
+
+    def _remove_stale(self) -> None:
+        """Delete this writer id's files in topics it did not write to this time.
+
+        A re-executed task (same writer id) may route its rows to other topics than the attempt it
+        replaces, when its input is not deterministic; its output must replace that attempt's whole.
+        """
+        name = self._name
+        for topic in _subdirectories(self.root):
+            if topic in self._files:
+                continue
+            directory = os.path.join(self.root, topic)
+            try:
+                os.remove(os.path.join(directory, name))
+            except FileNotFoundError:
+                continue
+            _sync_directory(directory)
+
+
+def _checked_writer_id(writer_id: str) -> str:
+    if not isinstance(writer_id, str) or not _WRITER_ID.fullmatch(writer_id):
+        raise DlqError(
+            "writer id must be 1-200 characters of ASCII letters, digits, '.', '_' or '-'"
+            " and not start with '.'",
+            writer_id=str(writer_id),
+        )
+    return writer_id
+
+
+def _remove(paths: Iterable[str], chosen: Callable[[str], bool]) -> None:
+    """Delete the record files among `paths` whose writer part (the name without SUFFIX) is `chosen`,
+    and persist the removals."""
+    directories = set()
+    for path in paths:
+        if chosen(os.path.basename(path)[: -len(SUFFIX)]):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+            directories.add(os.path.dirname(path))
+    for directory in directories:
+        _sync_directory(directory)
+
+
+def _replace_durably(path: str, text: str) -> None:
+    """Write `text` to `path` in one atomic rename, durably."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    temporary = f"{path}.{uuid.uuid4().hex}.tmp"
+    with open(temporary, "x", encoding="ascii") as file:
+        file.write(text)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
+    _sync_directory(os.path.dirname(path))
+
+
+def _encode(record: DlqRecord, offset: int) -> str:
+    line = {
+        "offset": offset,
+        "timestamp_ms": record.timestamp_ms,
+        "key": _b64(record.key),
+        "value": _b64(record.value),
+        "headers": [[name, _b64(value)] for name, value in record.headers],
+    }
+    return json.dumps(line, separators=(",", ":")) + "\n"
+
+
+def _decode(topic: str, line: str, path: str, number: int) -> DlqRecord:
+    try:
+        fields: dict[str, Any] = json.loads(line)
+        return DlqRecord(
+            topic=topic,
+            key=_unb64(fields["key"]),
+            value=_unb64(fields["value"]),
+            headers=tuple((name, _unb64(value)) for name, value in fields["headers"]),
+            timestamp_ms=int(fields["timestamp_ms"]),
+        )
+    except (ValueError, KeyError, TypeError) as e:
+        raise DlqError(f"{path}:{number}: not a DLQ record: {e}", topic=topic) from e
+
+
+def _b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")
+
+
+def _unb64(text: str | None) -> bytes | None:
+    return None if text is None else base64.b64decode(text, validate=True)
+
+
+def _lines(path: str) -> Iterator[tuple[int, str]]:
+    with open(path, encoding="utf-8") as file:
+        yield from enumerate(file, start=1)
+
+
+def _subdirectories(root: str) -> list[str]:
+    try:
+        entries = list(os.scandir(root))
+    except FileNotFoundError:
+        return []
+    return [entry.name for entry in entries if entry.is_dir() and not entry.name.startswith(".")]
+
+
+def _close_durably(handle: IO[str]) -> None:
+    handle.flush()
+    os.fsync(handle.fileno())
+    handle.close()
+
+
+def _sync_directory(directory: str) -> None:
+    """Persist a rename or removal in `directory` (POSIX only: Windows cannot open a directory)."""
+    if os.name != "posix":
+        return
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)

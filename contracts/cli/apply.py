@@ -1,0 +1,172 @@
+"""`spark-contracts apply`: a contract's WRITE or READ rules over a file dataset, with its DLQ and counts."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TextIO
+
+from actions.dlq.local_topic import LocalTopicSink
+from actions.dlq.sink import is_run_id
+from contracts.cli.progress import Progress
+from contracts.cli.registry import open_registry
+from contracts.contract import DataContract, RuleCounts
+from contracts.planning.plan import PlannedRule
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+# Record formats hold the record's fields as columns; wire formats hold Confluent frames in `value`.
+RECORD_FORMATS = ("parquet", "json")
+WIRE_FORMATS = ("avro-parquet", "avro-json")
+FORMATS = RECORD_FORMATS + WIRE_FORMATS
+
+
+@dataclass(frozen=True)
+class ApplyJob:
+    """What to run: the contract (registry, subject, version), the mode, input, output and DLQ.
+
+    `run_id` makes this run the rerun of an earlier one with that id: its DLQ records and its
+    output replace the earlier run's.
+    """
+
+    registry: str
+    subject: str
+    mode: str
+    input: str
+    format: str
+    output: str
+    dlq_dir: str
+    version: int | None = None
+    allow_unknown_rule_types: bool = False
+    run_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("WRITE", "READ"):
+            raise ValueError(f"mode must be WRITE or READ, not {self.mode!r}")
+        if self.format not in FORMATS:
+            raise ValueError(f"unknown input format {self.format!r}; expected one of {', '.join(FORMATS)}")
+        if self.format in WIRE_FORMATS and self.mode != "READ":
+            # Wire-format records are decoded by `deserialize`, which runs the READ side
+            # (docs/semantics.md §6).
+            raise ValueError(f"{self.format} input is decoded with the READ rules: use --mode READ")
+        if self.run_id is not None and not is_run_id(self.run_id):
+            raise ValueError(f"--run-id must be 1-100 ASCII letters, digits, '_' or '-', not {self.run_id!r}")
+
+
+def run_apply(job: ApplyJob, spark: SparkSession, out: TextIO, err: TextIO) -> int:
+    """Enforce the contract on the input, write the valid rows as Parquet to `job.output`, send
+    rejected rows to the DLQ topics under `job.dlq_dir`, and print a per-rule summary. The Spark
+    job runs once (the valid rows and the DLQ in one pass); errors propagate to the caller, after
+    the run id that a rerun replacing this run's output needs."""
+    sink = LocalTopicSink(job.dlq_dir)
+    contract = DataContract(open_registry(job.registry), job.subject, version=job.version, dlq_sink=sink)
+    unhandled = unhandled_rules(contract, job)
+    for rule in unhandled:
+        err.write(f"spark-contracts apply: warning: {describe_unhandled(rule)}\n")
+    if unhandled and not job.allow_unknown_rule_types:
+        err.write(
+            "spark-contracts apply: error: not run, as no record could pass; fix the rule type or"
+            " register its executor, or pass --allow-unknown-rule-types to run it anyway\n"
+        )
+        return 1
+    run_id = job.run_id or uuid.uuid4().hex
+    # A new run that cannot reject a row has no DLQ output to name, so it leaves the DLQ dir alone.
+    may_reject = job.format in WIRE_FORMATS or contract.plan(job.mode).can_reject
+    contract_run = run_id if job.run_id or may_reject else None
+    valid = _enforced(contract, read_input(spark, job.format, job.input, contract), job, contract_run)
+    before = {topic: sink.count(topic) for topic in sink.topics()}
+    label = f"{job.mode} rules of {job.subject} version {contract.version} on {job.input} (run {run_id})"
+    try:
+        with Progress(label, err, spark):
+            # A rerun replaces the output the failed run may have left (Spark leaves its directory).
+            valid.write.mode("overwrite" if job.run_id else "error").parquet(job.output)
+    except Exception:
+        err.write(
+            f"spark-contracts apply: DLQ records this run committed are under run id {run_id}; once"
+            f" fixed, rerun with --run-id {run_id} to replace them and the output\n"
+        )
+        raise
+    written = spark.read.parquet(job.output).count()
+    metrics = contract.metrics
+    out.write(summary_table(metrics.get() if metrics is not None else {}))
+    out.write(f"valid rows: {written} -> {job.output}\n")
+    for topic in sink.topics():
+        added = sink.count(topic) - before.get(topic, 0)
+        if added:
+            out.write(f"DLQ {topic}: {added} rows -> {sink.root}/{topic}\n")
+    return 0
+
+
+def unhandled_rules(contract: DataContract, job: ApplyJob) -> list[PlannedRule]:
+    """The rules of the job's mode (and, for wire-format input, of the migrations from every
+    registered version) whose type no executor handles: each fails every record it sees."""
+    plans = [contract.plan(job.mode)]
+    if job.format in WIRE_FORMATS:
+        plans += [plan for writer in contract._compiler.writers().values() for plan in writer.migrations]
+    return [rule for plan in plans for rule in plan.rules if rule.step is None]
+
+
+def describe_unhandled(rule: PlannedRule) -> str:
+    """One line naming the rule without executor and what it will do to every record."""
+    ctx = rule.ctx
+    failure = rule.on_failure.name + (f" -> {rule.on_failure.topic}" if rule.on_failure.topic else "")
+    return (
+        f"subject={ctx.subject} version={ctx.version} rule={rule.rule.name} type={rule.rule.type}:"
+        f" no executor handles this rule type, so in {ctx.mode.value} it fails every record"
+        f" (on failure: {failure}) and the rules after it are skipped"
+    )
+
+
+def read_input(spark: SparkSession, fmt: str, path: str, contract: DataContract) -> DataFrame:
+    """The input dataset: records as columns (JSON lines read with the contract's types, failing on
+    a malformed line rather than nulling it), or Kafka-shaped rows with binary `value` frames (a
+    base64 string in JSON lines)."""
+    from pyspark.sql import functions as F
+
+    if fmt == "parquet" or fmt == "avro-parquet":
+        return spark.read.parquet(path)
+    if fmt == "json":
+        return spark.read.schema(contract.spark_schema).option("mode", "FAILFAST").json(path)
+    if fmt == "avro-json":
+        rows = spark.read.option("mode", "FAILFAST").json(path)
+        return rows.withColumn("value", F.unbase64(F.col("value")))
+    raise ValueError(f"unknown input format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+def _enforced(contract: DataContract, df: DataFrame, job: ApplyJob, run_id: str | None) -> DataFrame:
+    """The valid rows; wire-format input is decoded (and migrated) to the contract's version first."""
+    if job.format in WIRE_FORMATS:
+        return contract.deserialize(df, run_id=run_id)
+    if job.mode == "WRITE":
+        return contract.write(df, run_id=run_id)
+    return contract.read(df, run_id=run_id)
+
+
+def summary_table(counts: dict[str, RuleCounts]) -> str:
+    """Per rule, in running order: mode, rows passed, rows failed, rows per action that ran."""
+    header = ("rule", "mode", "passed", "failed", "actions")
+    rows = [
+        (
+            c.rule,
+            c.mode,
+            str(c.passed),
+            str(c.failed),
+            " ".join(f"{action}={n}" for action, n in c.by_action.items() if n) or "-",
+        )
+        for c in counts.values()
+    ]
+    if not rows:
+        return "no rules ran\n"
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+    numeric = {2, 3}
+
+    def render(row: tuple[str, ...]) -> str:
+        cells = (
+            cell.rjust(w) if i in numeric else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        )
+        return "  ".join(cells).rstrip()
+
+    rule_line = "  ".join("-" * w for w in widths)
+    return "\n".join([render(header), rule_line, *(render(row) for row in rows)]) + "\n"

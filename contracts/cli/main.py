@@ -1,0 +1,255 @@
+"""The `spark-contracts` command line: lint, apply, push and pull data contracts.
+
+    spark-contracts lint DIR | --registry URL [--subject S ...]
+    spark-contracts apply --registry DIR_OR_URL --subject S [--version N] --mode WRITE|READ
+                          --input PATH --format parquet|json|avro-parquet|avro-json --output PATH
+                          [--dlq-dir DIR] [--run-id ID] [--allow-unknown-rule-types]
+    spark-contracts push DIR --registry URL
+    spark-contracts pull --registry URL DIR [--subject S ...]
+
+Each command also takes --debug. Exit status: 0 success, 1 problems found or something failed
+(a user error is one line on stderr; --debug adds its traceback), 2 a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import sys
+import traceback
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from contracts.cli.apply import FORMATS, ApplyJob, run_apply
+from contracts.cli.errors import is_user_error, one_line
+from contracts.cli.lint import lint_directory, lint_registry
+from contracts.cli.registry import open_registry
+from contracts.cli.sync import pull, push
+from contracts.contract import DEFAULT_DLQ_DIR
+from contracts.errors import RegistryError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+_USAGE_ERROR = 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The console script: run one subcommand and return its exit status."""
+    # PySpark 4 warns that pandas 3 is not fully supported; this project only uses Arrow paths,
+    # where it works (README), so a command's output is not cluttered with it.
+    warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
+    return run(argv)
+
+
+def run(
+    argv: list[str] | None = None,
+    *,
+    spark: SparkSession | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """`main` with the session and streams injectable: `apply` uses `spark` when given (tests and
+    notebooks already have one) and otherwise starts, and afterwards stops, its own."""
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else _USAGE_ERROR
+    try:
+        with _logging(args.debug, err):
+            return int(args.handler(args, spark, out, err))
+    except _UsageError as error:
+        print(f"spark-contracts {args.command}: error: {error}", file=err)
+        return _USAGE_ERROR
+    except Exception as error:
+        if not is_user_error(error):
+            raise
+        if args.debug:
+            traceback.print_exception(error, file=err)
+        print(f"spark-contracts {args.command}: {one_line(error)}", file=err)
+        return 1
+
+
+@contextlib.contextmanager
+def _logging(debug: bool, err: TextIO) -> Iterator[None]:
+    """The project's log (the registry client's requests, retries and failovers) on `err` with
+    --debug; otherwise only its errors, so a failure is the one line the CLI prints."""
+    logger = logging.getLogger("contracts")
+    saved = (logger.level, logger.propagate)
+    handler = logging.StreamHandler(err)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    if debug:
+        logger.setLevel(logging.DEBUG)
+        logger.addHandler(handler)
+        logger.propagate = False
+    else:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
+
+
+class _UsageError(Exception):
+    """Arguments that parse but do not make sense together."""
+
+
+def _lint(args: argparse.Namespace, spark: Any, out: TextIO, err: TextIO) -> int:
+    if (args.directory is None) == (args.registry is None):
+        raise _UsageError("give a directory or --registry, not both")
+    if args.directory is not None and args.subject:
+        raise _UsageError("--subject goes with --registry")
+    if args.directory is not None:
+        problems = lint_directory(Path(args.directory))
+    else:
+        problems = lint_registry(open_registry(args.registry), args.subject or None)
+    for problem in problems:
+        print(problem.line(), file=out)
+    failing = sum(not problem.note for problem in problems)
+    print(f"lint: {failing} problem(s)" if failing else "lint: no problems", file=err)
+    return 1 if failing else 0
+
+
+def _apply(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, err: TextIO) -> int:
+    try:
+        job = ApplyJob(
+            registry=args.registry,
+            subject=args.subject,
+            mode=args.mode,
+            input=args.input,
+            format=args.format,
+            output=args.output,
+            dlq_dir=args.dlq_dir,
+            version=args.version,
+            allow_unknown_rule_types=args.allow_unknown_rule_types,
+            run_id=args.run_id,
+        )
+    except ValueError as error:
+        raise _UsageError(str(error)) from error
+    own = spark is None
+    session = _session() if spark is None else spark
+    try:
+        return run_apply(job, session, out, err)
+    finally:
+        if own:
+            session.stop()
+
+
+def _push(args: argparse.Namespace, spark: Any, out: TextIO, err: TextIO) -> int:
+    source = Path(args.directory)
+    if not source.is_dir():
+        # Checked before the destination is opened: a new local destination would be created.
+        what = "is not a directory" if source.exists() else "does not exist"
+        raise RegistryError(f"the contracts directory {str(source)!r} {what}")
+    return push(source, open_registry(args.registry, must_exist=False), out)
+
+
+def _pull(args: argparse.Namespace, spark: Any, out: TextIO, err: TextIO) -> int:
+    return pull(open_registry(args.registry), Path(args.directory), args.subject or None, out)
+
+
+def _session() -> SparkSession:
+    """A session for the CLI: Spark Connect when SPARK_REMOTE is set, else SPARK_MASTER (local[2]).
+
+    Spark's own log is off unless SPARK_LOG_LEVEL says otherwise: the CLI prints the progress,
+    the summary and the first line of a failure itself.
+    """
+    from pyspark.sql import SparkSession
+
+    # Local Python workers must run this interpreter, the one with the project installed.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.appName("spark-contracts")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.log.level", os.environ.get("SPARK_LOG_LEVEL", "OFF"))
+    )
+    if os.environ.get("SPARK_REMOTE"):
+        return builder.remote(os.environ["SPARK_REMOTE"]).getOrCreate()
+    return builder.master(os.environ.get("SPARK_MASTER", "local[2]")).getOrCreate()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="spark-contracts",
+        description="Lint, apply and sync Confluent Schema Registry data contracts on Spark.",
+    )
+    parser.add_argument("--debug", action="store_true", help="on failure, print the traceback too")
+    # Also accepted after the command; SUPPRESS keeps a subcommand from resetting it when absent.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    lint = commands.add_parser(
+        "lint",
+        parents=[common],
+        help="parse every contract version and compile every rule; report every problem",
+        description="Report every problem loading would hit, one per line; exit 1 when there are any.",
+    )
+    lint.add_argument("directory", nargs="?", help="a LocalRegistry directory (<subject>/<version>.json)")
+    lint.add_argument("--registry", help="a registry URL (or directory) instead of DIR")
+    lint.add_argument("--subject", action="append", help="a subject to lint (repeatable; default: all)")
+    lint.set_defaults(handler=_lint)
+
+    apply = commands.add_parser(
+        "apply",
+        parents=[common],
+        help="run a contract's rules over a file dataset, writing valid rows and the DLQ",
+        description="Valid rows are written as Parquet to --output, rejected rows to the DLQ topics.",
+    )
+    apply.add_argument("--registry", required=True, help="a LocalRegistry directory or a registry URL")
+    apply.add_argument("--subject", required=True)
+    apply.add_argument("--version", type=int, help="the contract version (default: the latest)")
+    apply.add_argument("--mode", required=True, type=str.upper, choices=("WRITE", "READ"))
+    apply.add_argument("--input", required=True, help="the input dataset path")
+    apply.add_argument(
+        "--format",
+        required=True,
+        choices=FORMATS,
+        help="parquet / json (JSON lines): records as columns; avro-parquet / avro-json: Confluent"
+        " wire-format frames in a binary `value` column (base64 in JSON lines), read with --mode READ",
+    )
+    apply.add_argument("--output", required=True, help="where the valid rows go (Parquet)")
+    apply.add_argument("--dlq-dir", default=DEFAULT_DLQ_DIR, help="the local DLQ topics directory")
+    apply.add_argument(
+        "--run-id",
+        help="rerun the run of this id (printed when a run fails): its DLQ records and --output are"
+        " replaced, not added to (default: a new run id)",
+    )
+    apply.add_argument(
+        "--allow-unknown-rule-types",
+        action="store_true",
+        help="run even when a rule's type has no executor (that rule fails every record); by default"
+        " such a contract is reported and not run",
+    )
+    apply.set_defaults(handler=_apply)
+
+    push_ = commands.add_parser(
+        "push",
+        parents=[common],
+        help="register every contract version of a directory with a registry",
+        description="Versions already registered are skipped; refused ones are reported; exit 1 if any.",
+    )
+    push_.add_argument("directory", help="a LocalRegistry directory")
+    push_.add_argument("--registry", required=True, help="the registry URL")
+    push_.set_defaults(handler=_push)
+
+    pull_ = commands.add_parser(
+        "pull",
+        parents=[common],
+        help="export a registry's subjects into a LocalRegistry directory",
+        description="Every version (schema, metadata, ruleSet, references, id) in <subject>/<version>.json.",
+    )
+    pull_.add_argument("directory", help="the directory to write")
+    pull_.add_argument("--registry", required=True, help="the registry URL")
+    pull_.add_argument("--subject", action="append", help="a subject to export (repeatable; default: all)")
+    pull_.set_defaults(handler=_pull)
+    return parser

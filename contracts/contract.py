@@ -1,0 +1,672 @@
+"""The DataFrame API: a contract from the registry, enforced on Spark DataFrames, lazily."""
+
+from __future__ import annotations
+
+import copy
+import os
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, wait
+from dataclasses import dataclass
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
+
+from actions.builtin import checked_topic
+from actions.dlq.local_topic import LocalTopicSink
+from actions.dlq.sink import DlqSink, RunScopedSink, is_run_id
+from actions.protocol import Action, ActionContext, ActionPlan, Effect
+from contracts.engine import runner, serde
+from contracts.engine.frame import ORIGINAL, RECORD, STATUS
+from contracts.engine.native_migration import NativeMigration, native_migration
+from contracts.engine.reasons import NativeReasons, with_exact_reasons
+from contracts.engine.routing import DlqLayout, Router, route_rejected
+from contracts.engine.serde import WriterVersion
+from contracts.errors import ContractError, RegistryError
+from contracts.model import RegisteredSchema, RuleMode
+from contracts.planning import loader, migration
+from contracts.planning.plan import Plan, SkippedRuleSet, build_plan
+from contracts.plugins import ACTION_GROUP, EXECUTOR_GROUP, PluginRegistry, load_group, with_overrides
+from contracts.registry import Registry
+from contracts.streaming import MicroBatchWriter
+from executors import as_executor
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, Observation
+    from pyspark.sql.types import StructType
+
+DEFAULT_DLQ_DIR = "dlq-topics"
+DEFAULT_METRICS_TIMEOUT_S = 2.0
+"""How long `RuleMetrics.get` waits for the first action on a batch result to finish."""
+
+
+@dataclass(frozen=True)
+class RuleCounts:
+    """How one rule went: rows it passed and failed, and rows per action that ran."""
+
+    rule: str
+    mode: str
+    passed: int
+    failed: int
+    by_action: dict[str, int]
+
+
+class RuleMetrics:
+    """Per-rule outcome counts, gathered with Spark's `observe()` by the first action on the result.
+
+    On a streaming DataFrame each micro-batch reports its own counts: they appear in the query's
+    progress under `observedMetrics[metrics.name]`, and `get(query.lastProgress)` reads them.
+    """
+
+    def __init__(self, plan: Plan, observation: Observation | str | None, name: str | None) -> None:
+        self._plan = plan
+        self._observation = observation
+        self._name = name
+        self._lock = threading.Lock()
+        self._waiting: Future[Mapping[str, Any]] | None = None
+
+    @property
+    def name(self) -> str | None:
+        """The name the counts are observed under (None when the plan has no rules)."""
+        return self._name
+
+    def get(
+        self, progress: Any = None, *, timeout: float = DEFAULT_METRICS_TIMEOUT_S
+    ) -> dict[str, RuleCounts]:
+        """Counts per rule name.
+
+        Batch: the counts of the first Spark action on the result. When no action has finished
+        within `timeout` seconds (raise it to wait for one running in another thread) this is a
+        ContractError, where Spark's own `Observation.get` would wait forever.
+        Streaming: the counts of the micro-batch whose `progress` (e.g. `query.lastProgress`) is given.
+        """
+        counts: dict[str, RuleCounts] = {}
+        observed = self._observed(progress, timeout)
+        for planned in self._plan.rules:
+            passed = int(observed.get(f"{planned.index}.passed", 0) or 0)
+            failed = int(observed.get(f"{planned.index}.failed", 0) or 0)
+            by_action: dict[str, int] = {}
+            for action, n in ((planned.on_success.name, passed), (planned.on_failure.name, failed)):
+                by_action[action] = by_action.get(action, 0) + n
+            counts[planned.rule.name] = RuleCounts(
+                planned.rule.name, planned.ctx.mode.value, passed, failed, by_action
+            )
+        return counts
+
+    def _observed(self, progress: Any, timeout: float) -> Mapping[str, Any]:
+        if self._observation is None:
+            return {}
+        if not isinstance(self._observation, str):
+            return self._first_action(self._observation, timeout)
+        if progress is None:
+            raise ContractError(
+                "these metrics come from a streaming query: pass its progress, e.g."
+                " metrics.get(query.lastProgress)",
+                subject=self._plan.subject,
+            )
+        metrics = progress["observedMetrics"] if isinstance(progress, Mapping) else progress.observedMetrics
+        row = (metrics or {}).get(self._observation)
+        if row is None:
+            return {}
+        values = row.asDict() if hasattr(row, "asDict") else dict(row)
+        if set(values) == {"values", "schema"}:
+            # Spark Connect's progress keeps each observed row as its values and JSON schema.
+            names = [field["name"] for field in values["schema"]["fields"]]
+            return dict(zip(names, values["values"], strict=True))
+        return values
+
+    def _first_action(self, observation: Observation, timeout: float) -> Mapping[str, Any]:
+        """The observation's counts, waiting at most `timeout` seconds. A classic session's
+        `Observation.get` blocks until an action finishes, so it waits in a background thread,
+        one per RuleMetrics however often it is asked; Spark Connect's answers an empty dict."""
+        with self._lock:
+            if self._waiting is None:
+                self._waiting = _in_background(lambda: observation.get)
+            waiting = self._waiting
+        wait([waiting], timeout=timeout)
+        observed = waiting.result() if waiting.done() else {}
+        if observed:
+            return observed
+        with self._lock:
+            if self._waiting is waiting and waiting.done():
+                self._waiting = None  # Connect's empty answer: ask again next time
+        raise ContractError(
+            f"no Spark action on the result has finished within {timeout:g} s, and the per-rule"
+            " counts are gathered by the first one: run an action (count, collect, a write) on the"
+            " result first, or give get() a longer timeout to wait for one still running",
+            subject=self._plan.subject,
+            version=self._plan.version,
+        )
+
+    def __repr__(self) -> str:
+        return f"RuleMetrics({self._plan.mode.value}, rules={[r.rule.name for r in self._plan.rules]})"
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    """The lazy outcome of applying a contract: valid rows, rejected rows (+ `_contract`), metrics."""
+
+    valid: DataFrame
+    rejected: DataFrame
+    metrics: RuleMetrics | None
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One call's DLQ destination: the sink its tasks write to and the run id their writers carry."""
+
+    sink: DlqSink
+    run_id: str
+
+
+@dataclass(frozen=True)
+class _Compiler:
+    """The contract's registry and plugins: compiles plans on the driver and, for schema ids first
+    seen while decoding, on the workers (so it must pickle)."""
+
+    registry: Registry
+    subject: str
+    target: loader.ContractVersion
+    executors: PluginRegistry[Any]
+    actions: PluginRegistry[Any]
+
+    def resolve_action(self, name: str, ctx: ActionContext) -> ActionPlan:
+        action = self.actions.find(name)
+        if action is None:
+            raise ContractError(
+                f"unknown action {name!r} (known: {', '.join(self.actions.names())})",
+                subject=ctx.subject,
+                version=ctx.version,
+                rule=ctx.rule.name,
+                position="onFailure/onSuccess",
+            )
+        planned = action.plan(ctx)
+        if planned.effect is Effect.REJECT and planned.topic is not None:
+            # A custom action's topic is checked as the DLQ action checks its own.
+            position = f"actions.{name}.topic"
+            checked_topic(
+                planned.topic, position, subject=ctx.subject, version=ctx.version, rule=ctx.rule.name
+            )
+        return planned
+
+    def plan(self, mode: RuleMode) -> Plan:
+        version = self.target
+        compiled = loader.compile_rules(version, mode, loader.rules_for(version, mode), self.executors)
+        skipped = tuple(rule.name for rule in loader.skipped_rules(version, mode))
+        where = (version.subject, version.version, mode, version.spark_type)
+        note = SkippedRuleSet(version.schema.rules.enable_at, skipped) if skipped else None
+        return build_plan(*where, compiled, self.resolve_action, skipped=note)
+
+    def load(self, version: int) -> loader.ContractVersion:
+        if version == self.target.version:
+            return self.target
+        return loader.load_version(self.registry, self.registry.get_version(self.subject, version))
+
+    def writer(self, registered: RegisteredSchema) -> WriterVersion:
+        """A writer version with its migration plans to the target (docs/semantics.md §6)."""
+        writer = registered.version
+        target = self.target.version
+        low, high = sorted((writer, target))
+        try:
+            versions = {number: self.load(number) for number in range(low, high + 1)}
+        except RegistryError as e:
+            if e.error_code != 40402:
+                raise
+            # A deleted version in between fails only the records whose migration crosses it.
+            failure = f"cannot migrate from version {writer} to {target}: {e}"
+            return WriterVersion(writer, self.load(writer).avro_schema, failure=failure)
+        plans = migration.migration_plans(versions, writer, target, self.executors, self.resolve_action)
+        native = native_migration(versions, writer, target, self.executors, self.resolve_action)
+        return WriterVersion(writer, versions[writer].avro_schema, plans, native)
+
+    def writers(self) -> dict[int, WriterVersion]:
+        """Every version of the subject by schema id, prefetched on the driver."""
+        return {
+            registered.schema_id: self.writer(registered)
+            for registered in (
+                self.registry.get_version(self.subject, v) for v in self.registry.get_versions(self.subject)
+            )
+        }
+
+
+class DataContract:
+    """A subject's data contract, resolved and compiled once, applied to DataFrames.
+
+    The target version is `version`, else the latest whose metadata matches
+    `use_latest_with_metadata`, else the latest. `executors` adds or replaces rule executors (a
+    sequence registers by type, a mapping by rule name); `actions` adds or replaces actions by
+    name; `dlq_sink` receives rejected rows (default: a LocalTopicSink under ./dlq-topics).
+    `collect_metrics=False` skips the per-rule counts (`metrics` is then None): unless every rule
+    always passes and none can reject, Spark's `observe()` sits mid-query and splits its generated
+    code in two, which costs a quarter of a cheap rule's time.
+    """
+
+    def __init__(
+        self,
+        registry: Registry,
+        subject: str,
+        version: int | None = None,
+        use_latest_with_metadata: Mapping[str, str] | None = None,
+        executors: Iterable[Any] | Mapping[str, Any] | None = None,
+        actions: Iterable[Action] | None = None,
+        dlq_sink: DlqSink | None = None,
+        collect_metrics: bool = True,
+    ) -> None:
+        self.registry = registry
+        self.collect_metrics = collect_metrics
+        self.subject = subject
+        registered = loader.resolve(registry, subject, version, use_latest_with_metadata)
+        self.target = loader.load_version(registry, registered)
+        self._compiler = _Compiler(
+            registry,
+            subject,
+            self.target,
+            _executor_registry(executors),
+            with_overrides(load_group(ACTION_GROUP, attrgetter("name")), actions),
+        )
+        self._dlq_sink = dlq_sink
+        self._last_metrics: RuleMetrics | None = None
+        self._run_id: str | None = None
+        self._resolved: dict[int, NativeMigration | None] = {}
+        self._plans = {mode: self._compiler.plan(mode) for mode in (RuleMode.WRITE, RuleMode.READ)}
+
+    @property
+    def spark_schema(self) -> StructType:
+        """The Spark type of the target version's record."""
+        return self.target.spark_type
+
+    @property
+    def version(self) -> int:
+        return self.target.version
+
+    @property
+    def schema_id(self) -> int:
+        return self.target.schema_id
+
+    @property
+    def dlq_sink(self) -> DlqSink:
+        if self._dlq_sink is None:
+            self._dlq_sink = LocalTopicSink(os.path.abspath(DEFAULT_DLQ_DIR))
+        return self._dlq_sink
+
+    @property
+    def metrics(self) -> RuleMetrics | None:
+        """The metrics of the latest `apply`/`write`/`read`/`serialize`/`deserialize` DataFrame
+        (filled by its first Spark action); None when `collect_metrics` is off."""
+        return self._last_metrics
+
+    def plan(self, mode: str | RuleMode = RuleMode.WRITE) -> Plan:
+        """The compiled plan for WRITE or READ; `print(contract.plan("WRITE"))` explains it."""
+        return self._plans[_mode(mode)]
+
+    def explain(self, mode: str | RuleMode = RuleMode.WRITE) -> str:
+        return self.plan(mode).explain()
+
+    def apply(self, df: DataFrame, mode: str | RuleMode = RuleMode.WRITE) -> RuleResult:
+        """Run the rules of `mode` lazily: nothing executes until an action on the result."""
+        plan = self.plan(mode)
+        observation = self._observe(plan, df)
+        staged = runner.stage(plan, df, observation)
+        return RuleResult(
+            valid=staged.filter(_status().isNull()).select(*_valid_columns(df, plan)),
+            rejected=with_exact_reasons(staged.filter(_status().isNotNull()), plan).select(
+                *_rejected_columns(df, plan)
+            ),
+            metrics=self._last_metrics,
+        )
+
+    def write(self, df: DataFrame, *, run_id: str | None = None) -> DataFrame:
+        """WRITE rules; rejected rows go to their DLQ topics as the valid rows are computed.
+
+        `run_id` names this run's DLQ output (default: a new random id). Given, it makes a rerun
+        replace what an earlier run with that id wrote: a LocalTopicSink drops that run's records
+        when this is called, so the rerun of a job that failed half-way leaves no duplicates
+        (README, "Dead-letter sinks").
+        """
+        plan = self.plan(RuleMode.WRITE)
+        routed, counts = self._enforced(plan, df, self._start_run(df, run_id))
+        return counts(routed.select(*_valid_columns(df, plan)))
+
+    def read(
+        self, df: DataFrame, writer_version: int | None = None, *, run_id: str | None = None
+    ) -> DataFrame:
+        """Migrate an already-decoded DataFrame written with `writer_version` (default: the target)
+        to the target version, then READ rules (in reverse order); rejected rows go to their DLQ.
+        `run_id` names the DLQ output as in `write`."""
+        from pyspark.sql import functions as F
+
+        plan = self.plan(RuleMode.READ)
+        if writer_version is None or writer_version == self.version:
+            routed, counts = self._enforced(plan, df, self._start_run(df, run_id))
+            return counts(routed.select(*_valid_columns(df, plan)))
+        writer = self._compiler.writer(self.registry.get_version(self.subject, writer_version))
+        if writer.failure is not None:
+            raise ContractError(writer.failure, subject=self.subject, version=self.version)
+        writer_plan = self._compiler.load(writer_version)
+        packed = runner.pack(
+            Plan(self.subject, writer_version, RuleMode.READ, writer_plan.spark_type, ()), df
+        )
+        native = self._natives([writer], df).get(writer_version)
+        if native is not None:
+            # As the Python projection raises: a migrated record missing a field fails the job.
+            staged = packed.withColumn(ORIGINAL, F.col(RECORD))
+            migrated = native.apply(staged, ORIGINAL, lambda reason: F.raise_error(reason))
+        else:
+            migrated = serde.migrate_decoded(packed, writer, self.target)
+        staged = runner.run(plan, migrated, self._observe(plan, df))
+        layout = DlqLayout(record_column=ORIGINAL, schema=writer.schema)
+        reasons = _migration_reasons({ORIGINAL: native})
+        run = self._start_run(df, run_id)
+        routed = self._route(staged, layout, plan, run, also=writer.migrations, reasons=reasons)
+        return routed.select(*_record_then_passthrough(df, writer_plan.spark_type, self.spark_schema))
+
+    def deserialize(
+        self,
+        df: DataFrame,
+        value_col: str = "value",
+        key_col: str | None = "key",
+        on_decode_error: str = "ERROR",
+        decode_dlq_topic: str | None = None,
+        tombstones: str = "keep",
+        *,
+        run_id: str | None = None,
+    ) -> DataFrame:
+        """Kafka-shaped rows (Confluent wire format in `value_col`) → the target version's record as
+        typed columns plus the other columns (all but `value_col`), migrated, READ rules applied.
+
+        Undecodable records follow `on_decode_error`: "ERROR" fails the job, "DLQ" sends their raw
+        bytes, with the key from `key_col` (None: no key), to `decode_dlq_topic`. A tombstone (a
+        null value) is not a record: "keep" passes it through with null record fields, skipping
+        migrations and rules; "drop" leaves it out. `run_id` names the DLQ output as in `write`.
+        """
+        from pyspark.sql import functions as F
+
+        if decode_dlq_topic is not None:
+            checked_topic(decode_dlq_topic, "decode_dlq_topic", subject=self.subject, version=self.version)
+        df = serde.tombstone_filter(df, value_col, tombstones)
+        writers = self._compiler.writers()
+        natives = self._natives(writers.values(), df)
+        decoder = serde.Decoder(
+            subject=self.subject,
+            target_version=self.version,
+            target_schema=self.target.avro_schema,
+            target_type_json=self.spark_schema.json(),
+            writers=writers,
+            late=serde.LateWriters(self.registry, self.subject, self._compiler.writer),
+            policy=serde.DecodePolicy(on_decode_error, decode_dlq_topic),
+            value_column=value_col,
+            native_types={version: native.writer_type.json() for version, native in natives.items()},
+        )
+        plan = self.plan(RuleMode.READ)
+        layout = DlqLayout(
+            record_column=RECORD,
+            schema=self.target.avro_schema,
+            value_column=value_col,
+            key_column=_key_column(df, key_col),
+            headers_column=_present(df, "headers"),
+            topic_column=_present(df, "topic"),
+        )
+        run = self._start_run(df, run_id)
+        # Decode failures and Python migrations are routed inside the decode pass itself; the
+        # frames travel on only when a later rule may send a row's bytes to a DLQ topic.
+        unreadable_dlq = on_decode_error == "DLQ" and any(n.may_be_unreadable for n in natives.values())
+        later_rejects = unreadable_dlq or any(p.can_reject for p in (plan, *natives.values()))
+        router = Router(run.sink, run.run_id, layout, stage="decode")
+        decoded = serde.decode(df, decoder, router, keep_value=later_rejects)
+        unreadable = serde.unreadable_status(decoder, decoded.columns)
+        for version, native in natives.items():
+            column = serde.writer_column(version)
+            decoded = native.apply(decoded, column, unreadable, otherwise=F.col(RECORD))
+        staged = serde.release_tombstones(runner.run(plan, decoded, self._observe(plan, df)))
+        reasons = _migration_reasons({serde.writer_column(v): native for v, native in natives.items()})
+        also = natives.values()
+        routed = self._route(staged, layout, plan, run, also, reasons, always=unreadable_dlq)
+        passthrough = [name for name in df.columns if name != value_col]
+        return routed.select(*_record_then_passthrough_names(passthrough, self.spark_schema))
+
+    def serialize(self, df: DataFrame, *, run_id: str | None = None) -> DataFrame:
+        """WRITE rules, then the record as a `value` column in Confluent framing with this version's
+        schema id; the other columns (a `key`, `topic`, `headers`, …) pass through for a Kafka sink.
+        `run_id` names the DLQ output as in `write`."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import BinaryType, StructField, StructType
+
+        plan = self.plan(RuleMode.WRITE)
+        routed, counts = self._enforced(plan, df, self._start_run(df, run_id))
+        record_fields = set(self.spark_schema.fieldNames())
+        passthrough = [f for f in df.schema.fields if f.name not in record_fields and f.name != "value"]
+        output = StructType([*passthrough, StructField("value", BinaryType(), True)])
+        # Only what the encode pass reads enters it: not the original record, status or field columns.
+        needed = routed.select(*[F.col(f"`{f.name}`") for f in passthrough], RECORD)
+        return counts(serde.encode(needed, self.target.avro_schema, self.schema_id, output))
+
+    def foreach_batch(
+        self,
+        write_valid: Callable[[DataFrame, int], None],
+        *,
+        name: str,
+        apply: str = "write",
+        **options: Any,
+    ) -> MicroBatchWriter:
+        """A function for `writeStream.foreachBatch`: each micro-batch goes through `apply` (write,
+        read, deserialize or serialize, with `options`), its rejected rows to their DLQ topics, and
+        its valid rows to `write_valid(valid, batch_id)`. `name` (unique per query) names the DLQ
+        output of each micro-batch, so a micro-batch replayed after a restart replaces it."""
+        return MicroBatchWriter(self, write_valid, name, apply, tuple(options.items()))
+
+    def _with_run_id(self, run_id: str) -> DataContract:
+        """This contract with DLQ output named by `run_id`: a DataFrame computed again (a replayed
+        micro-batch) rewrites the same DLQ files instead of adding new ones."""
+        pinned = copy.copy(self)
+        pinned._run_id = run_id
+        pinned._last_metrics = None
+        return pinned
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Observations hold session handles; metrics belong to the process that ran the action.
+        return {**self.__dict__, "_last_metrics": None}
+
+    def _natives(self, writers: Iterable[WriterVersion], df: DataFrame) -> dict[int, NativeMigration]:
+        """The writer versions whose migration to the target runs as Columns, by version; each is
+        resolved (one Spark analysis) once per contract, not per micro-batch."""
+        natives = {}
+        for writer in writers:
+            if writer.version not in self._resolved:
+                native = writer.native
+                self._resolved[writer.version] = native.resolved(df.sparkSession) if native else None
+            resolved = self._resolved[writer.version]
+            if resolved is not None:
+                natives[writer.version] = resolved
+        return natives
+
+    def _start_run(self, df: DataFrame, run_id: str | None) -> _Run:
+        """Where one call's DLQ output goes and the run id naming it: `run_id`, else the one
+        `foreach_batch` pinned, else a new one.
+
+        A chosen `run_id` starts that run afresh on a sink that can (a LocalTopicSink), so a rerun
+        writes exactly its own records, whatever its partitions, and the earlier run's stragglers
+        cannot add theirs. Not on a streaming DataFrame: a restarted query does not replay the
+        micro-batches it committed, so their records stay, and one it replays replaces its own
+        output task by task.
+        """
+        sink = self.dlq_sink
+        if run_id is None:
+            return _Run(sink, self._run_id or uuid.uuid4().hex)
+        if not is_run_id(run_id):
+            raise ContractError(
+                f"run_id must be 1-100 ASCII letters, digits, '_' or '-', not {run_id!r}",
+                subject=self.subject,
+                version=self.version,
+            )
+        if df.isStreaming or not isinstance(sink, RunScopedSink):
+            return _Run(sink, run_id)
+        return _Run(sink.begin_run(run_id), run_id)
+
+    def _enforced(
+        self, plan: Plan, df: DataFrame, run: _Run
+    ) -> tuple[DataFrame, Callable[[DataFrame], DataFrame]]:
+        """`plan` run on `df` with its rejected rows routed, and what the caller applies to its
+        output: the per-rule counts observed there when the plan allows it (runner.counts_at_output),
+        else nothing (they were observed inside the plan)."""
+        observation = self._observe(plan, df)
+        layout = self._json_layout(df, plan)
+        if observation is None or not runner.counts_at_output(plan):
+            return self._route(runner.stage(plan, df, observation), layout, plan, run), lambda output: output
+        counted = observation
+        routed = self._route(runner.stage(plan, df), layout, plan, run)
+        return routed, lambda output: runner.observe_output(plan, output, counted)
+
+    def _observe(self, plan: Plan, df: DataFrame) -> Observation | str | None:
+        """The observation that gathers `plan`'s counts on `df` (None when metrics are off)."""
+        if not self.collect_metrics:
+            self._last_metrics = None
+            return None
+        name = _observation_name(plan)
+        observation = _observation(name, df) if name is not None else None
+        self._last_metrics = RuleMetrics(plan, observation, name)
+        return observation
+
+    def _json_layout(self, df: DataFrame, plan: Plan) -> DlqLayout:
+        """DLQ records whose value is the record as it arrived, as JSON (docs/semantics.md §7)."""
+        return DlqLayout(
+            record_column=ORIGINAL if plan.has_transforms else RECORD,
+            schema=self.target.avro_schema,
+            key_column=_present(df, "key"),
+            headers_column=_present(df, "headers"),
+            topic_column=_present(df, "topic"),
+        )
+
+    def _route(
+        self,
+        staged: DataFrame,
+        layout: DlqLayout,
+        plan: Plan,
+        run: _Run,
+        also: Iterable[Plan | NativeMigration] = (),
+        reasons: tuple[tuple[NativeReasons, str], ...] = (),
+        always: bool = False,
+    ) -> DataFrame:
+        """Rejected rows to their DLQ topics. When no rule can reject one there is no Python pass,
+        only the filter on `_contract` that makes Spark evaluate it (an ERROR action fires there)."""
+        if not always and not any(p.can_reject for p in (plan, *also)):
+            return staged.filter(_status().isNull())
+        return route_rejected(staged, run.sink, run.run_id, layout, plan, reasons)
+
+    def __repr__(self) -> str:
+        return f"DataContract(subject={self.subject!r}, version={self.version}, id={self.schema_id})"
+
+
+def _executor_registry(executors: Iterable[Any] | Mapping[str, Any] | None) -> PluginRegistry[Any]:
+    base = load_group(EXECUTOR_GROUP, attrgetter("type"), as_executor)
+    if isinstance(executors, Mapping):
+        return with_overrides(base, {name: as_executor(e) for name, e in executors.items()})
+    return with_overrides(base, [as_executor(e) for e in executors] if executors else None)
+
+
+def _mode(mode: str | RuleMode) -> RuleMode:
+    try:
+        chosen = RuleMode(mode.upper() if isinstance(mode, str) else mode)
+    except ValueError:
+        raise ContractError(f"mode must be WRITE or READ, not {mode!r}") from None
+    if chosen not in (RuleMode.WRITE, RuleMode.READ):
+        raise ContractError(f"mode must be WRITE or READ, not {chosen.value}")
+    return chosen
+
+
+def _in_background(call: Callable[[], Mapping[str, Any]]) -> Future[Mapping[str, Any]]:
+    """`call()` run in a daemon thread (it may never return), its answer in the future."""
+    future: Future[Mapping[str, Any]] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(call())
+        except BaseException as error:  # handed to whoever waits on the future
+            future.set_exception(error)
+
+    threading.Thread(target=run, name="contract-metrics", daemon=True).start()
+    return future
+
+
+def _observation_name(plan: Plan) -> str | None:
+    """A name of its own for one call's counts (None when the plan has no rules to count)."""
+    return f"contract_{plan.plan_id}_{uuid.uuid4().hex[:8]}" if plan.rules else None
+
+
+def _observation(name: str, df: DataFrame) -> Observation | str:
+    """An Observation for a batch DataFrame; for a streaming one (which Observation does not
+    support) the name its query reports the counts under."""
+    from pyspark.sql import Observation
+
+    return name if df.isStreaming else Observation(name)
+
+
+def _migration_reasons(
+    migrations: Mapping[str, NativeMigration | None],
+) -> tuple[tuple[NativeReasons, str], ...]:
+    """Exact-reason twins of native migration rules, each with the column of the record it read."""
+    pairs = []
+    for column, native in migrations.items():
+        reasons = native.reasons() if native is not None else None
+        if reasons is not None:
+            pairs.append((reasons, column))
+    return tuple(pairs)
+
+
+def _present(df: DataFrame, name: str) -> str | None:
+    return name if name in df.columns else None
+
+
+def _key_column(df: DataFrame, key_col: str | None) -> str | None:
+    """The column holding the Kafka key: `key_col` ("key" by default, taken when present)."""
+    if key_col is None or (key_col == "key" and key_col not in df.columns):
+        return None
+    if key_col not in df.columns:
+        raise ContractError(f"no column {key_col!r} holds the Kafka key (columns: {', '.join(df.columns)})")
+    return key_col
+
+
+def _status() -> Column:
+    from pyspark.sql import functions as F
+
+    return F.col(STATUS)
+
+
+def _valid_columns(df: DataFrame, plan: Plan) -> list[Column]:
+    """The input's columns in their order, record fields taken from the (transformed) record."""
+    return _columns_from(df, plan, RECORD)
+
+
+def _rejected_columns(df: DataFrame, plan: Plan) -> list[Column]:
+    """The input's columns as they arrived, plus `_contract`."""
+    return [*_columns_from(df, plan, ORIGINAL if plan.has_transforms else RECORD), _status()]
+
+
+def _columns_from(df: DataFrame, plan: Plan, struct_column: str) -> list[Column]:
+    from pyspark.sql import functions as F
+
+    record_fields = set(plan.record_type.fieldNames())
+
+    def field(name: str) -> Column:
+        return (
+            runner.record_field(plan, name)
+            if struct_column == RECORD
+            else F.col(struct_column).getField(name)
+        )
+
+    return [field(name).alias(name) if name in record_fields else F.col(f"`{name}`") for name in df.columns]
+
+
+def _record_then_passthrough_names(passthrough: list[str], record_type: StructType) -> list[Column]:
+    """The record's fields, then the other columns — a column named like a record field is dropped."""
+    from pyspark.sql import functions as F
+
+    fields = record_type.fieldNames()
+    kept = [name for name in passthrough if name not in fields]
+    return [*(F.col(RECORD).getField(name).alias(name) for name in fields), *(F.col(f"`{n}`") for n in kept)]
+
+
+def _record_then_passthrough(df: DataFrame, writer_type: StructType, record_type: StructType) -> list[Column]:
+    """For a migrated DataFrame: the target record's fields, then the input's non-record columns."""
+    writer_fields = set(writer_type.fieldNames())
+    passthrough = [name for name in df.columns if name not in writer_fields]
+    return _record_then_passthrough_names(passthrough, record_type)

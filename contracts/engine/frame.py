@@ -1,0 +1,96 @@
+"""The frame the engine works on: the reserved column names and the `_contract` status column.
+
+While rules run, a DataFrame carries the record packed in RECORD (and, when a rule transforms it,
+the untouched ORIGINAL), one outcome column per rule, and `_contract`: null while the row is valid,
+else the rule, mode, action and reason that rejected it (docs/semantics.md §2.6). This module owns
+those names and the status's type, as a Spark type, as a literal and as the Python pass's column.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from contracts.errors import ContractError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import StructField, StructType
+
+RECORD = "__contract_record"
+ORIGINAL = "__contract_original"
+STATUS = "_contract"
+OUTCOME_PREFIX = "__contract_outcome_"
+FIELD_PREFIX = "__contract_field_"
+FAILURE = "__contract_failure"
+"""A Python pass's column: the message the job fails with, on a row whose ERROR action fired there."""
+
+
+def status_type() -> StructType:
+    """The `_contract` struct: which rule rejected the row, in which mode, with which action and why."""
+    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+    return StructType(
+        [
+            StructField("rule", StringType()),
+            StructField("mode", StringType()),
+            StructField("action", StringType()),
+            StructField("reason", StringType()),
+            StructField("topic", StringType()),
+            StructField("subject", StringType()),
+            StructField("version", IntegerType()),
+        ]
+    )
+
+
+def failure_field() -> StructField:
+    """The FAILURE column a Python pass adds to its output (see `raise_failures`)."""
+    from pyspark.sql.types import StringType, StructField
+
+    return StructField(FAILURE, StringType(), True)
+
+
+def raise_failures(staged: DataFrame) -> DataFrame:
+    """After a Python pass that marked rows in FAILURE instead of raising: fail the job on such a
+    row natively, in `_contract` as a native ERROR rule does, so both raise Spark's own
+    USER_RAISED_EXCEPTION with the same first line, on a classic session and on Spark Connect
+    (an exception raised in a Python worker reaches the user as a PythonException instead)."""
+    from pyspark.sql import functions as F
+
+    failure = F.col(FAILURE)
+    status = F.when(failure.isNotNull(), F.raise_error(failure)).otherwise(F.col(STATUS))
+    return staged.withColumn(STATUS, status).drop(FAILURE)
+
+
+def status_literal(value: dict[str, Any]) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.struct(*[F.lit(value[f.name]).cast(f.dataType).alias(f.name) for f in status_type().fields])
+
+
+def check_record_columns(df: DataFrame, record_type: StructType, subject: str, version: int) -> list[str]:
+    """The record's field names, after checking the DataFrame has each with the schema's type."""
+    present = {f.name: f.dataType for f in df.schema.fields}
+    for expected in record_type.fields:
+        if expected.name not in present:
+            raise ContractError(
+                f"the DataFrame has no column {expected.name!r}, a field of the contract's schema"
+                f" (columns: {', '.join(df.columns)})",
+                subject=subject,
+                version=version,
+                position=expected.name,
+            )
+        # simpleString ignores nullability and field metadata, which may differ harmlessly.
+        if present[expected.name].simpleString() != expected.dataType.simpleString():
+            raise ContractError(
+                f"column {expected.name!r} is {present[expected.name].simpleString()} but the schema"
+                f" says {expected.dataType.simpleString()}",
+                subject=subject,
+                version=version,
+                position=expected.name,
+            )
+    return [f.name for f in record_type.fields]
+
+
+def quote_name(name: str) -> str:
+    """`name` as a Spark column reference, backquoted so dots and spaces stay part of it."""
+    return "`" + name.replace("`", "``") + "`"

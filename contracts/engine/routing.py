@@ -1,0 +1,236 @@
+"""Routing rejected rows to their dead-letter topics in the same pass that yields the valid rows.
+
+Each Spark task opens one sink writer named by the run id (chosen on the driver) and its
+partition id, writes the DLQ records of its rejected rows, yields only valid rows, and commits
+when its input is exhausted — so a retried or re-executed task rewrites the same DLQ output
+instead of duplicating it, and an undelivered record fails the task (docs/semantics.md §9.4).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from actions.dlq.sink import DlqRecord, DlqSink, writer_id
+from contracts.engine.frame import RECORD, STATUS
+from contracts.engine.reasons import NativeReasons
+from contracts.engine.runner import field_columns, keeps_field_columns
+from contracts.formats import avro
+from contracts.planning.plan import Plan
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+RULE_NAME = "__rule.name"
+RULE_MODE = "__rule.mode"
+RULE_SUBJECT = "__rule.subject"
+RULE_TOPIC = "__rule.topic"
+RULE_EXCEPTION = "__rule.exception"
+STREAMING_BATCH_ID = "streaming.sql.batchId"
+"""The local property Spark's micro-batch execution sets on every task of a micro-batch."""
+
+
+@dataclass(frozen=True)
+class DlqLayout:
+    """Where a DLQ record's parts come from in the staged rows (docs/semantics.md §7).
+
+    `value_column` names a column of original bytes (READ side); when None the value is the
+    record as JSON, read from `record_column` with the Avro schema (WRITE side).
+    """
+
+    record_column: str
+    schema: Any
+    value_column: str | None = None
+    key_column: str | None = None
+    headers_column: str | None = None
+    topic_column: str | None = None
+
+
+def route_rejected(
+    staged: DataFrame,
+    sink: DlqSink,
+    run_id: str,
+    layout: DlqLayout,
+    plan: Plan,
+    migration_reasons: tuple[tuple[NativeReasons, str], ...] = (),
+) -> DataFrame:
+    """Send every row with a `_contract` status to its DLQ topic and keep only the valid rows.
+
+    `plan`'s native rules get their exact failure reasons (contracts.engine.reasons), and so do native
+    migration rules: `migration_reasons` pairs each with the column of the record it saw."""
+    from pyspark.sql import functions as F
+
+    reasons = ((NativeReasons(plan), RECORD), *migration_reasons)
+    router = Router(sink, run_id, layout, reasons)
+    if not keeps_field_columns(plan):
+        return staged.mapInArrow(router, staged.schema)
+    # The record's field columns stay out of the Python pass (RECORD holds the same values).
+    fields = field_columns(plan)
+    unfolded = staged.drop(*fields)
+    routed = unfolded.mapInArrow(router, unfolded.schema)
+    return routed.withColumns({column: F.col(RECORD)[name] for column, name in fields.items()})
+
+
+@dataclass(frozen=True)
+class Router:
+    """The picklable per-partition function of route_rejected; a Python pass that sets statuses
+    itself (the decode pass) chains it over its own output batches instead of adding a pass."""
+
+    sink: DlqSink
+    run_id: str
+    layout: DlqLayout
+    reasons: tuple[tuple[NativeReasons, str], ...] = ()
+    stage: str | None = None
+    """Names this pass in the writer ids when one job routes rows in two passes (decode, then rules)."""
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        writer = self.sink.open(_writer_id(self.run_id, self.stage, TaskContext.get()))
+        try:
+            for batch in batches:
+                status = batch.column(STATUS)
+                rejected = pc.is_valid(status)
+                if pc.any(rejected).as_py():
+                    for record in self._dlq_records(batch.filter(rejected)):
+                        writer.write(record)
+                    batch = batch.filter(pc.invert(rejected))
+                yield batch
+        except GeneratorExit:
+            # The consumer stopped early (a `limit`): what was processed is still delivered.
+            writer.commit()
+            raise
+        except BaseException:
+            writer.abort()
+            raise
+        writer.commit()
+
+    def _dlq_records(self, rejected: pa.RecordBatch) -> Iterator[DlqRecord]:
+
+        layout = self.layout
+        statuses = rejected.column(STATUS).to_pylist()
+        for reasons, column in self.reasons:
+            statuses = reasons.refine(statuses, rejected.column(column))
+        values = self._values(rejected)
+        keys = _column(rejected, layout.key_column)
+        incoming = _column(rejected, layout.headers_column)
+        topics = _column(rejected, layout.topic_column)
+        now_ms = int(time.time() * 1000)
+        for i, status in enumerate(statuses):
+            headers = [*_incoming_headers(incoming[i])]
+            headers += [
+                (RULE_NAME, _utf8(status["rule"])),
+                (RULE_MODE, _utf8(status["mode"])),
+                (RULE_SUBJECT, _utf8(status["subject"])),
+                (RULE_TOPIC, _utf8(topics[i])),
+            ]
+            if status["reason"] is not None:
+                headers.append((RULE_EXCEPTION, _utf8(status["reason"])))
+            yield DlqRecord(
+                topic=status["topic"],
+                key=_bytes(keys[i]),
+                value=values[i],
+                headers=tuple(headers),
+                timestamp_ms=now_ms,
+            )
+
+    def _values(self, rejected: pa.RecordBatch) -> list[bytes | None]:
+        layout = self.layout
+        if layout.value_column is not None:
+            return [_bytes(value) for value in rejected.column(layout.value_column).to_pylist()]
+        # A string that is not UTF-8 is written with each such byte as U+FFFD: the row goes to its
+        # topic all the same, and JSON (UTF-8 text) can hold nothing else.
+        read = avro.read_records(
+            pa.RecordBatch.from_struct_array(rejected.column(layout.record_column)), layout.schema
+        )
+        return [record_value_bytes(record) for record in read.records]
+
+
+def _writer_id(run_id: str, stage: str | None, task: Any) -> str:
+    """The same for every attempt of one task: run id, pass and partition, and in a streaming query
+    the micro-batch id too (each micro-batch's tasks reuse the partition ids)."""
+    partition = task.partitionId() if task is not None else 0
+    batch_id = task.getLocalProperty(STREAMING_BATCH_ID) if task is not None else None
+    return writer_id(run_id, partition, batch_id=batch_id, stage=stage)
+
+
+def record_value_bytes(record: Any) -> bytes | None:
+    """A WRITE-side DLQ value as the reference writes it: bytes and strings as they are, numbers
+    packed big-endian, anything else as JSON with bytes rendered as latin-1 text (docs/semantics.md §7).
+
+    Unlike the reference, which writes bare `NaN` and `Infinity` (not JSON), a non-finite float
+    inside a record is written as the string "NaN", "Infinity" or "-Infinity", as Jackson and
+    the Protobuf JSON mapping write them, so every JSON reader accepts the value."""
+    import struct
+
+    if record is None:
+        return None
+    if isinstance(record, bytes | bytearray):
+        return bytes(record)
+    if isinstance(record, str):
+        return record.encode("utf-8")
+    if isinstance(record, int) and not isinstance(record, bool) and -(2**63) <= record < 2**63:
+        return struct.pack(">q", record)
+    if isinstance(record, float):
+        return struct.pack(">d", record)
+    try:
+        text = json.dumps(record, default=_json_default, allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(record), default=_json_default, allow_nan=False)
+    return text.encode("utf-8")
+
+
+_NON_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
+
+
+def _finite(value: Any) -> Any:
+    """The value with each non-finite float replaced by its JSON string name."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else _NON_FINITE[value]
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
+
+
+def _json_default(value: Any) -> str:
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("latin-1")
+    return str(value)
+
+
+def _column(batch: pa.RecordBatch, name: str | None) -> list[Any]:
+    """A key, headers or topic column's values; a string column as its bytes, which Spark does not
+    require to be UTF-8 and a DLQ record carries as they are anyway."""
+    if name is None or name not in batch.schema.names:
+        return [None] * batch.num_rows
+    column = batch.column(name)
+    return (column.cast(pa.binary()) if pa.types.is_string(column.type) else column).to_pylist()
+
+
+def _incoming_headers(headers: Any) -> list[tuple[str, bytes | None]]:
+    """Kafka-source headers (a list of {key, value} structs) kept ahead of the rule headers."""
+    if not headers:
+        return []
+    return [(header["key"], _bytes(header["value"])) for header in headers]
+
+
+def _utf8(value: Any) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    return str(value).encode("utf-8")
+
+
+def _bytes(value: Any) -> bytes | None:
+    if value is None:
+        return None
+    return value if isinstance(value, bytes) else str(value).encode("utf-8")

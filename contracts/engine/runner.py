@@ -1,0 +1,219 @@
+"""Runs a plan on a DataFrame: packs the record, evaluates runs of native rules as Column
+expressions and consecutive Python rules in one `mapInArrow` pass, in the plan's order, and
+observes the per-rule counts (docs/semantics.md §2.6, §2.7).
+
+ERROR actions fail the job natively (`raise_error`) when the failing row is computed, those of
+rules evaluated in Python too: the pass marks the row and `raise_failures` raises right after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from actions.protocol import Effect
+from contracts.engine import python_pass
+from contracts.engine.frame import (
+    FIELD_PREFIX,
+    ORIGINAL,
+    OUTCOME_PREFIX,
+    RECORD,
+    STATUS,
+    check_record_columns,
+    quote_name,
+    status_literal,
+    status_type,
+)
+from contracts.planning.plan import Plan, PlannedRule, has_transforms, native_transforms
+from executors.protocol import NativeStep
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, Observation
+
+
+def field_columns(plan: Plan) -> dict[str, str]:
+    """The columns a run of native rules with a transform holds the record's fields in, by name."""
+    return {f"{FIELD_PREFIX}{i}": f.name for i, f in enumerate(plan.record_type.fields)}
+
+
+def keeps_field_columns(plan: Plan) -> bool:
+    """Whether `run` leaves the final record's fields as separate columns next to RECORD: its
+    last rules are native and one transforms (see `record_field`)."""
+    groups = plan.groups()
+    return bool(groups and field_columns(plan)) and native_transforms(groups[-1])
+
+
+def counts_at_output(plan: Plan) -> bool:
+    """Whether the per-rule counts can be observed on the output: no rule can reject a row and
+    every rule is native, without callbacks, and passes whatever the record holds, so each
+    rule's counts are the output's row count. Spark's CollectMetrics has no generated code: on
+    the output it costs little, in the middle of a plan it splits the query in two."""
+    from pyspark.sql import functions as F
+
+    if not plan.rules or plan.can_reject:
+        return False
+    return all(
+        isinstance(rule.step, NativeStep)
+        and not rule.has_callbacks
+        and rule.step.build(F.col(RECORD)).always_passes
+        for rule in plan.rules
+    )
+
+
+def observe_output(plan: Plan, output: DataFrame, observation: Observation | str) -> DataFrame:
+    """`output` observed with the per-rule counts, for a plan whose `counts_at_output`."""
+    from pyspark.sql import functions as F
+
+    columns = []
+    for rule in plan.rules:
+        columns.append(F.count(F.lit(1)).alias(f"{rule.index}.passed"))
+        columns.append(F.count(F.lit(None)).alias(f"{rule.index}.failed"))
+    return output.observe(observation, *columns)
+
+
+def record_field(plan: Plan, name: str) -> Column:
+    """Field `name` of the record after `run`. Read from its own column when kept, so Spark
+    folds the rules into the projection that reads them, as it does a hand-written query (a
+    struct of computed fields read field by field is never inlined)."""
+    from pyspark.sql import functions as F
+
+    if keeps_field_columns(plan):
+        column = next(column for column, field_name in field_columns(plan).items() if field_name == name)
+        return F.col(column)
+    return F.col(RECORD).getField(name)
+
+
+def stage(plan: Plan, df: DataFrame, observation: Observation | str | None = None) -> DataFrame:
+    """Run every rule lazily: the record packed into one struct column, plus `_contract`."""
+    groups = plan.groups()
+    as_fields = bool(groups and field_columns(plan)) and native_transforms(groups[0])
+    return _run(plan, pack(plan, df, as_fields), observation, packed_as_fields=as_fields)
+
+
+def pack(plan: Plan, df: DataFrame, as_fields: bool = False) -> DataFrame:
+    """The record columns as one struct (and its untouched original), with a null `_contract`.
+
+    `as_fields` puts the record's columns in the field columns instead of RECORD, for a first
+    run of native rules with a transform, which then reads the source columns themselves."""
+    from pyspark.sql import functions as F
+
+    record_names = check_record_columns(df, plan.record_type, plan.subject, plan.version)
+    passthrough = [F.col(quote_name(name)) for name in df.columns if name not in record_names]
+    record = F.struct(*[F.col(quote_name(name)) for name in record_names])
+    if as_fields:
+        columns = [
+            *passthrough,
+            *(F.col(quote_name(name)).alias(c) for c, name in field_columns(plan).items()),
+        ]
+    else:
+        columns = [*passthrough, record.alias(RECORD)]
+    if has_transforms(plan.rules):
+        columns.append(record.alias(ORIGINAL))
+    columns.append(F.lit(None).cast(status_type()).alias(STATUS))
+    return df.select(*columns)
+
+
+def run(plan: Plan, staged: DataFrame, observation: Observation | str | None = None) -> DataFrame:
+    """Apply the rules to a packed DataFrame; rows whose `_contract` is already set are skipped.
+
+    `observation` gathers the per-rule counts: an Observation, or on a streaming DataFrame
+    the name its query reports them under (`observedMetrics` of each progress)."""
+    return _run(plan, staged, observation, packed_as_fields=False)
+
+
+def _run(
+    plan: Plan, staged: DataFrame, observation: Observation | str | None, packed_as_fields: bool
+) -> DataFrame:
+    groups = plan.groups()
+    for position, (native, rules) in enumerate(groups):
+        if native:
+            from_fields = packed_as_fields and position == 0
+            last = position == len(groups) - 1
+            staged = _apply_native_run(staged, rules, field_columns(plan), from_fields, keep_fields=last)
+        else:
+            staged = python_pass.apply_batch_rules(staged, tuple(rules), plan.plan_id)
+    outcome_columns = [OUTCOME_PREFIX + str(rule.index) for rule in plan.rules]
+    if observation is not None and plan.rules:
+        staged = staged.observe(observation, *_metric_columns(plan.rules))
+    return staged.drop(*outcome_columns) if outcome_columns else staged
+
+
+def _apply_native_run(
+    staged: DataFrame, rules: list[PlannedRule], fields: dict[str, str], from_fields: bool, keep_fields: bool
+) -> DataFrame:
+    """Evaluate consecutive native rules. With a transform among them the record's fields travel
+    as separate columns (`fields`, taken from RECORD unless `from_fields`: `pack` put them there) and are read
+    only through field accesses, so Spark collapses packing, transforms and unpacking into one
+    projection, as it does for the same query written by hand (a struct column read field by
+    field with computed fields is never inlined). `keep_fields` leaves them next to RECORD."""
+    from pyspark.sql import functions as F
+
+    if not has_transforms(rules) or not fields:
+        for rule in rules:
+            staged = _apply_native(staged, rule, F.col(RECORD), None)
+        return staged
+    if not from_fields:
+        staged = staged.withColumns({column: F.col(RECORD)[name] for column, name in fields.items()})
+    record = F.struct(*[F.col(column).alias(name) for column, name in fields.items()])
+    for rule in rules:
+        staged = _apply_native(staged, rule, record, fields)
+    staged = staged.withColumn(RECORD, record)
+    return staged if keep_fields else staged.drop(*fields)
+
+
+def _apply_native(
+    staged: DataFrame, rule: PlannedRule, record: Column, fields: dict[str, str] | None
+) -> DataFrame:
+    """Evaluate one native rule on `record`: an outcome column, then the status it implies and,
+    for a transform, the new record (into the field columns `fields` when given, else RECORD)."""
+    from pyspark.sql import functions as F
+
+    outcome_name = OUTCOME_PREFIX + str(rule.index)
+    active = F.col(STATUS).isNull()
+    if rule.step is None:
+        passed: Column = F.lit(False)
+        transformed = None
+    else:
+        assert isinstance(rule.step, NativeStep)
+        result = rule.step.build(record)
+        passed = F.coalesce(result.passed, F.lit(False))
+        transformed = result.record
+    staged = staged.select("*", F.when(active, passed).alias(outcome_name))
+    outcome = F.col(outcome_name)
+    updates: dict[str, Column] = {STATUS: native_status(rule, outcome)}
+    if transformed is not None and fields is None:
+        updates[RECORD] = F.when(outcome, transformed).otherwise(F.col(RECORD))
+    elif transformed is not None:
+        for column, name in (fields or {}).items():
+            updates[column] = F.when(outcome, transformed[name]).otherwise(F.col(column))
+    return staged.withColumns(updates)
+
+
+def native_status(rule: PlannedRule, outcome: Column) -> Column:
+    """The `_contract` column after this rule: unchanged, rejected (DLQ) or the job failed (ERROR)."""
+    from pyspark.sql import functions as F
+
+    status = F.col(STATUS)
+    reason = rule.failure_reason()
+    for fired, action, why in ((outcome, rule.on_success, None), (~outcome, rule.on_failure, reason)):
+        if action.effect is Effect.FAIL:
+            status = F.when(fired, F.raise_error(F.lit(rule.error_message(why or "rule passed")))).otherwise(
+                status
+            )
+        elif action.effect is Effect.REJECT:
+            value = rule.status(action, why)
+            status = F.when(fired, status_literal(value)).otherwise(status)
+    # `fired` is null for rows already rejected, so `when` leaves their status as it was.
+    return status
+
+
+def _metric_columns(rules: Sequence[PlannedRule]) -> list[Column]:
+    """Per rule: rows passed and failed (rows already rejected are not evaluated, so not counted)."""
+    from pyspark.sql import functions as F
+
+    columns = []
+    for rule in rules:
+        outcome = F.col(OUTCOME_PREFIX + str(rule.index))
+        columns.append(F.count_if(outcome).alias(f"{rule.index}.passed"))
+        columns.append(F.count_if(~outcome).alias(f"{rule.index}.failed"))
+    return columns

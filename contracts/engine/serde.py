@@ -1,0 +1,545 @@
+"""Confluent wire format on DataFrames: the decode pass (frames → target records, migrating) and
+the encode pass (records → frames), both Arrow-batched through fastavro inside `mapInArrow`.
+
+A record that cannot be decoded (wrong magic byte, truncated body, unknown id, an id of another
+subject, a migration result the target cannot read) follows the decode policy: ERROR fails the
+job naming the partition/offset when the rows carry them; DLQ sends the raw key and value to a
+topic with the reason in a header. Nothing is dropped silently. A tombstone (a null frame) is
+not a record: it passes through with a null record, skipping migrations and rules, or is dropped
+on request.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from fastavro import schemaless_reader, schemaless_writer
+
+from contracts.engine.frame import (
+    FAILURE,
+    ORIGINAL,
+    RECORD,
+    STATUS,
+    failure_field,
+    raise_failures,
+    status_type,
+)
+from contracts.engine.native_migration import NativeMigration
+from contracts.engine.routing import Router
+from contracts.errors import RegistryError, SerializationError
+from contracts.formats import avro
+from contracts.formats.avro.sizes import size_check
+from contracts.formats.wire import decode_frame, encode_frame
+from contracts.planning import migration
+from contracts.planning.loader import ContractVersion
+from contracts.planning.plan import Plan
+from contracts.registry import Registry
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
+
+
+DECODE_RULE = "deserialize"
+TOMBSTONE = "TOMBSTONE"
+"""The `_contract` action a tombstone carries while migrations and rules run: not a rejection,
+only what makes every one of them skip the row (see release_tombstones)."""
+TOMBSTONE_POLICIES = ("keep", "drop")
+
+
+@dataclass(frozen=True)
+class WriterVersion:
+    """A version records may have been written with: its parsed schema and the migrations to the
+    target, as plans for the Python passes and, where exact, as Columns (`native`)."""
+
+    version: int
+    schema: Any
+    migrations: tuple[Plan, ...] = ()
+    native: NativeMigration | None = None
+    failure: str | None = None
+    """Why its records cannot reach the target (a version in between was deleted), if they cannot."""
+
+    @cached_property
+    def chooses_branches(self) -> bool:
+        """Whether a plain value may not tell its union branch (see avro.chooses_union_branches)."""
+        return avro.chooses_union_branches(self.schema)
+
+    @cached_property
+    def size_check(self) -> Callable[[bytes], None] | None:
+        """Bounds the sizes a body declares before fastavro reads it (None: fastavro bounds them)."""
+        return size_check(self.schema)
+
+
+@dataclass(frozen=True)
+class LateWriters:
+    """Resolves a schema id that was not prefetched (registered later) through the registry, and
+    builds its migrations with the contract's plugins; the decoder caches it per worker."""
+
+    registry: Registry
+    subject: str
+    build: Any  # (schema id, registered version) -> WriterVersion; a picklable callable
+
+    def resolve(self, schema_id: int) -> WriterVersion:
+        """Raise SerializationError when the id is unknown or belongs to another subject."""
+        try:
+            schema = self.registry.get_schema(schema_id)
+            registered = self.registry.lookup_schema(self.subject, schema)
+        except RegistryError as e:
+            if e.error_code in (40401, 40403):
+                raise SerializationError(
+                    f"schema id {schema_id} is unknown or not registered under subject {self.subject!r}"
+                ) from e
+            raise
+        return self.build(registered)
+
+
+@dataclass(frozen=True)
+class DecodePolicy:
+    """What an undecodable record does: "ERROR" fails the job, "DLQ" routes its bytes to `topic`."""
+
+    action: str = "ERROR"
+    topic: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.action not in ("ERROR", "DLQ"):
+            raise ValueError(f"decode policy must be ERROR or DLQ, not {self.action!r}")
+        if self.action == "DLQ" and not self.topic:
+            raise ValueError("a DLQ decode policy needs a topic")
+
+
+@dataclass(frozen=True)
+class Decoder:
+    """Everything the decode pass needs on a worker: picklable, built once on the driver."""
+
+    subject: str
+    target_version: int
+    target_schema: Any
+    target_type_json: str
+    writers: Mapping[int, WriterVersion]
+    late: LateWriters
+    policy: DecodePolicy
+    value_column: str
+    native_types: Mapping[int, str] = field(default_factory=dict)
+    """Writer versions migrated natively after the pass, with their Spark record types (JSON):
+    their records leave the pass in their own shape, in `writer_column(version)`."""
+    _cache: dict[int, WriterVersion] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def tombstone_status(self) -> dict[str, Any]:
+        """The `_contract` value a tombstone carries until release_tombstones."""
+        return {
+            "rule": None,
+            "mode": "READ",
+            "action": TOMBSTONE,
+            "reason": None,
+            "topic": None,
+            "subject": self.subject,
+            "version": self.target_version,
+        }
+
+    def keeps_branches(self, writer: WriterVersion) -> bool:
+        """Whether `writer`'s records are read with their union branches tagged: when a plain value
+        may not tell its branch and the record goes to Spark as read (the target's own records,
+        natively migrated ones); a migration in Python takes plain values, as the reference's."""
+        return writer.chooses_branches and (
+            writer.version == self.target_version or writer.version in self.native_types
+        )
+
+    def writer(self, schema_id: int) -> WriterVersion:
+        known = self.writers.get(schema_id) or self._cache.get(schema_id)
+        if known is None:
+            known = self._cache[schema_id] = self.late.resolve(schema_id)
+        return known
+
+
+def writer_column(version: int) -> str:
+    """The column holding the records of a natively migrated writer version, in its own shape."""
+    return f"__contract_writer_{version}"
+
+
+def tombstone_filter(df: DataFrame, value_column: str, tombstones: str) -> DataFrame:
+    """The rows to decode: tombstones (a null value) kept ("keep") or left out ("drop")."""
+    from pyspark.sql import functions as F
+
+    if tombstones not in TOMBSTONE_POLICIES:
+        raise ValueError(f"tombstones must be keep or drop, not {tombstones!r}")
+    if tombstones == "drop":
+        return df.filter(F.col(f"`{value_column}`").isNotNull())
+    return df
+
+
+def release_tombstones(staged: DataFrame) -> DataFrame:
+    """After migrations and rules: the tombstones' placeholder status cleared, so they leave as
+    valid rows, their record null."""
+    from pyspark.sql import functions as F
+
+    status = F.col(STATUS)
+    is_tombstone = status.getField("action") == F.lit(TOMBSTONE)
+    return staged.withColumn(STATUS, F.when(is_tombstone, F.lit(None).cast(status_type())).otherwise(status))
+
+
+def decode(df: DataFrame, decoder: Decoder, router: Router, keep_value: bool = True) -> DataFrame:
+    """Add the decoded record (target shape) and `_contract` to `df`, keeping every column (the
+    frames too, unless `keep_value` is False: nothing after the pass needs them); the records the
+    pass itself rejects (decode failures under DLQ, migrations in Python) go through `router` in
+    the same pass, so every row leaving it is still valid. A tombstone (a null frame) is not a
+    record: it leaves with a null record and the TOMBSTONE status, which every later migration
+    and rule skips, until release_tombstones."""
+    from pyspark.sql.types import StructField, StructType
+
+    target = StructType.fromJson(json.loads(decoder.target_type_json))
+    writers = [
+        StructField(writer_column(version), StructType.fromJson(json.loads(type_json)), True)
+        for version, type_json in decoder.native_types.items()
+    ]
+    decoded = StructType(
+        [
+            *df.schema.fields,
+            *writers,
+            StructField(RECORD, target, True),
+            StructField(STATUS, status_type(), True),
+            failure_field(),
+        ]
+    )
+    output = StructType([f for f in decoded.fields if keep_value or f.name != decoder.value_column])
+    return raise_failures(
+        df.mapInArrow(_DecodePass(decoder, decoded.json(), router, output.fieldNames()), output)
+    )
+
+
+@dataclass(frozen=True)
+class _DecodePass:
+    decoder: Decoder
+    decoded_json: str
+    router: Router
+    output_names: list[str]
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark.sql.types import StructType
+
+        decoded = avro.arrow_schema(StructType.fromJson(json.loads(self.decoded_json)))
+        routed = self.router(_decode_batch(self.decoder, batch, decoded) for batch in batches)
+        tombstone = pa.scalar(self.decoder.tombstone_status, type=decoded.field(STATUS).type)
+        for batch in routed:
+            batch = _mark_tombstones(batch, self.decoder.value_column, tombstone)
+            yield batch if len(self.output_names) == len(decoded.names) else batch.select(self.output_names)
+
+
+def _mark_tombstones(batch: pa.RecordBatch, value_column: str, tombstone: pa.Scalar) -> pa.RecordBatch:
+    """The batch with `tombstone` as the status of each row whose frame is null."""
+    frames = batch.column(value_column)
+    if not frames.null_count:
+        return batch
+    index = batch.schema.get_field_index(STATUS)
+    status = pc.if_else(frames.is_null(), tombstone, batch.column(index))
+    return batch.set_column(index, batch.schema.field(index), status)
+
+
+def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) -> pa.RecordBatch:
+    frames = batch.column(decoder.value_column).to_pylist()
+    records: list[Any] = [None] * len(frames)
+    statuses: list[dict[str, Any] | None] = [None] * len(frames)
+    failures: list[str | None] = [None] * len(frames)
+    to_migrate: dict[int, tuple[WriterVersion, list[int]]] = {}
+    for i, frame in enumerate(frames):
+        if frame is None:
+            continue  # a tombstone: no record (_DecodePass marks it)
+        try:
+            writer, records[i] = _read(decoder, frame)
+        except SerializationError as e:
+            statuses[i] = _undecodable(decoder, batch, i, e)
+            continue
+        if writer.version != decoder.target_version:
+            to_migrate.setdefault(writer.version, (writer, []))[1].append(i)
+    natives: dict[int, pa.Array] = {}
+    for writer, rows in to_migrate.values():
+        if writer.version in decoder.native_types:
+            column = writer_column(writer.version)
+            record_type = output.field(column).type
+            natives[writer.version] = _packed_rows(
+                records, rows, writer, decoder.keeps_branches(writer), record_type
+            )
+            for i in rows:
+                records[i] = None
+        else:
+            _migrate_rows(decoder, writer, rows, records, statuses, failures, batch)
+    writers = [
+        natives.get(version, pa.nulls(batch.num_rows, output.field(writer_column(version)).type))
+        for version in decoder.native_types
+    ]
+    status_arrow = output.field(STATUS).type
+    if any(status is not None for status in statuses):
+        pairs = zip(records, statuses, strict=True)
+        records = [None if status is not None else record for record, status in pairs]
+        status_column = pa.array(statuses, type=status_arrow)
+    else:
+        status_column = pa.nulls(batch.num_rows, status_arrow)
+    record_column = avro.records_to_struct(
+        records,
+        decoder.target_schema,
+        output.field(RECORD).type,
+        avro.chooses_union_branches(decoder.target_schema),
+    )
+    failure_column = pa.array(failures, type=output.field(FAILURE).type)
+    columns = [*batch.columns, *writers, record_column, status_column, failure_column]
+    return pa.RecordBatch.from_arrays(columns, schema=output)
+
+
+def _packed_rows(
+    records: list[Any], rows: list[int], writer: WriterVersion, tagged: bool, record_type: pa.DataType
+) -> pa.Array:
+    """The records at `rows` (of `writer`, union branches `tagged` or not) as a struct column of
+    `record_type`, null elsewhere."""
+    chosen = set(rows)
+    chosen_records = [r if i in chosen else None for i, r in enumerate(records)]
+    return avro.records_to_struct(chosen_records, writer.schema, record_type, tagged)
+
+
+def _read(decoder: Decoder, frame: Any) -> tuple[WriterVersion, Any]:
+    """Decode one frame: with the reader schema when written by the target, else as writer data."""
+    schema_id, body = decode_frame(frame)
+    writer = decoder.writer(schema_id)
+    if writer.failure is not None:
+        raise SerializationError(writer.failure)
+    reader = decoder.target_schema if writer.version == decoder.target_version else None
+    check = writer.size_check
+    try:
+        if check is not None:
+            check(body)
+        if writer.chooses_branches and decoder.keeps_branches(writer):
+            return writer, schemaless_reader(io.BytesIO(body), writer.schema, reader, return_named_type=True)
+        return writer, schemaless_reader(io.BytesIO(body), writer.schema, reader)
+    except Exception as e:
+        raise SerializationError(f"Avro body of schema id {schema_id} cannot be decoded: {e}") from e
+
+
+def _migrate_rows(
+    decoder: Decoder,
+    writer: WriterVersion,
+    rows: list[int],
+    records: list[Any],
+    statuses: list[dict[str, Any] | None],
+    failures: list[str | None],
+    batch: pa.RecordBatch,
+) -> None:
+    """Migrate one writer version's rows to the target, then project them onto its schema; a row
+    whose ERROR action fired keeps no record, only its failure."""
+    group = [records[i] for i in rows]
+    group_statuses = [statuses[i] for i in rows]
+    group_failures = [failures[i] for i in rows]
+    made_by = migration.migrate(writer.migrations, group, group_statuses, group_failures)
+    migrated = zip(rows, group, group_statuses, group_failures, made_by, strict=True)
+    for i, record, status, failure, rule in migrated:
+        statuses[i], failures[i] = status, failure
+        if failure is not None:
+            records[i] = None
+        if status is not None or failure is not None:
+            continue
+        try:
+            records[i] = migration.project(record, decoder.target_schema, rule)
+        except SerializationError as e:
+            statuses[i] = _undecodable(decoder, batch, i, e)
+
+
+def _undecodable(decoder: Decoder, batch: pa.RecordBatch, i: int, error: Exception) -> dict[str, Any]:
+    """The status of a row the policy sends to the DLQ; under ERROR, the job fails here."""
+    where = _position(batch, i)
+    if decoder.policy.action == "ERROR":
+        message = f"cannot deserialize the record{where} of subject {decoder.subject!r}: {error}"
+        raise SerializationError(message) from error
+    return {
+        "rule": DECODE_RULE,
+        "mode": "READ",
+        "action": "DLQ",
+        "reason": str(error),
+        "topic": decoder.policy.topic,
+        "subject": decoder.subject,
+        "version": decoder.target_version,
+    }
+
+
+def unreadable_status(decoder: Decoder, columns: list[str]) -> Any:
+    """For rows found undecodable after the pass (a natively migrated record missing a field):
+    `reason` Column → the status the policy gives, exactly as `_undecodable` words it."""
+    from pyspark.sql import functions as F
+
+    def status(reason: Any) -> Any:
+        if decoder.policy.action == "ERROR":
+            parts = [
+                F.concat(F.lit(f"{name} "), F.coalesce(F.col(name).cast("string"), F.lit("None")))
+                for name in ("topic", "partition", "offset")
+                if name in columns
+            ]
+            where = F.concat(F.lit(" at "), F.concat_ws(", ", *parts)) if parts else F.lit("")
+            prefix = F.lit("cannot deserialize the record")
+            message = F.concat(prefix, where, F.lit(f" of subject {decoder.subject!r}: "), reason)
+            return F.raise_error(message)
+        fields = {
+            "rule": F.lit(DECODE_RULE),
+            "mode": F.lit("READ"),
+            "action": F.lit("DLQ"),
+            "reason": reason,
+            "topic": F.lit(decoder.policy.topic),
+            "subject": F.lit(decoder.subject),
+            "version": F.lit(decoder.target_version),
+        }
+        return F.struct(*[fields[f.name].cast(f.dataType).alias(f.name) for f in status_type().fields])
+
+    return status
+
+
+_DECODE_POSITION = ("topic", "partition", "offset")
+_ENCODE_POSITION = ("key", "topic", "partition")
+
+
+def _position(batch: pa.RecordBatch, i: int, columns: tuple[str, ...] = _DECODE_POSITION) -> str:
+    """Where row `i` is, by the Kafka columns the batch has: " at topic t, partition 0, offset 7"."""
+    parts = [f"{name} {_shown(batch.column(name)[i])}" for name in columns if name in batch.schema.names]
+    return f" at {', '.join(parts)}" if parts else ""
+
+
+def _shown(value: pa.Scalar) -> Any:
+    """A scalar for a message; a string that is not UTF-8 as its bytes."""
+    try:
+        return value.as_py()
+    except UnicodeDecodeError:
+        return value.cast(pa.binary()).as_py()
+
+
+def migrate_decoded(packed: DataFrame, writer: WriterVersion, target: ContractVersion) -> DataFrame:
+    """For a DataFrame already decoded with the writer's schema (its record packed in RECORD):
+    migrate each record to the target. The writer-shaped record stays in ORIGINAL for the DLQ."""
+    from pyspark.sql.types import StructField, StructType
+
+    fields = [f for f in packed.schema.fields if f.name not in (RECORD, STATUS)]
+    writer_type = packed.schema[RECORD].dataType
+    output = StructType(
+        [
+            *fields,
+            StructField(ORIGINAL, writer_type, True),
+            StructField(RECORD, target.spark_type, True),
+            StructField(STATUS, status_type(), True),
+            failure_field(),
+        ]
+    )
+    return raise_failures(packed.mapInArrow(_MigratePass(writer, target.avro_schema, output.json()), output))
+
+
+@dataclass(frozen=True)
+class _MigratePass:
+    writer: WriterVersion
+    target_schema: Any
+    output_json: str
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark.sql.types import StructType
+
+        output = avro.arrow_schema(StructType.fromJson(json.loads(self.output_json)))
+        rows_before = 0
+        for batch in batches:
+            read = avro.read_records(_fields(batch.column(RECORD)), self.writer.schema)
+            records = read.records
+            statuses: list[dict[str, Any] | None] = batch.column(STATUS).to_pylist()
+            failures: list[str | None] = [None] * batch.num_rows
+            made_by = migration.migrate(self.writer.migrations, records, statuses, failures, read.unreadable)
+            _refuse_unread(batch, rows_before, read.unreadable, statuses, failures, "migrated")
+            rows_before += batch.num_rows
+            projected: list[Any] = [None] * batch.num_rows
+            for i, (record, status) in enumerate(zip(records, statuses, strict=True)):
+                if status is not None or failures[i] is not None:
+                    continue
+                try:
+                    projected[i] = migration.project(record, self.target_schema, made_by[i])
+                except SerializationError as e:
+                    failures[i] = str(e)  # the job fails with why, as a native migration fails it
+            record_column = avro.records_to_struct(projected, self.target_schema, output.field(RECORD).type)
+            columns = [
+                record_column
+                if f.name == RECORD
+                else batch.column(RECORD)
+                if f.name == ORIGINAL
+                else pa.array(statuses, type=f.type)
+                if f.name == STATUS
+                else pa.array(failures, type=f.type)
+                if f.name == FAILURE
+                else batch.column(f.name)
+                for f in output
+            ]
+            yield pa.RecordBatch.from_arrays(columns, schema=output)
+
+
+def _refuse_unread(
+    batch: pa.RecordBatch,
+    rows_before: int,
+    unreadable: Mapping[int, str],
+    statuses: list[dict[str, Any] | None] | None,
+    failures: list[str | None] | None,
+    doing: str,
+) -> None:
+    """Fail the job on the first record that could not be read (a string that is not UTF-8) and
+    that no rule routed elsewhere or failed (`statuses` and `failures` None: no rule ran), naming
+    it by its Kafka columns and its row: Avro strings are UTF-8, so it cannot go on as it is, and
+    no policy routes it."""
+    from pyspark import TaskContext
+
+    pending = [
+        row
+        for row in sorted(unreadable)
+        if (statuses is None or statuses[row] is None) and (failures is None or failures[row] is None)
+    ]
+    if not pending:
+        return
+    row = pending[0]
+    task = TaskContext.get()
+    partition = task.partitionId() if task is not None else 0
+    raise SerializationError(
+        f"the record{_position(batch, row, _ENCODE_POSITION)} (row {rows_before + row} of Spark partition"
+        f" {partition}) cannot be {doing}: {unreadable[row]}"
+    )
+
+
+def _fields(column: pa.Array) -> pa.RecordBatch:
+    """A record struct column as a batch of its fields, the shape the Avro codecs read."""
+    return pa.RecordBatch.from_struct_array(column)
+
+
+def encode(staged: DataFrame, schema: Any, schema_id: int, output: StructType) -> DataFrame:
+    """Replace the record struct with a `value` column of Confluent frames (schema id + Avro body)."""
+    return staged.mapInArrow(_EncodePass(schema, schema_id, output.json()), output)
+
+
+@dataclass(frozen=True)
+class _EncodePass:
+    schema: Any
+    schema_id: int
+    output_json: str
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark.sql.types import StructType
+
+        output = avro.arrow_schema(StructType.fromJson(json.loads(self.output_json)))
+        rows_before = 0
+        for batch in batches:
+            read = avro.read_records(_fields(batch.column(RECORD)), self.schema, union_branches=True)
+            _refuse_unread(
+                batch, rows_before, read.unreadable, None, None, f"encoded with schema id {self.schema_id}"
+            )
+            rows_before += batch.num_rows
+            values = pa.array([self._frame(record) for record in read.records], type=pa.binary())
+            columns = [values if f.name == "value" else batch.column(f.name) for f in output]
+            yield pa.RecordBatch.from_arrays(columns, schema=output)
+
+    def _frame(self, record: Any) -> bytes:
+        body = io.BytesIO()
+        try:
+            schemaless_writer(body, self.schema, record, strict=True)
+        except Exception as e:
+            raise SerializationError(f"record cannot be encoded with schema id {self.schema_id}: {e}") from e
+        return encode_frame(self.schema_id, body.getvalue())

@@ -1,0 +1,202 @@
+"""The loader: resolve a contract version in the registry and compile its rules once.
+
+A contract that cannot run fails here, before Spark does anything, with a ContractError naming
+subject, version, rule and position (docs/semantics.md §9.9). A rule whose type no executor
+handles is the exception: the Confluent clients treat it as a failure of that rule for every
+record (docs/semantics.md §2.1), and so does the plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from contracts.errors import ContractError, RegistryError
+from contracts.formats import avro
+from contracts.model import RegisteredSchema, Rule, RuleMode, Schema
+from contracts.plugins import PluginRegistry
+from contracts.registry import Registry
+from executors.cel_field.executor import superseded_field_transforms
+from executors.protocol import Executor, RuleContext, Step
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+
+@dataclass(frozen=True)
+class ContractVersion:
+    """One registered version of a subject, parsed: its Avro schema, Spark type and rules."""
+
+    subject: str
+    version: int
+    schema_id: int
+    schema: Schema
+    avro_schema: Any
+    named_schemas: tuple[str, ...]
+    spark_type: StructType
+
+    @property
+    def properties(self) -> dict[str, str]:
+        return self.schema.properties
+
+    @property
+    def metadata_tags(self) -> dict[str, tuple[str, ...]]:
+        return dict(self.schema.metadata.tags) if self.schema.metadata is not None else {}
+
+
+def resolve(
+    registry: Registry,
+    subject: str,
+    version: int | None = None,
+    use_latest_with_metadata: Mapping[str, str] | None = None,
+) -> RegisteredSchema:
+    """The target version: an explicit one, else the latest matching the metadata, else the latest."""
+    if version is not None and use_latest_with_metadata:
+        raise ContractError("give either version or use_latest_with_metadata, not both", subject=subject)
+    if version is not None:
+        return registry.get_version(subject, version)
+    if use_latest_with_metadata:
+        return registry.get_latest_with_metadata(subject, dict(use_latest_with_metadata))
+    return registry.get_latest_version(subject)
+
+
+def load_version(registry: Registry, registered: RegisteredSchema) -> ContractVersion:
+    """Parse a registered version (with its references) into Avro and Spark types."""
+    schema = registered.schema
+    where = {"subject": registered.subject, "version": registered.version}
+    if schema.schema_type.upper() != "AVRO":
+        raise ContractError(f"schema type {schema.schema_type} is not supported (only AVRO)", **where)
+    try:
+        named = tuple(_referenced_schemas(registry, schema))
+    except ContractError as e:
+        raise e.at(**where) from e.__cause__
+    try:
+        parsed = avro.parse_schema(schema.schema_str, named)
+        spark_type = avro.struct_type(parsed)
+    except ContractError as e:
+        raise e.at(**where) from e.__cause__
+    except Exception as e:
+        raise ContractError(f"invalid Avro schema: {e}", position="schema", **where) from e
+    return ContractVersion(
+        subject=registered.subject,
+        version=registered.version,
+        schema_id=registered.schema_id,
+        schema=schema,
+        avro_schema=parsed,
+        named_schemas=named,
+        spark_type=spark_type,
+    )
+
+
+def _referenced_schemas(registry: Registry, schema: Schema, seen: frozenset[str] = frozenset()) -> list[str]:
+    """The schema texts this schema references, dependencies first."""
+    texts: list[str] = []
+    for reference in schema.references:
+        key = f"{reference.subject}:{reference.version}"
+        if key in seen:
+            continue
+        try:
+            referenced = registry.get_version(reference.subject, reference.version).schema
+        except RegistryError as e:
+            raise ContractError(
+                f"reference {reference.name!r} to {reference.subject} version {reference.version}"
+                f" cannot be resolved: {e}",
+                position="references",
+            ) from e
+        texts.extend(_referenced_schemas(registry, referenced, seen | {key}))
+        texts.append(referenced.schema_str)
+    return texts
+
+
+def rules_for(version: ContractVersion, mode: RuleMode) -> list[Rule]:
+    """The domain rules that run in WRITE or READ, in running order (docs/semantics.md §2); none when
+    the rule set's `enableAt` leaves it to the server."""
+    if mode not in (RuleMode.WRITE, RuleMode.READ):
+        raise ContractError(f"mode must be WRITE or READ, not {mode.value}", subject=version.subject)
+    rule_set = version.schema.rules
+    return running_order(rule_set.domain_rules, mode) if rule_set.runs_on_client else []
+
+
+def migration_rules_for(version: ContractVersion, mode: RuleMode) -> list[Rule]:
+    """The migration rules of `version` that run in UPGRADE or DOWNGRADE, in running order; none
+    when the rule set's `enableAt` leaves it to the server."""
+    rule_set = version.schema.rules
+    return running_order(rule_set.migration_rules, mode) if rule_set.runs_on_client else []
+
+
+def skipped_rules(version: ContractVersion, mode: RuleMode) -> list[Rule]:
+    """The domain rules of WRITE or READ that the rule set's `enableAt` makes a client skip (none
+    when the set runs on clients), in running order."""
+    rule_set = version.schema.rules
+    return [] if rule_set.runs_on_client else running_order(rule_set.domain_rules, mode)
+
+
+def running_order(rules: Sequence[Rule], mode: RuleMode) -> list[Rule]:
+    """The rules of one ruleSet list that run in `mode`, in running order.
+
+    READ and DOWNGRADE run the list backwards. A CEL_FIELD transform superseded by another with
+    the same tags is dropped, judged on the whole list as the reference does — disabled rules
+    and other modes included — before those are filtered out (docs/semantics.md §2, §4).
+    """
+    ordered = list(rules)[::-1] if mode in (RuleMode.READ, RuleMode.DOWNGRADE) else list(rules)
+    superseded = superseded_field_transforms(ordered, mode)
+    return [
+        rule
+        for index, rule in enumerate(ordered)
+        if index not in superseded and not rule.disabled and rule.mode.matches(mode)
+    ]
+
+
+def rule_context(
+    version: ContractVersion, mode: RuleMode, rule: Rule, record: ContractVersion | None = None
+) -> RuleContext:
+    """The context of `rule`, registered in `version`, over records of `record` (by default the
+    version's own; a migration rule runs on the record it migrates)."""
+    shape = record or version
+    return RuleContext(
+        rule=rule,
+        subject=version.subject,
+        version=version.version,
+        mode=mode,
+        schema=shape.avro_schema,
+        spark_type=shape.spark_type,
+        metadata_tags=version.metadata_tags,
+        properties=version.properties,
+        named_schemas=shape.named_schemas,
+    )
+
+
+def compile_rules(
+    version: ContractVersion,
+    mode: RuleMode,
+    rules: list[Rule],
+    executors: PluginRegistry[Executor],
+    record: ContractVersion | None = None,
+) -> list[tuple[RuleContext, Step | None]]:
+    """Compile each rule once with the executor for its name or type; None where there is none.
+
+    `record` is the version whose records the rules receive, when not `version`'s own: a
+    migration rule runs on the record of the version it migrates from."""
+    compiled: list[tuple[RuleContext, Step | None]] = []
+    for rule in rules:
+        ctx = rule_context(version, mode, rule, record)
+        executor = executors.find(rule.type, rule_name=rule.name)
+        if executor is None:
+            compiled.append((ctx, None))
+            continue
+        try:
+            step = executor.compile(ctx)
+        except ContractError as e:
+            reason = e.reason
+            if record is not None and record.version != version.version:
+                reason += f" (in {mode.value} the rule receives records of version {record.version})"
+            raise ContractError(
+                reason,
+                subject=version.subject,
+                version=version.version,
+                rule=rule.name,
+                position=e.position,
+            ) from e
+        compiled.append((ctx, step))
+    return compiled
