@@ -16,6 +16,7 @@ from actions.builtin import checked_topic
 from actions.dlq.local_topic import LocalTopicSink
 from actions.dlq.sink import DlqSink, RunScopedSink, is_run_id
 from actions.protocol import Action, ActionContext, ActionPlan, Effect
+from contracts.codes import VERSION_NOT_FOUND
 from contracts.engine import runner, serde
 from contracts.engine.frame import ORIGINAL, RECORD, STATUS
 from contracts.engine.native_migration import NativeMigration, native_migration
@@ -210,7 +211,7 @@ class _Compiler:
         try:
             versions = {number: self.load(number) for number in range(low, high + 1)}
         except RegistryError as e:
-            if e.error_code != 40402:
+            if e.error_code != VERSION_NOT_FOUND:
                 raise
             # A deleted version in between fails only the records whose migration crosses it.
             failure = f"cannot migrate from version {writer} to {target}: {e}"

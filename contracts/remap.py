@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from contracts.codes import NOT_REGISTERED
 from contracts.engine.serde import _position
 from contracts.errors import RegistryError, SerializationError
 from contracts.formats.wire import (
@@ -238,7 +239,7 @@ def _find(registry: Registry, subject: str, schema: Schema) -> RegisteredSchema 
     try:
         return registry.lookup_schema(subject, schema)
     except RegistryError as e:
-        if e.error_code in (40401, 40403):
+        if e.error_code in NOT_REGISTERED:
             return None
         raise
 

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
+from contracts.codes import NOT_REGISTERED
 from contracts.errors import DataContractError, RegistryError
 from contracts.model import RegisteredSchema
 from contracts.registry import LocalRegistry, Registry
@@ -21,7 +22,6 @@ from contracts.registry.layout import (
 )
 
 # Confluent's "subject not found" and "schema not found": the version is not registered yet.
-_NOT_REGISTERED = (40401, 40403)
 
 
 def push(directory: Path, remote: Registry, out: TextIO) -> int:
@@ -60,7 +60,7 @@ def _push_version(local: Registry, remote: Registry, subject: str, version: int,
     try:
         found = remote.lookup_schema(subject, schema)
     except RegistryError as error:
-        if error.error_code not in _NOT_REGISTERED:
+        if error.error_code not in NOT_REGISTERED:
             print(f"{where}: FAILED: {error}", file=out)
             return False
     else:

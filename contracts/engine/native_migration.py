@@ -1,6 +1,6 @@
 """Migrations as Spark expressions, where they give exactly what the Python path gives.
 
-The Python path (`migration.migrate`, then `migration.project`) runs each rule per record and
+The Python path (`migrate.migrate`, then `migrate.project`) runs each rule per record and
 projects the result onto the target schema. A chain of at most one JSONata or CEL_FIELD rule
 that compiles natively against the writer's record — and a chain of none, pure schema resolution
 — runs instead as Columns (docs/semantics.md §6.6): the rule's outcome and status as the planner
@@ -23,17 +23,12 @@ from fastavro.schema import expand_schema
 
 from actions.protocol import Effect
 from contracts.engine.frame import OUTCOME_PREFIX, RECORD, STATUS
+from contracts.engine.migrate import made_by_text, missing_field_message, null_field_message
 from contracts.engine.reasons import NativeReasons
 from contracts.engine.runner import native_status
 from contracts.formats.avro.json_view import has_json_view
 from contracts.planning.loader import ContractVersion, rule_context
-from contracts.planning.migration import (
-    Resolver,
-    made_by_text,
-    migration_steps,
-    missing_field_message,
-    null_field_message,
-)
+from contracts.planning.migration import Resolver, migration_steps
 from contracts.planning.plan import Plan, PlannedRule, build_plan
 from executors.cel_field.executor import CelFieldExecutor
 from executors.jsonata.executor import JsonataExecutor

@@ -22,6 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from fastavro import schemaless_reader, schemaless_writer
 
+from contracts.codes import NOT_REGISTERED
+from contracts.engine import migrate
 from contracts.engine.frame import (
     FAILURE,
     ORIGINAL,
@@ -37,7 +39,6 @@ from contracts.errors import RegistryError, SerializationError
 from contracts.formats import avro
 from contracts.formats.avro.sizes import size_check
 from contracts.formats.wire import decode_frame, encode_frame
-from contracts.planning import migration
 from contracts.planning.loader import ContractVersion
 from contracts.planning.plan import Plan
 from contracts.registry import Registry
@@ -92,7 +93,7 @@ class LateWriters:
             schema = self.registry.get_schema(schema_id)
             registered = self.registry.lookup_schema(self.subject, schema)
         except RegistryError as e:
-            if e.error_code in (40401, 40403):
+            if e.error_code in NOT_REGISTERED:
                 raise SerializationError(
                     f"schema id {schema_id} is unknown or not registered under subject {self.subject!r}"
                 ) from e
@@ -334,7 +335,7 @@ def _migrate_rows(
     group = [records[i] for i in rows]
     group_statuses = [statuses[i] for i in rows]
     group_failures = [failures[i] for i in rows]
-    made_by = migration.migrate(writer.migrations, group, group_statuses, group_failures)
+    made_by = migrate.migrate(writer.migrations, group, group_statuses, group_failures)
     migrated = zip(rows, group, group_statuses, group_failures, made_by, strict=True)
     for i, record, status, failure, rule in migrated:
         statuses[i], failures[i] = status, failure
@@ -343,7 +344,7 @@ def _migrate_rows(
         if status is not None or failure is not None:
             continue
         try:
-            records[i] = migration.project(record, decoder.target_schema, rule)
+            records[i] = migrate.project(record, decoder.target_schema, rule)
         except SerializationError as e:
             statuses[i] = _undecodable(decoder, batch, i, e)
 
@@ -448,7 +449,7 @@ class _MigratePass:
             records = read.records
             statuses: list[dict[str, Any] | None] = batch.column(STATUS).to_pylist()
             failures: list[str | None] = [None] * batch.num_rows
-            made_by = migration.migrate(self.writer.migrations, records, statuses, failures, read.unreadable)
+            made_by = migrate.migrate(self.writer.migrations, records, statuses, failures, read.unreadable)
             _refuse_unread(batch, rows_before, read.unreadable, statuses, failures, "migrated")
             rows_before += batch.num_rows
             projected: list[Any] = [None] * batch.num_rows
@@ -456,7 +457,7 @@ class _MigratePass:
                 if status is not None or failures[i] is not None:
                     continue
                 try:
-                    projected[i] = migration.project(record, self.target_schema, made_by[i])
+                    projected[i] = migrate.project(record, self.target_schema, made_by[i])
                 except SerializationError as e:
                     failures[i] = str(e)  # the job fails with why, as a native migration fails it
             record_column = avro.records_to_struct(projected, self.target_schema, output.field(RECORD).type)

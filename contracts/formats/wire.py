@@ -8,6 +8,7 @@ from __future__ import annotations
 import enum
 import struct
 
+from contracts.codes import SCHEMA_NOT_FOUND
 from contracts.errors import RegistryError, SerializationError
 from contracts.model import Schema
 from contracts.registry import Registry
@@ -48,7 +49,7 @@ def writer_schema(registry: Registry, schema_id: int) -> Schema:
     try:
         return registry.get_schema(schema_id)
     except RegistryError as e:
-        if e.error_code == 40403:
+        if e.error_code == SCHEMA_NOT_FOUND:
             raise SerializationError(f"unknown schema id {schema_id}: the registry has no such schema") from e
         raise
 

@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 import httpx
 
+from contracts.codes import SUBJECT_CONFIG_NOT_FOUND
 from contracts.errors import RegistryError
 from contracts.model import RegisteredSchema, Schema
 from contracts.registry.cache import LoadingCache
@@ -26,8 +27,6 @@ from contracts.registry.transport import DeadlineTransport, deadline, environmen
 _log = logging.getLogger(__name__)
 
 _CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
-SUBJECT_CONFIG_NOT_FOUND = 40408
-"""Confluent's error code for a subject without config of its own (asked with defaultToGlobal=false)."""
 _ACCEPT = "application/vnd.schemaregistry.v1+json, application/vnd.schemaregistry+json, application/json"
 
 # Connection-level failures: nothing reached the server, so the next base URL may do better.

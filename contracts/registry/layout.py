@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 from urllib.parse import quote, unquote
 
+from contracts.codes import INVALID_SUBJECT, STORE_ERROR
 from contracts.errors import ContractError, RegistryError
 
 CONFIG_FILE = "config.json"
@@ -61,7 +62,9 @@ def check_subject(subject: str) -> None:
     reason = invalid_subject(subject)
     if reason is not None:
         raise RegistryError(
-            f"The specified subject {subject!r} is not valid: {reason}", status=422, error_code=42208
+            f"The specified subject {subject!r} is not valid: {reason}",
+            status=422,
+            error_code=INVALID_SUBJECT,
         )
 
 
@@ -142,7 +145,7 @@ def new_subject_directory(root: Path, subject: str) -> Path:
             raise RegistryError(
                 f"directory {directory.name!r} already holds another subject than {subject!r}",
                 status=500,
-                error_code=50001,
+                error_code=STORE_ERROR,
             )
     return directory
 
@@ -221,7 +224,9 @@ def write_json(path: Path, payload: Any) -> None:
 
 def storage_error(path: Path, error: OSError, doing: str = "write") -> RegistryError:
     """A file the registry could not write or read, as Confluent reports its store failing."""
-    return RegistryError(f"cannot {doing} {path}: {error.strerror or error}", status=500, error_code=50001)
+    return RegistryError(
+        f"cannot {doing} {path}: {error.strerror or error}", status=500, error_code=STORE_ERROR
+    )
 
 
 def registry_files(root: Path) -> Iterator[tuple[Path, os.stat_result]]:

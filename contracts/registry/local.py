@@ -31,6 +31,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contracts.codes import (
+    INVALID_COMPATIBILITY_LEVEL,
+    INVALID_SCHEMA,
+    INVALID_VERSION,
+    SCHEMA_NOT_FOUND,
+    SCHEMA_VERSION_NOT_SOFT_DELETED,
+    SCHEMA_VERSION_SOFT_DELETED,
+    SUBJECT_NOT_FOUND,
+    SUBJECT_NOT_SOFT_DELETED,
+    SUBJECT_SOFT_DELETED,
+    VERSION_NOT_FOUND,
+)
 from contracts.errors import ContractError, RegistryError
 
 try:
@@ -112,12 +124,12 @@ class _State:
 
 
 def _not_found(kind: str, message: str) -> RegistryError:
-    codes = {"subject": 40401, "version": 40402, "schema": 40403}
+    codes = {"subject": SUBJECT_NOT_FOUND, "version": VERSION_NOT_FOUND, "schema": SCHEMA_NOT_FOUND}
     return RegistryError(message, status=404, error_code=codes[kind])
 
 
 def _invalid_schema(message: str) -> RegistryError:
-    return RegistryError(message, status=422, error_code=42201)
+    return RegistryError(message, status=422, error_code=INVALID_SCHEMA)
 
 
 def _invalid_version(version: object) -> RegistryError:
@@ -125,7 +137,7 @@ def _invalid_version(version: object) -> RegistryError:
         f"The specified version '{version}' is not a valid version id. "
         'Allowed values are between [1, 2^31-1] and the string "latest"',
         status=422,
-        error_code=42202,
+        error_code=INVALID_VERSION,
     )
 
 
@@ -404,7 +416,7 @@ class LocalRegistry:
                 raise RegistryError(
                     f"Subject '{subject}' was soft deleted.Set permanent=true to delete permanently",
                     status=404,
-                    error_code=40404,
+                    error_code=SUBJECT_SOFT_DELETED,
                 )
             for entry in live:
                 entry.deleted = True
@@ -439,7 +451,7 @@ class LocalRegistry:
                     f"Subject '{subject}' Version {entry.version} was soft deleted.Set permanent=true"
                     " to delete permanently",
                     status=404,
-                    error_code=40406,
+                    error_code=SCHEMA_VERSION_SOFT_DELETED,
                 )
             else:
                 entry.deleted = True
@@ -541,7 +553,9 @@ class LocalRegistry:
             level = Compatibility(str(config.get("compatibility", "BACKWARD")).upper())
         except ValueError as error:
             raise RegistryError(
-                f"Invalid compatibility level {config.get('compatibility')!r}", status=422, error_code=42203
+                f"Invalid compatibility level {config.get('compatibility')!r}",
+                status=422,
+                error_code=INVALID_COMPATIBILITY_LEVEL,
             ) from error
         if level is Compatibility.NONE or not existing:
             return []
@@ -564,7 +578,7 @@ class LocalRegistry:
             raise RegistryError(
                 f"Subject '{subject}' was not deleted first before being permanently deleted",
                 status=404,
-                error_code=40405,
+                error_code=SUBJECT_NOT_SOFT_DELETED,
             )
         deleted = [entry.version for entry in versions]
         self._record_high_water()
@@ -583,7 +597,7 @@ class LocalRegistry:
                 f"Subject '{subject}' Version {entry.version} was not deleted first before being"
                 " permanently deleted",
                 status=404,
-                error_code=40407,
+                error_code=SCHEMA_VERSION_NOT_SOFT_DELETED,
             )
         self._record_high_water()
         self._remove(self._version_file(subject, entry.version))
@@ -717,7 +731,9 @@ def _validate_config(config: Mapping[str, Any]) -> None:
         raise RegistryError(f"Unrecognized config keys {unknown}", status=422, error_code=422)
     level = config.get("compatibility")
     if level is not None and level not in Compatibility.__members__:
-        raise RegistryError(f"Invalid compatibility level {level!r}", status=422, error_code=42203)
+        raise RegistryError(
+            f"Invalid compatibility level {level!r}", status=422, error_code=INVALID_COMPATIBILITY_LEVEL
+        )
     try:
         for key in ("defaultMetadata", "overrideMetadata"):
             _metadata(config, key)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from contracts.errors import ContractError
@@ -28,6 +27,7 @@ from executors.cel._native_types import (
     constant_term,
     error_term,
 )
+from executors.cel._reference import parse
 from executors.protocol import NativeOutcome
 
 if TYPE_CHECKING:
@@ -179,14 +179,6 @@ def _true(val: Val, nullable: bool) -> Column:
 
     value = F.coalesce(val.value, F.lit(False)) if nullable else val.value
     return value if val.error is None else value & ~val.error
-
-
-@lru_cache(maxsize=1024)
-def parse(text: str) -> Tree:
-    """cel-python's parse tree of an expression (its Lark grammar), cached per process."""
-    import celpy
-
-    return celpy.Environment().compile(text)
 
 
 @dataclass(frozen=True)

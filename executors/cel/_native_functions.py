@@ -28,10 +28,10 @@ from executors.cel._native_types import (
     error_term,
     known,
     literal_column,
-    reference_evaluate,
     spark_cel_type,
     spark_value,
 )
+from executors.cel._reference import reference_evaluate
 
 if TYPE_CHECKING:
     from lark import Tree

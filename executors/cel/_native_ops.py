@@ -29,8 +29,8 @@ from executors.cel._native_types import (
     derived,
     error_term,
     known,
-    reference_evaluate,
 )
+from executors.cel._reference import parse, reference_evaluate
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -67,8 +67,6 @@ def probe_expression(text: str, *kinds: str) -> Any:
     The samples sit in a map as record fields do: cel-python treats a null variable differently.
     """
     import celpy
-
-    from executors.cel._compiler import parse
 
     fields = {celpy.celtypes.StringType(n): _sample(k) for n, k in zip("ab", kinds, strict=False)}
     try:

@@ -124,21 +124,6 @@ def derived(
     )
 
 
-def reference_evaluate(tree: Any, variables: Mapping[str, Any]) -> Any:
-    """Evaluate a parse tree at plan time as the reference runtime does: cel-python's interpreter
-    with Confluent's functions (which replace `string`, `double`, `==` …); raises on an error."""
-    import celpy
-    from celpy.evaluation import Activation, Evaluator
-
-    from executors.cel import _builtins
-
-    activation = Activation(annotations=dict(celpy.googleapis), functions=_builtins.FUNCTIONS)
-    value = Evaluator(ast=tree, activation=activation).evaluate(dict(variables))
-    if isinstance(value, Exception):
-        raise value
-    return value
-
-
 def error_term() -> Term:
     """A sub-expression that always fails (cel-python has no overload for it, or it raised)."""
     from pyspark.sql import functions as F

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from contracts.model import RuleKind
+from executors.cel import _runtime
+from executors.cel._compiler import Unsupported, compile_rule
 from executors.protocol import BatchEvaluator, BatchStep, NativeStep, Outcome, RuleContext, Step
 
 
@@ -17,9 +19,6 @@ class CelExecutor:
     type = "CEL"
 
     def compile(self, ctx: RuleContext) -> Step:
-        from executors.cel import _runtime
-        from executors.cel._compiler import Unsupported, compile_rule
-
         expr = ctx.rule.expr or ""
         # Compiling on the driver reports syntax errors at load, with their position.
         _runtime.compile_program(expr)
@@ -39,8 +38,6 @@ class _CelBatch:
     kind: RuleKind
 
     def __call__(self) -> BatchEvaluator:
-        from executors.cel import _runtime
-
         program = _runtime.compile_program(self.expr)
         is_condition = self.kind is RuleKind.CONDITION
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from contracts.errors import ContractError
 from contracts.model import RuleMode
+from executors.jsonata.native import Unsupported, compile_rule
 from executors.jsonata.runtime import DEFAULT_MAX_DEPTH, DEFAULT_TIMEOUT_MS, Bounds, JsonataBatch, parse
 from executors.protocol import BatchStep, NativeStep, RuleContext, Step
 
@@ -28,8 +29,6 @@ class JsonataExecutor:
 
     def compile(self, ctx: RuleContext) -> Step:
         """Check syntax and bounds on the driver, then pick the native form when there is one."""
-        from executors.jsonata.native import Unsupported, compile_rule
-
         expr = ctx.rule.expr or ""
         _check_syntax(expr)
         migration = ctx.mode in MIGRATION_MODES

@@ -18,10 +18,10 @@ from actions.builtin import DlqAction
 from actions.dlq.local_topic import LocalTopicSink
 from actions.protocol import ActionContext, ActionPlan, Effect
 from contracts import DataContract, LocalRegistry, Schema
+from contracts.engine.migrate import project
 from contracts.errors import ContractError, SerializationError
 from contracts.formats.avro import parse_schema
 from contracts.formats.wire import encode_frame
-from contracts.planning.migration import project
 from executors.cel.executor import CelExecutor
 from executors.protocol import NativeStep
 

@@ -31,7 +31,8 @@ from reference_oracle import (
 from test_serde import MAJOR, SUBJECT, V1, V2, VERSIONS, WRITTEN, _rename
 
 from actions.dlq.local_topic import LocalTopicSink
-from contracts import DataContract, LocalRegistry, Schema, avro
+from contracts import DataContract, LocalRegistry, Schema
+from contracts.formats import avro
 from contracts.formats.wire import encode_frame
 
 TOPIC = SUBJECT.removesuffix("-value")

@@ -29,8 +29,9 @@ from reference_oracle import (
 )
 
 from actions.dlq.local_topic import LocalTopicSink
-from contracts import DataContract, LocalRegistry, Schema, avro
+from contracts import DataContract, LocalRegistry, Schema
 from contracts.errors import ContractError
+from contracts.formats import avro
 
 ROW_HEADER = "row"
 """Every record carries its index in this header, so its DLQ record can be told apart."""

@@ -17,7 +17,7 @@ from contracts import DataContract, LocalRegistry, Schema
 from contracts.errors import ContractError
 from executors.cel import _runtime
 from executors.cel._checks import FUNCTIONS, MAX_DEPTH, UNSUPPORTED_EXTENSIONS
-from executors.cel._compiler import parse
+from executors.cel._reference import parse
 
 SUBJECT = "things-value"
 THING = {

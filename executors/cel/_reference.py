@@ -1,0 +1,31 @@
+"""Plan-time answers of the reference runtime: cel-python's parse tree of an expression and its
+interpreter with Confluent's functions, which the native compiler consults to fold constants and
+to learn how a function behaves on sample values (docs/semantics.md §3.5)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+import celpy
+from celpy.evaluation import Activation, Evaluator
+from lark import Tree
+
+from executors.cel import _builtins
+
+
+@lru_cache(maxsize=1024)
+def parse(text: str) -> Tree:
+    """cel-python's parse tree of an expression (its Lark grammar), cached per process."""
+    return celpy.Environment().compile(text)
+
+
+def reference_evaluate(tree: Any, variables: Mapping[str, Any]) -> Any:
+    """Evaluate a parse tree at plan time as the reference runtime does: cel-python's interpreter
+    with Confluent's functions (which replace `string`, `double`, `==` …); raises on an error."""
+    activation = Activation(annotations=dict(celpy.googleapis), functions=_builtins.FUNCTIONS)
+    value = Evaluator(ast=tree, activation=activation).evaluate(dict(variables))
+    if isinstance(value, Exception):
+        raise value
+    return value
