@@ -40,6 +40,7 @@ demo-kafka: $(STAMP) $(JARS_STAMP)
 test: $(STAMP) $(JARS_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 	$(BIN)/pytest --durations=25
 	SPARK_REMOTE='local[2]' $(BIN)/pytest -m spark --durations=25
 
@@ -51,6 +52,7 @@ fuzz: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) $(JARS) .pytest_cache .ruff_cache .hypothesis
