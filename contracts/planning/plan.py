@@ -1,11 +1,8 @@
-"""The planner: which rules run, in which order, with which actions — and applying them to a DataFrame.
+"""The plan: which rules run, in which order, with which actions (docs/semantics.md §2).
 
-A plan is an ordered list of compiled rules (docs/semantics.md §2). Applying it packs the record
-columns into one struct column, runs native steps as Column expressions and consecutive Python
-steps in one `mapInArrow` pass, and leaves one status column `_contract` that is null for rows
-still valid and names the rule, mode, action and reason for rows a DLQ action rejected. ERROR
-actions fail the job natively (`raise_error`) when the failing row is computed, those of rules
-evaluated in Python too: the pass marks the row and `raise_failures` raises right after it.
+A plan is data: the ordered compiled rules of one contract version in one mode, each with its
+actions resolved, grouped into runs (consecutive native rules; consecutive Python work sharing one
+pass). `contracts.engine.runner` applies it to a DataFrame.
 """
 
 from __future__ import annotations
