@@ -47,6 +47,7 @@ __all__ = [
     "SchemaReference",
     "SchemaRegistryClient",
     "SerializationError",
+    "metrics_of",
     "remap_schema_ids",
 ]
 
@@ -54,8 +55,9 @@ __all__ = [
 # resolved on first use rather than at import time (an eager import would be circular).
 _LAZY = {
     "DataContract": "contracts.contract",
-    "RuleCounts": "contracts.contract",
-    "RuleMetrics": "contracts.contract",
+    "RuleCounts": "contracts.metrics",
+    "RuleMetrics": "contracts.metrics",
+    "metrics_of": "contracts.metrics",
     "RuleResult": "contracts.contract",
     "ActionContext": "actions.protocol",
     "ActionPlan": "actions.protocol",

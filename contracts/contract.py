@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import copy
 import os
-import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
@@ -24,6 +22,7 @@ from contracts.engine.reasons import NativeReasons, with_exact_reasons
 from contracts.engine.routing import DlqLayout, Router, route_rejected
 from contracts.engine.serde import WriterVersion
 from contracts.errors import ContractError, RegistryError
+from contracts.metrics import RuleMetrics, metrics_of, new_metrics, with_metrics
 from contracts.model import RegisteredSchema, RuleMode
 from contracts.planning import loader, migration
 from contracts.planning.plan import Plan, SkippedRuleSet, build_plan
@@ -37,115 +36,13 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 DEFAULT_DLQ_DIR = "dlq-topics"
-DEFAULT_METRICS_TIMEOUT_S = 2.0
-"""How long `RuleMetrics.get` waits for the first action on a batch result to finish."""
-
-
-@dataclass(frozen=True)
-class RuleCounts:
-    """How one rule went: rows it passed and failed, and rows per action that ran."""
-
-    rule: str
-    mode: str
-    passed: int
-    failed: int
-    by_action: dict[str, int]
-
-
-class RuleMetrics:
-    """Per-rule outcome counts, gathered with Spark's `observe()` by the first action on the result.
-
-    On a streaming DataFrame each micro-batch reports its own counts: they appear in the query's
-    progress under `observedMetrics[metrics.name]`, and `get(query.lastProgress)` reads them.
-    """
-
-    def __init__(self, plan: Plan, observation: Observation | str | None, name: str | None) -> None:
-        self._plan = plan
-        self._observation = observation
-        self._name = name
-        self._lock = threading.Lock()
-        self._waiting: Future[Mapping[str, Any]] | None = None
-
-    @property
-    def name(self) -> str | None:
-        """The name the counts are observed under (None when the plan has no rules)."""
-        return self._name
-
-    def get(
-        self, progress: Any = None, *, timeout: float = DEFAULT_METRICS_TIMEOUT_S
-    ) -> dict[str, RuleCounts]:
-        """Counts per rule name.
-
-        Batch: the counts of the first Spark action on the result. When no action has finished
-        within `timeout` seconds (raise it to wait for one running in another thread) this is a
-        ContractError, where Spark's own `Observation.get` would wait forever.
-        Streaming: the counts of the micro-batch whose `progress` (e.g. `query.lastProgress`) is given.
-        """
-        counts: dict[str, RuleCounts] = {}
-        observed = self._observed(progress, timeout)
-        for planned in self._plan.rules:
-            passed = int(observed.get(f"{planned.index}.passed", 0) or 0)
-            failed = int(observed.get(f"{planned.index}.failed", 0) or 0)
-            by_action: dict[str, int] = {}
-            for action, n in ((planned.on_success.name, passed), (planned.on_failure.name, failed)):
-                by_action[action] = by_action.get(action, 0) + n
-            counts[planned.rule.name] = RuleCounts(
-                planned.rule.name, planned.ctx.mode.value, passed, failed, by_action
-            )
-        return counts
-
-    def _observed(self, progress: Any, timeout: float) -> Mapping[str, Any]:
-        if self._observation is None:
-            return {}
-        if not isinstance(self._observation, str):
-            return self._first_action(self._observation, timeout)
-        if progress is None:
-            raise ContractError(
-                "these metrics come from a streaming query: pass its progress, e.g."
-                " metrics.get(query.lastProgress)",
-                subject=self._plan.subject,
-            )
-        metrics = progress["observedMetrics"] if isinstance(progress, Mapping) else progress.observedMetrics
-        row = (metrics or {}).get(self._observation)
-        if row is None:
-            return {}
-        values = row.asDict() if hasattr(row, "asDict") else dict(row)
-        if set(values) == {"values", "schema"}:
-            # Spark Connect's progress keeps each observed row as its values and JSON schema.
-            names = [field["name"] for field in values["schema"]["fields"]]
-            return dict(zip(names, values["values"], strict=True))
-        return values
-
-    def _first_action(self, observation: Observation, timeout: float) -> Mapping[str, Any]:
-        """The observation's counts, waiting at most `timeout` seconds. A classic session's
-        `Observation.get` blocks until an action finishes, so it waits in a background thread,
-        one per RuleMetrics however often it is asked; Spark Connect's answers an empty dict."""
-        with self._lock:
-            if self._waiting is None:
-                self._waiting = _in_background(lambda: observation.get)
-            waiting = self._waiting
-        wait([waiting], timeout=timeout)
-        observed = waiting.result() if waiting.done() else {}
-        if observed:
-            return observed
-        with self._lock:
-            if self._waiting is waiting and waiting.done():
-                self._waiting = None  # Connect's empty answer: ask again next time
-        raise ContractError(
-            f"no Spark action on the result has finished within {timeout:g} s, and the per-rule"
-            " counts are gathered by the first one: run an action (count, collect, a write) on the"
-            " result first, or give get() a longer timeout to wait for one still running",
-            subject=self._plan.subject,
-            version=self._plan.version,
-        )
-
-    def __repr__(self) -> str:
-        return f"RuleMetrics({self._plan.mode.value}, rules={[r.rule.name for r in self._plan.rules]})"
 
 
 @dataclass(frozen=True)
 class RuleResult:
-    """The lazy outcome of applying a contract: valid rows, rejected rows (+ `_contract`), metrics."""
+    """The lazy outcome of applying a contract: valid rows, rejected rows (+ `_contract`), and this
+    call's per-rule counts (None when `collect_metrics` is off), which `metrics_of(valid)` and
+    `metrics_of(rejected)` also answer."""
 
     valid: DataFrame
     rejected: DataFrame
@@ -237,9 +134,10 @@ class DataContract:
     `use_latest_with_metadata`, else the latest. `executors` adds or replaces rule executors (a
     sequence registers by type, a mapping by rule name); `actions` adds or replaces actions by
     name; `dlq_sink` receives rejected rows (default: a LocalTopicSink under ./dlq-topics).
-    `collect_metrics=False` skips the per-rule counts (`metrics` is then None): unless every rule
-    always passes and none can reject, Spark's `observe()` sits mid-query and splits its generated
-    code in two, which costs a quarter of a cheap rule's time.
+    Each call's per-rule counts belong to its result: `RuleResult.metrics`, or
+    `contracts.metrics_of(df)` for the DataFrame a call returned; the contract keeps none.
+    `collect_metrics=False` skips them (both are then None), which also spares evaluating a rule
+    whose outcome changes no row (onFailure NONE).
     """
 
     def __init__(
@@ -266,7 +164,6 @@ class DataContract:
             with_overrides(load_group(ACTION_GROUP, attrgetter("name")), actions),
         )
         self._dlq_sink = dlq_sink
-        self._last_metrics: RuleMetrics | None = None
         self._run_id: str | None = None
         self._resolved: dict[int, NativeMigration | None] = {}
         self._plans = {mode: self._compiler.plan(mode) for mode in (RuleMode.WRITE, RuleMode.READ)}
@@ -290,12 +187,6 @@ class DataContract:
             self._dlq_sink = LocalTopicSink(os.path.abspath(DEFAULT_DLQ_DIR))
         return self._dlq_sink
 
-    @property
-    def metrics(self) -> RuleMetrics | None:
-        """The metrics of the latest `apply`/`write`/`read`/`serialize`/`deserialize` DataFrame
-        (filled by its first Spark action); None when `collect_metrics` is off."""
-        return self._last_metrics
-
     def plan(self, mode: str | RuleMode = RuleMode.WRITE) -> Plan:
         """The compiled plan for WRITE or READ; `print(contract.plan("WRITE"))` explains it."""
         return self._plans[_mode(mode)]
@@ -306,14 +197,14 @@ class DataContract:
     def apply(self, df: DataFrame, mode: str | RuleMode = RuleMode.WRITE) -> RuleResult:
         """Run the rules of `mode` lazily: nothing executes until an action on the result."""
         plan = self.plan(mode)
-        observation = self._observe(plan, df)
+        metrics, observation = self._observe(plan, df)
         staged = runner.stage(plan, df, observation)
+        valid = _output(plan, staged.filter(_status().isNull()), _valid_columns(df, plan), observation)
+        rejected = with_exact_reasons(staged.filter(_status().isNotNull()), plan)
         return RuleResult(
-            valid=staged.filter(_status().isNull()).select(*_valid_columns(df, plan)),
-            rejected=with_exact_reasons(staged.filter(_status().isNotNull()), plan).select(
-                *_rejected_columns(df, plan)
-            ),
-            metrics=self._last_metrics,
+            valid=with_metrics(valid, metrics),
+            rejected=with_metrics(rejected.select(*_rejected_columns(df, plan)), metrics),
+            metrics=metrics,
         )
 
     def write(self, df: DataFrame, *, run_id: str | None = None) -> DataFrame:
@@ -325,8 +216,7 @@ class DataContract:
         (README, "Dead-letter sinks").
         """
         plan = self.plan(RuleMode.WRITE)
-        routed, counts = self._enforced(plan, df, self._start_run(df, run_id))
-        return counts(routed.select(*_valid_columns(df, plan)))
+        return self._enforced(plan, df, self._start_run(df, run_id), _valid_columns(df, plan))
 
     def read(
         self, df: DataFrame, writer_version: int | None = None, *, run_id: str | None = None
@@ -338,8 +228,7 @@ class DataContract:
 
         plan = self.plan(RuleMode.READ)
         if writer_version is None or writer_version == self.version:
-            routed, counts = self._enforced(plan, df, self._start_run(df, run_id))
-            return counts(routed.select(*_valid_columns(df, plan)))
+            return self._enforced(plan, df, self._start_run(df, run_id), _valid_columns(df, plan))
         writer = self._compiler.writer(self.registry.get_version(self.subject, writer_version))
         if writer.failure is not None:
             raise ContractError(writer.failure, subject=self.subject, version=self.version)
@@ -354,12 +243,14 @@ class DataContract:
             migrated = native.apply(staged, ORIGINAL, lambda reason: F.raise_error(reason))
         else:
             migrated = serde.migrate_decoded(packed, writer, self.target)
-        staged = runner.run(plan, migrated, self._observe(plan, df))
+        metrics, observation = self._observe(plan, df)
+        staged = runner.run(plan, migrated, observation)
         layout = DlqLayout(record_column=ORIGINAL, schema=writer.schema)
         reasons = _migration_reasons({ORIGINAL: native})
         run = self._start_run(df, run_id)
         routed = self._route(staged, layout, plan, run, also=writer.migrations, reasons=reasons)
-        return routed.select(*_record_then_passthrough(df, writer_plan.spark_type, self.spark_schema))
+        columns = _record_then_passthrough(df, writer_plan.spark_type, self.spark_schema)
+        return with_metrics(_output(plan, routed, columns, observation), metrics)
 
     def deserialize(
         self,
@@ -418,12 +309,14 @@ class DataContract:
         for version, native in natives.items():
             column = serde.writer_column(version)
             decoded = native.apply(decoded, column, unreadable, otherwise=F.col(RECORD))
-        staged = serde.release_tombstones(runner.run(plan, decoded, self._observe(plan, df)))
+        metrics, observation = self._observe(plan, df)
+        staged = serde.release_tombstones(runner.run(plan, decoded, observation))
         reasons = _migration_reasons({serde.writer_column(v): native for v, native in natives.items()})
         also = natives.values()
         routed = self._route(staged, layout, plan, run, also, reasons, always=unreadable_dlq)
         passthrough = [name for name in df.columns if name != value_col]
-        return routed.select(*_record_then_passthrough_names(passthrough, self.spark_schema))
+        columns = _record_then_passthrough_names(passthrough, self.spark_schema)
+        return with_metrics(_output(plan, routed, columns, observation), metrics)
 
     def serialize(self, df: DataFrame, *, run_id: str | None = None) -> DataFrame:
         """WRITE rules, then the record as a `value` column in Confluent framing with this version's
@@ -433,13 +326,14 @@ class DataContract:
         from pyspark.sql.types import BinaryType, StructField, StructType
 
         plan = self.plan(RuleMode.WRITE)
-        routed, counts = self._enforced(plan, df, self._start_run(df, run_id))
         record_fields = set(self.spark_schema.fieldNames())
         passthrough = [f for f in df.schema.fields if f.name not in record_fields and f.name != "value"]
         output = StructType([*passthrough, StructField("value", BinaryType(), True)])
         # Only what the encode pass reads enters it: not the original record, status or field columns.
-        needed = routed.select(*[F.col(f"`{f.name}`") for f in passthrough], RECORD)
-        return counts(serde.encode(needed, self.target.avro_schema, self.schema_id, output))
+        needed = [*[F.col(f"`{f.name}`") for f in passthrough], F.col(RECORD)]
+        enforced = self._enforced(plan, df, self._start_run(df, run_id), needed)
+        encoded = serde.encode(enforced, self.target.avro_schema, self.schema_id, output)
+        return with_metrics(encoded, metrics_of(enforced))
 
     def foreach_batch(
         self,
@@ -460,12 +354,7 @@ class DataContract:
         micro-batch) rewrites the same DLQ files instead of adding new ones."""
         pinned = copy.copy(self)
         pinned._run_id = run_id
-        pinned._last_metrics = None
         return pinned
-
-    def __getstate__(self) -> dict[str, Any]:
-        # Observations hold session handles; metrics belong to the process that ran the action.
-        return {**self.__dict__, "_last_metrics": None}
 
     def _natives(self, writers: Iterable[WriterVersion], df: DataFrame) -> dict[int, NativeMigration]:
         """The writer versions whose migration to the target runs as Columns, by version; each is
@@ -503,29 +392,17 @@ class DataContract:
             return _Run(sink, run_id)
         return _Run(sink.begin_run(run_id), run_id)
 
-    def _enforced(
-        self, plan: Plan, df: DataFrame, run: _Run
-    ) -> tuple[DataFrame, Callable[[DataFrame], DataFrame]]:
-        """`plan` run on `df` with its rejected rows routed, and what the caller applies to its
-        output: the per-rule counts observed there when the plan allows it (runner.counts_at_output),
-        else nothing (they were observed inside the plan)."""
-        observation = self._observe(plan, df)
-        layout = self._json_layout(df, plan)
-        if observation is None or not runner.counts_at_output(plan):
-            return self._route(runner.stage(plan, df, observation), layout, plan, run), lambda output: output
-        counted = observation
-        routed = self._route(runner.stage(plan, df), layout, plan, run)
-        return routed, lambda output: runner.observe_output(plan, output, counted)
+    def _enforced(self, plan: Plan, df: DataFrame, run: _Run, columns: list[Column]) -> DataFrame:
+        """`plan` run on `df` with its rejected rows routed, as `columns`, answering `metrics_of`."""
+        metrics, observation = self._observe(plan, df)
+        routed = self._route(runner.stage(plan, df, observation), self._json_layout(df, plan), plan, run)
+        return with_metrics(_output(plan, routed, columns, observation), metrics)
 
-    def _observe(self, plan: Plan, df: DataFrame) -> Observation | str | None:
-        """The observation that gathers `plan`'s counts on `df` (None when metrics are off)."""
+    def _observe(self, plan: Plan, df: DataFrame) -> tuple[RuleMetrics | None, Observation | str | None]:
+        """One call's counts of `plan` on `df`, and what gathers them (None, None when metrics are off)."""
         if not self.collect_metrics:
-            self._last_metrics = None
-            return None
-        name = _observation_name(plan)
-        observation = _observation(name, df) if name is not None else None
-        self._last_metrics = RuleMetrics(plan, observation, name)
-        return observation
+            return None, None
+        return new_metrics(plan, df)
 
     def _json_layout(self, df: DataFrame, plan: Plan) -> DlqLayout:
         """DLQ records whose value is the record as it arrived, as JSON (docs/semantics.md §7)."""
@@ -574,31 +451,17 @@ def _mode(mode: str | RuleMode) -> RuleMode:
     return chosen
 
 
-def _in_background(call: Callable[[], Mapping[str, Any]]) -> Future[Mapping[str, Any]]:
-    """`call()` run in a daemon thread (it may never return), its answer in the future."""
-    future: Future[Mapping[str, Any]] = Future()
+def _output(
+    plan: Plan, frame: DataFrame, columns: list[Column], observation: Observation | str | None
+) -> DataFrame:
+    """`frame` as `columns`, observed with the per-rule counts when the plan counts them on its
+    output (runner.counts_at_output): its outcome columns carried to the top and dropped there."""
+    from pyspark.sql import functions as F
 
-    def run() -> None:
-        try:
-            future.set_result(call())
-        except BaseException as error:  # handed to whoever waits on the future
-            future.set_exception(error)
-
-    threading.Thread(target=run, name="contract-metrics", daemon=True).start()
-    return future
-
-
-def _observation_name(plan: Plan) -> str | None:
-    """A name of its own for one call's counts (None when the plan has no rules to count)."""
-    return f"contract_{plan.plan_id}_{uuid.uuid4().hex[:8]}" if plan.rules else None
-
-
-def _observation(name: str, df: DataFrame) -> Observation | str:
-    """An Observation for a batch DataFrame; for a streaming one (which Observation does not
-    support) the name its query reports the counts under."""
-    from pyspark.sql import Observation
-
-    return name if df.isStreaming else Observation(name)
+    if observation is None or not runner.counts_at_output(plan):
+        return frame.select(*columns)
+    carried = frame.select(*columns, *(F.col(name) for name in runner.outcome_columns(plan)))
+    return runner.observe_output(plan, carried, observation)
 
 
 def _migration_reasons(

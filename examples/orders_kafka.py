@@ -41,7 +41,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from actions.dlq.kafka_topic import KafkaTopicSink
-from contracts import DataContract, LocalRegistry, SchemaRegistryClient
+from contracts import DataContract, LocalRegistry, SchemaRegistryClient, metrics_of
 from contracts.registry import Registry
 
 HERE = Path(__file__).resolve().parent
@@ -94,12 +94,19 @@ def contract_registry() -> Registry:
 @dataclass(frozen=True)
 class ParquetByBatch:
     """The valid orders of each micro-batch, idempotently: a micro-batch Spark replays after a
-    restart overwrites its own output."""
+    restart overwrites its own output. Then its per-rule counts, read from the valid rows the
+    contract handed over (`metrics_of`), as JSON under `counts` (this runs where Spark runs the
+    batch function, a server-side process on Spark Connect, so it writes them down)."""
 
     root: str
+    counts: str
 
     def __call__(self, valid: DataFrame, batch_id: int) -> None:
         valid.write.mode("overwrite").parquet(f"{self.root}/batch={batch_id}")
+        metrics = metrics_of(valid)
+        by_rule = {name: [c.passed, c.failed] for name, c in (metrics.get() if metrics else {}).items()}
+        Path(self.counts).mkdir(parents=True, exist_ok=True)
+        Path(self.counts, f"{batch_id}.json").write_text(json.dumps(by_rule))
 
 
 @dataclass
@@ -108,6 +115,8 @@ class Summary:
 
     offered: int = 0
     micro_batches: list[tuple[int, int]] = field(default_factory=list)
+    rule_counts: dict[int, dict[str, list[int]]] = field(default_factory=dict)
+    """Per micro-batch id: per READ rule, [passed, failed]."""
     valid: int = 0
     dead_letters: dict[str, list[Any]] = field(default_factory=dict)
 
@@ -147,7 +156,7 @@ def consume_stream(
         .load()
     )
     write_valid = reader.foreach_batch(
-        ParquetByBatch(str(output / "valid")),
+        ParquetByBatch(str(output / "valid"), str(output / "counts")),
         name="orders-major-2",
         apply="deserialize",
         key_col="key",
@@ -162,6 +171,8 @@ def consume_stream(
     )
     query.awaitTermination()
     summary.micro_batches = [(p.batchId, p.numInputRows) for p in query.recentProgress if p.numInputRows]
+    for batch_id, _ in summary.micro_batches:
+        summary.rule_counts[batch_id] = json.loads((output / "counts" / f"{batch_id}.json").read_text())
     summary.valid = spark.read.parquet(str(output / "valid")).count()
 
 
@@ -219,6 +230,8 @@ def print_summary(summary: Summary) -> None:
     print(f"\nOffered {summary.offered} records to '{TOPIC}'")
     for batch_id, rows in summary.micro_batches:
         print(f"  micro-batch {batch_id}: {rows} records in")
+        for rule, (passed, failed) in summary.rule_counts.get(batch_id, {}).items():
+            print(f"    {rule:<15} passed {passed:>4} failed {failed:>3}")
     print(f"Valid orders written by the major-2 reader: {summary.valid}")
     print("Dead-letter topics:")
     for topic, records in summary.dead_letters.items():

@@ -27,7 +27,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from actions.dlq.local_topic import LocalTopicSink
-from contracts import DataContract, LocalRegistry
+from contracts import DataContract, LocalRegistry, metrics_of
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
@@ -84,9 +84,10 @@ def produce(registry: LocalRegistry, sink: LocalTopicSink, spark: SparkSession) 
     topic = framed[0].unionByName(framed[1]).unionByName(framed[2])
     topic = topic.withColumns({"partition": F.lit(0), "offset": F.monotonically_increasing_id()})
     topic.write.mode("overwrite").parquet(str(OUT / "topics" / "orders"))  # rules, DLQ, framing: one job
-    for writer in writers:
+    for writer, serialized in zip(writers, framed, strict=True):
         print(f"WRITE rule outcomes, version {writer.version}:")
-        for name, counts in (writer.metrics.get() if writer.metrics else {}).items():
+        metrics = metrics_of(serialized)  # this call's counts, gathered by the write above
+        for name, counts in (metrics.get() if metrics else {}).items():
             print(
                 f"  {name:<15} passed {counts.passed:>4} failed {counts.failed:>3} actions {counts.by_action}"
             )

@@ -10,7 +10,8 @@ from actions.dlq.local_topic import LocalTopicSink
 from actions.dlq.sink import is_run_id
 from contracts.cli.progress import Progress
 from contracts.cli.registry import open_registry
-from contracts.contract import DataContract, RuleCounts
+from contracts.contract import DataContract
+from contracts.metrics import RuleCounts, metrics_of
 from contracts.planning.plan import PlannedRule
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ def run_apply(job: ApplyJob, spark: SparkSession, out: TextIO, err: TextIO) -> i
         )
         raise
     written = spark.read.parquet(job.output).count()
-    metrics = contract.metrics
+    metrics = metrics_of(valid)
     out.write(summary_table(metrics.get() if metrics is not None else {}))
     out.write(f"valid rows: {written} -> {job.output}\n")
     for topic in sink.topics():

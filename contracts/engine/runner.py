@@ -8,8 +8,8 @@ rules evaluated in Python too: the pass marks the row and `raise_failures` raise
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from actions.protocol import Effect
 from contracts.engine import python_pass
@@ -44,31 +44,24 @@ def keeps_field_columns(plan: Plan) -> bool:
 
 
 def counts_at_output(plan: Plan) -> bool:
-    """Whether the per-rule counts can be observed on the output: no rule can reject a row and
-    every rule is native, without callbacks, and passes whatever the record holds, so each
-    rule's counts are the output's row count. Spark's CollectMetrics has no generated code: on
-    the output it costs little, in the middle of a plan it splits the query in two."""
-    from pyspark.sql import functions as F
+    """Whether the per-rule counts are observed on the output rather than inside the query: no
+    rule can reject a row, so every row a rule evaluated reaches the output (rows the rules
+    skipped, rejected earlier by a decode or a migration, have no outcome and are not counted).
+    `run` then keeps the outcome columns for `observe_output`. Spark's CollectMetrics has no
+    generated code: in the middle of a plan it splits the query in two, with the rules' status
+    and filter on one side; on the output it sees one boolean per rule (docs/semantics.md §2.6)."""
+    return bool(plan.rules) and not plan.can_reject
 
-    if not plan.rules or plan.can_reject:
-        return False
-    return all(
-        isinstance(rule.step, NativeStep)
-        and not rule.has_callbacks
-        and rule.step.build(F.col(RECORD)).always_passes
-        for rule in plan.rules
-    )
+
+def outcome_columns(plan: Plan) -> list[str]:
+    """The columns holding each rule's outcome: true, false, or null where it did not run."""
+    return [OUTCOME_PREFIX + str(rule.index) for rule in plan.rules]
 
 
 def observe_output(plan: Plan, output: DataFrame, observation: Observation | str) -> DataFrame:
-    """`output` observed with the per-rule counts, for a plan whose `counts_at_output`."""
-    from pyspark.sql import functions as F
-
-    columns = []
-    for rule in plan.rules:
-        columns.append(F.count(F.lit(1)).alias(f"{rule.index}.passed"))
-        columns.append(F.count(F.lit(None)).alias(f"{rule.index}.failed"))
-    return output.observe(observation, *columns)
+    """`output`, which carries the outcome columns of a plan whose `counts_at_output`, observed
+    with the per-rule counts and without those columns."""
+    return output.observe(observation, *_metric_columns(plan.rules)).drop(*outcome_columns(plan))
 
 
 def record_field(plan: Plan, name: str) -> Column:
@@ -84,7 +77,8 @@ def record_field(plan: Plan, name: str) -> Column:
 
 
 def stage(plan: Plan, df: DataFrame, observation: Observation | str | None = None) -> DataFrame:
-    """Run every rule lazily: the record packed into one struct column, plus `_contract`."""
+    """Run every rule lazily: the record packed into one struct column, plus `_contract`;
+    `observation` as in `run`."""
     groups = plan.groups()
     as_fields = bool(groups and field_columns(plan)) and native_transforms(groups[0])
     return _run(plan, pack(plan, df, as_fields), observation, packed_as_fields=as_fields)
@@ -117,7 +111,9 @@ def run(plan: Plan, staged: DataFrame, observation: Observation | str | None = N
     """Apply the rules to a packed DataFrame; rows whose `_contract` is already set are skipped.
 
     `observation` gathers the per-rule counts: an Observation, or on a streaming DataFrame
-    the name its query reports them under (`observedMetrics` of each progress)."""
+    the name its query reports them under (`observedMetrics` of each progress). When the plan
+    `counts_at_output` it is not used here: the outcome columns stay, for `observe_output` on
+    the caller's output (which drops them)."""
     return _run(plan, staged, observation, packed_as_fields=False)
 
 
@@ -132,10 +128,11 @@ def _run(
             staged = _apply_native_run(staged, rules, field_columns(plan), from_fields, keep_fields=last)
         else:
             staged = python_pass.apply_batch_rules(staged, tuple(rules), plan.plan_id)
-    outcome_columns = [OUTCOME_PREFIX + str(rule.index) for rule in plan.rules]
+    if counts_at_output(plan):
+        return staged
     if observation is not None and plan.rules:
         staged = staged.observe(observation, *_metric_columns(plan.rules))
-    return staged.drop(*outcome_columns) if outcome_columns else staged
+    return staged.drop(*outcome_columns(plan)) if plan.rules else staged
 
 
 def _apply_native_run(
@@ -208,12 +205,21 @@ def native_status(rule: PlannedRule, outcome: Column) -> Column:
 
 
 def _metric_columns(rules: Sequence[PlannedRule]) -> list[Column]:
-    """Per rule: rows passed and failed (rows already rejected are not evaluated, so not counted)."""
+    """Per rule: rows it passed and rows it evaluated (rows already rejected are not, so are not
+    counted); failed is their difference. Two counts of the outcome column alone, the least work
+    per row for CollectMetrics, which runs them without generated code."""
     from pyspark.sql import functions as F
 
     columns = []
     for rule in rules:
         outcome = F.col(OUTCOME_PREFIX + str(rule.index))
         columns.append(F.count_if(outcome).alias(f"{rule.index}.passed"))
-        columns.append(F.count_if(~outcome).alias(f"{rule.index}.failed"))
+        columns.append(F.count(outcome).alias(f"{rule.index}.evaluated"))
     return columns
+
+
+def rule_counts(observed: Mapping[str, Any], rule: PlannedRule) -> tuple[int, int]:
+    """(passed, failed) of `rule`, read from the counts `_metric_columns` observed."""
+    passed = int(observed.get(f"{rule.index}.passed", 0) or 0)
+    evaluated = int(observed.get(f"{rule.index}.evaluated", 0) or 0)
+    return passed, evaluated - passed

@@ -17,7 +17,7 @@ from pyspark import cloudpickle
 from actions.builtin import DlqAction
 from actions.dlq.local_topic import LocalTopicSink
 from actions.protocol import ActionContext, ActionPlan, Effect
-from contracts import DataContract, LocalRegistry, Schema
+from contracts import DataContract, LocalRegistry, Schema, metrics_of
 from contracts.engine.migrate import project
 from contracts.errors import ContractError, SerializationError
 from contracts.formats.avro import parse_schema
@@ -231,13 +231,35 @@ def test_metrics_asked_before_any_action_fail_fast_saying_why(sink: LocalTopicSi
     assert (result.metrics.get()["positiveAge"].passed, result.metrics.get()["positiveAge"].failed) == (1, 2)
 
 
+def test_each_call_keeps_its_own_counts(sink: LocalTopicSink, users: Any, spark: Any) -> None:
+    """Two calls on one contract: each result answers with its own counts, whichever ran last, and
+    through `df.transform` too; a DataFrame no call returned has none."""
+    rules = [rule("positiveAge", "message.age > 0", onFailure="DLQ", params={"dlq.topic": "age"})]
+    contract = make_contract(sink, rules)
+    older = spark.createDataFrame([(4, "dan", None, 40), (5, "eve", None, 50)], users.schema)
+    first = contract.write(users)
+    second = older.transform(contract.write)
+    result = contract.apply(users)
+    assert (ids(second), ids(first)) == ([4, 5], [1])
+    for written, expected in ((first, (1, 2)), (second, (2, 0))):
+        metrics = metrics_of(written)
+        assert metrics is not None
+        counts = metrics.get()["positiveAge"]
+        assert (counts.passed, counts.failed) == expected
+    assert metrics_of(first) is not metrics_of(second)
+    assert metrics_of(first).name != metrics_of(second).name  # type: ignore[union-attr]
+    assert metrics_of(result.valid) is result.metrics and metrics_of(result.rejected) is result.metrics
+    assert metrics_of(first.select("id")) is None and metrics_of(users) is None
+    assert not hasattr(contract, "metrics")
+
+
 def test_without_metrics_there_is_no_observation(sink: LocalTopicSink, users: Any, capsys: Any) -> None:
     rules = [rule("positiveAge", "message.age > 0", onFailure="DLQ", params={"dlq.topic": "age"})]
     contract = make_contract(sink, rules, collect_metrics=False)
     result = contract.apply(users)
-    assert result.metrics is None and contract.metrics is None
+    assert result.metrics is None and metrics_of(result.valid) is None
     written = contract.write(users)
-    assert ids(written) == [1] and contract.metrics is None
+    assert ids(written) == [1] and metrics_of(written) is None
     written.explain(True)
     assert "CollectMetrics" not in capsys.readouterr().out
 
@@ -276,34 +298,50 @@ def test_native_field_transforms_fold_into_the_reading_projection(
     assert "concat(upper(concat(n" in optimized, optimized
 
 
-def test_counts_of_rules_that_always_pass_are_observed_on_the_output(
+def optimized_plan(df: Any, capsys: Any) -> str:
+    df.explain(True)
+    return capsys.readouterr().out.split("== Optimized Logical Plan ==")[1].split("== Physical Plan ==")[0]
+
+
+def observed_on_output(optimized: str) -> bool:
+    """Whether the plan's CollectMetrics sits on top, under only the projection dropping the
+    outcome columns: nothing of the rules' status or filter above it."""
+    lines = optimized.strip().splitlines()
+    return lines[0].startswith("Project") and "CollectMetrics" in lines[1]
+
+
+def test_counts_of_a_plan_that_cannot_reject_are_observed_on_the_output(
     sink: LocalTopicSink, users: Any, capsys: Any
 ) -> None:
-    """A CEL_FIELD transform whose guard is decided at plan time passes every record: its counts are
-    the output's row count, observed on top of the query rather than in its middle."""
+    """No rule can reject a row, so every row a rule evaluated reaches the output: the outcome
+    columns travel to the top of the query and are counted there, exactly."""
     masks = [{**rule("mask", "name == 'name' ; 'x'"), "type": "CEL_FIELD", "kind": "TRANSFORM"}]
     contract = make_contract(sink, masks)
     written = contract.write(users)
     assert sorted(row["name"] for row in written.collect()) == ["x", "x", "x"]
-    assert contract.metrics is not None
-    counts = contract.metrics.get()["mask"]
+    metrics = metrics_of(written)
+    assert metrics is not None
+    counts = metrics.get()["mask"]
     assert (counts.passed, counts.failed, counts.by_action) == (3, 0, {"NONE": 3, "ERROR": 0})
-    written.explain(True)
-    optimized = capsys.readouterr().out.split("== Optimized Logical Plan ==")[1].strip()
-    assert optimized.startswith("CollectMetrics"), optimized
+    assert observed_on_output(optimized_plan(written, capsys))
 
     checked = make_contract(sink, [*masks, rule("adult", "message.age > 0", onFailure="NONE")])
-    checked.write(users).collect()
-    assert checked.metrics is not None
-    assert (checked.metrics.get()["adult"].passed, checked.metrics.get()["adult"].failed) == (1, 2)
-    assert checked.metrics.get()["mask"].passed == 3
+    for output in (checked.write(users), checked.apply(users).valid):
+        output.collect()
+        counted = metrics_of(output)
+        assert counted is not None
+        assert (counted.get()["adult"].passed, counted.get()["adult"].failed) == (1, 2)
+        assert counted.get()["mask"].passed == 3
+        assert observed_on_output(optimized_plan(output, capsys))
+    assert output.columns == ["id", "name", "email", "age"]
 
 
-def test_a_cel_transform_that_cannot_fail_is_counted_on_the_output(
+def test_transforms_are_counted_on_the_output_unless_a_rule_can_reject(
     spark: Any, sink: LocalTopicSink, capsys: Any
 ) -> None:
-    """A native CEL transform whose expression has no way to fail passes every record; one that can
-    fail (an index out of range) is counted inside the query, record by record."""
+    """A native CEL transform that cannot fail, or whose failure keeps the record (onFailure NONE),
+    rejects no row: it is counted on the output, exactly. Behind a rule that can send rows to a DLQ
+    topic the counts are taken inside the query, before the rejected rows leave it."""
     note = {
         "type": "record",
         "name": "Note",
@@ -320,25 +358,26 @@ def test_a_cel_transform_that_cannot_fail_is_counted_on_the_output(
     notes = spark.range(1, 4).selectExpr("id", "concat('n', id) AS text")
     written = contract.write(notes)
     assert sorted(row["text"] for row in written.collect()) == ["note: n1", "note: n2", "note: n3"]
-    assert contract.metrics is not None and contract.metrics.get()["tag"].passed == 3
-    written.explain(True)
-    assert (
-        capsys.readouterr().out.split("== Optimized Logical Plan ==")[1].strip().startswith("CollectMetrics")
-    )
+    metrics = metrics_of(written)
+    assert metrics is not None and metrics.get()["tag"].passed == 3
+    assert observed_on_output(optimized_plan(written, capsys))
 
-    risky = [
-        {**rule("first", "{'id': message.id, 'text': [message.text][message.id - 1]}"), "kind": "TRANSFORM"}
-    ]
-    registry.register_schema("risky-value", Schema.from_dict({**payload, "ruleSet": {"domainRules": risky}}))
-    counted = DataContract(registry, "risky-value", dlq_sink=sink)
-    assert "(native)" in counted.explain()
-    counted.write(notes.where("id = 1")).explain(True)
-    assert (
-        not capsys.readouterr()
-        .out.split("== Optimized Logical Plan ==")[1]
-        .strip()
-        .startswith("CollectMetrics")
-    )
+    # An index out of range fails the transform for ids 2 and 3, whose records stay as they were.
+    risky = {"name": "first", "expr": "{'id': message.id, 'text': [message.text][message.id - 1]}"}
+    gate = rule("short", "size(message.text) < 3", onFailure="DLQ", params={"dlq.topic": "long"})
+    transform = {**rule(**risky), "kind": "TRANSFORM", "onFailure": "NONE"}
+    longer = notes.union(spark.range(4, 5).selectExpr("id", "'n4444' AS text"))
+    cases = (([], ["n1", "n2", "n3", "n4444"], (1, 3), True), ([gate], ["n1", "n2", "n3"], (1, 2), False))
+    for before, texts, first_counts, observed_on_top in cases:
+        rule_set = {"domainRules": [*before, transform]}
+        registry.register_schema("risky-value", Schema.from_dict({**payload, "ruleSet": rule_set}))
+        counted = DataContract(registry, "risky-value", dlq_sink=sink)
+        assert "(native)" in counted.explain()
+        written = counted.write(longer)
+        assert sorted(row["text"] for row in written.collect()) == texts
+        counts = metrics_of(written).get()  # type: ignore[union-attr]
+        assert (counts["first"].passed, counts["first"].failed) == first_counts
+        assert observed_on_output(optimized_plan(written, capsys)) is observed_on_top
 
 
 def _suffix(name: str, suffix: str, mode: str = "WRITEREAD") -> dict[str, Any]:

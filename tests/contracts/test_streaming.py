@@ -13,7 +13,7 @@ from fastavro import parse_schema, schemaless_writer
 from pyspark import cloudpickle
 
 from actions.dlq.local_topic import LocalTopicSink
-from contracts import DataContract, LocalRegistry, Schema
+from contracts import DataContract, LocalRegistry, Schema, metrics_of
 from contracts.errors import ContractError
 from contracts.formats.wire import encode_frame
 
@@ -100,14 +100,17 @@ def test_write_on_a_stream_keeps_every_row_across_a_restart(
     first, second = people(0, 9), people(100, 6)
     drop_json(source, "a.json", first)
 
-    def start() -> Any:
+    def start() -> tuple[Any, Any]:
         stream = spark.readStream.schema(COLUMNS).json(str(source))
         valid = contract.write(stream)
-        return run_available(valid.writeStream.format("parquet"), checkpoint, path=str(output))
+        return valid, run_available(valid.writeStream.format("parquet"), checkpoint, path=str(output))
 
-    query = start()
-    assert contract.metrics is not None
-    counts = contract.metrics.get(query.lastProgress)["adult"]
+    valid, query = start()
+    metrics = metrics_of(valid)
+    assert metrics is not None
+    # The query's progress reports the counts under the name this call generated.
+    assert metrics.name in query.lastProgress["observedMetrics"]
+    counts = metrics.get(query.lastProgress)["adult"]
     assert (counts.passed, counts.failed) == (len(adults(first)), len(minors(first)))
     drop_json(source, "b.json", second)
     start()  # a new run of the same query: the checkpoint says a.json is done
@@ -139,19 +142,27 @@ def test_metrics_of_a_stream_need_the_query_progress(
     spark: Any, registry: LocalRegistry, sink: LocalTopicSink
 ) -> None:
     contract = DataContract(registry, SUBJECT, dlq_sink=sink)
-    contract.write(
+    valid = contract.write(
         spark.readStream.format("rate").load().selectExpr("value AS id", "'x' AS name", "20 AS age")
     )
-    assert contract.metrics is not None
+    metrics = metrics_of(valid)
+    assert metrics is not None
     with pytest.raises(ContractError, match="lastProgress"):
-        contract.metrics.get()
+        metrics.get()
 
 
-def write_batch_directory(root: str) -> Any:
-    """A foreachBatch writer that is idempotent per micro-batch: one directory per batch id."""
+def write_batch_directory(root: str, counts_root: str | None = None) -> Any:
+    """A foreachBatch writer that is idempotent per micro-batch: one directory per batch id; with
+    `counts_root`, it then writes the batch's per-rule counts there as JSON, one file per batch id
+    (on Spark Connect the writer runs in a server-side Python process, so a file is how it tells)."""
 
     def write(valid: Any, batch_id: int) -> None:
         valid.write.mode("overwrite").parquet(f"{root}/batch={batch_id}")
+        if counts_root is not None:
+            metrics = metrics_of(valid)
+            assert metrics is not None, "the micro-batch's valid rows carry no counts"
+            counts = {name: [c.passed, c.failed] for name, c in metrics.get(timeout=60).items()}
+            Path(counts_root, f"{batch_id}.json").write_text(json.dumps(counts))
 
     return write
 
@@ -170,6 +181,25 @@ def test_foreach_batch_routes_dlq_and_writes_valid_rows_across_a_restart(
     written = sorted(row["id"] for row in spark.read.parquet(str(output)).collect())
     assert written == adults(first + second)
     assert dlq_ids(sink) == minors(first + second)
+
+
+def test_a_foreach_batch_writer_reads_its_own_micro_batch_counts(
+    spark: Any, registry: LocalRegistry, sink: LocalTopicSink, tmp_path: Path
+) -> None:
+    source, output, counts = tmp_path / "in", tmp_path / "out", tmp_path / "counts"
+    counts.mkdir()
+    contract = DataContract(registry, SUBJECT, dlq_sink=sink)
+    function = contract.foreach_batch(write_batch_directory(str(output), str(counts)), name="users-q3")
+    first, second = people(0, 7), people(50, 5)
+    for name, rows in (("a.json", first), ("b.json", second)):
+        drop_json(source, name, rows)
+        stream = spark.readStream.schema(COLUMNS).json(str(source))
+        run_available(stream.writeStream.foreachBatch(function), tmp_path / "checkpoint")
+    by_batch = {path.stem: json.loads(path.read_text()) for path in counts.iterdir()}
+    assert by_batch == {
+        "0": {"adult": [len(adults(first)), len(minors(first))]},
+        "1": {"adult": [len(adults(second)), len(minors(second))]},
+    }
 
 
 def test_a_replayed_micro_batch_replaces_its_dlq_output(

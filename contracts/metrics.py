@@ -1,0 +1,185 @@
+"""Per-rule counts of one call, reachable from that call's own result.
+
+Each `apply`, `write`, `read`, `serialize` or `deserialize` call observes its counts under a name
+of its own and ties them to the DataFrame it returns: `RuleResult.metrics`, or `metrics_of(df)`
+for the DataFrame-returning calls (a weak-key map, so the counts live as long as that DataFrame
+and no longer; nothing is kept on the contract). Two calls never share counts, and the batch a
+`foreach_batch` writer receives answers `metrics_of` with that micro-batch's counts.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+import weakref
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, wait
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from contracts.engine.runner import rule_counts
+from contracts.errors import ContractError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, Observation
+
+    from contracts.planning.plan import Plan
+
+DEFAULT_METRICS_TIMEOUT_S = 2.0
+"""How long `RuleMetrics.get` waits for the first action on a batch result to finish."""
+
+
+@dataclass(frozen=True)
+class RuleCounts:
+    """How one rule went: rows it passed and failed, and rows per action that ran."""
+
+    rule: str
+    mode: str
+    passed: int
+    failed: int
+    by_action: dict[str, int]
+
+
+class RuleMetrics:
+    """Per-rule outcome counts of one call, gathered with Spark's `observe()` by the first action
+    on its result.
+
+    On a streaming DataFrame each micro-batch reports its own counts: they appear in the query's
+    progress under `observedMetrics[metrics.name]`, and `get(query.lastProgress)` reads them.
+    """
+
+    def __init__(self, plan: Plan, name: str, observation: Observation | None) -> None:
+        self._plan = plan
+        self._name = name
+        self._observation = observation
+        self._lock = threading.Lock()
+        self._waiting: Future[Mapping[str, Any]] | None = None
+
+    @property
+    def name(self) -> str:
+        """The name the counts are observed under, generated for this call."""
+        return self._name
+
+    def get(
+        self, progress: Any = None, *, timeout: float = DEFAULT_METRICS_TIMEOUT_S
+    ) -> dict[str, RuleCounts]:
+        """Counts per rule name.
+
+        Batch: the counts of the first Spark action on the result. When no action has finished
+        within `timeout` seconds (raise it to wait for one running in another thread) this is a
+        ContractError, where Spark's own `Observation.get` would wait forever.
+        Streaming: the counts of the micro-batch whose `progress` (e.g. `query.lastProgress`) is given.
+        """
+        if not self._plan.rules:
+            return {}
+        observed = self._observed(progress, timeout)
+        counts: dict[str, RuleCounts] = {}
+        for planned in self._plan.rules:
+            passed, failed = rule_counts(observed, planned)
+            by_action: dict[str, int] = {}
+            for action, n in ((planned.on_success.name, passed), (planned.on_failure.name, failed)):
+                by_action[action] = by_action.get(action, 0) + n
+            counts[planned.rule.name] = RuleCounts(
+                planned.rule.name, planned.ctx.mode.value, passed, failed, by_action
+            )
+        return counts
+
+    def _observed(self, progress: Any, timeout: float) -> Mapping[str, Any]:
+        if self._observation is not None:
+            return self._first_action(self._observation, timeout)
+        if progress is None:
+            raise ContractError(
+                "these metrics come from a streaming query: pass its progress, e.g."
+                " metrics.get(query.lastProgress)",
+                subject=self._plan.subject,
+            )
+        metrics = progress["observedMetrics"] if isinstance(progress, Mapping) else progress.observedMetrics
+        row = (metrics or {}).get(self._name)
+        if row is None:
+            return {}
+        values = row.asDict() if hasattr(row, "asDict") else dict(row)
+        if set(values) == {"values", "schema"}:
+            # Spark Connect's progress keeps each observed row as its values and JSON schema.
+            names = [field["name"] for field in values["schema"]["fields"]]
+            return dict(zip(names, values["values"], strict=True))
+        return values
+
+    def _first_action(self, observation: Observation, timeout: float) -> Mapping[str, Any]:
+        """The observation's counts, waiting at most `timeout` seconds. A classic session's
+        `Observation.get` blocks until an action finishes, so it waits in a background thread,
+        one per RuleMetrics however often it is asked; Spark Connect's answers an empty dict."""
+        with self._lock:
+            if self._waiting is None:
+                self._waiting = _in_background(lambda: observation.get)
+            waiting = self._waiting
+        wait([waiting], timeout=timeout)
+        observed = waiting.result() if waiting.done() else {}
+        if observed:
+            return observed
+        with self._lock:
+            if self._waiting is waiting and waiting.done():
+                self._waiting = None  # Connect's empty answer: ask again next time
+        raise ContractError(
+            f"no Spark action on the result has finished within {timeout:g} s, and the per-rule"
+            " counts are gathered by the first one: run an action (count, collect, a write) on the"
+            " result first, or give get() a longer timeout to wait for one still running",
+            subject=self._plan.subject,
+            version=self._plan.version,
+        )
+
+    def __repr__(self) -> str:
+        rules = [r.rule.name for r in self._plan.rules]
+        return f"RuleMetrics({self._plan.mode.value}, {self._name!r}, rules={rules})"
+
+
+_COUNTS: weakref.WeakKeyDictionary[DataFrame, RuleMetrics] = weakref.WeakKeyDictionary()
+_COUNTS_LOCK = threading.Lock()
+
+
+def metrics_of(df: DataFrame) -> RuleMetrics | None:
+    """The per-rule counts of the call that returned `df` (`write`, `read`, `serialize`,
+    `deserialize`, or `apply`'s valid and rejected rows); None for any other DataFrame, and when
+    the contract's `collect_metrics` is off or its plan has no rules.
+
+    Only that very DataFrame object answers: one derived from it (`df.select(...)`) is another
+    DataFrame, though its first action still gathers the counts `metrics_of(df)` reads.
+    """
+    with _COUNTS_LOCK:
+        return _COUNTS.get(df)
+
+
+def with_metrics(df: DataFrame, metrics: RuleMetrics | None) -> DataFrame:
+    """`df`, from now on answering `metrics_of` with `metrics`."""
+    if metrics is not None:
+        with _COUNTS_LOCK:
+            _COUNTS[df] = metrics
+    return df
+
+
+def new_metrics(plan: Plan, df: DataFrame) -> tuple[RuleMetrics, Observation | str | None]:
+    """Counts for one call of `plan` on `df`, under a name generated for it, and what gathers them:
+    an Observation on a batch DataFrame; on a streaming one (which Observation does not support)
+    the name its query's progress reports them under; nothing when the plan has no rules."""
+    from pyspark.sql import Observation
+
+    name = f"contract_{plan.plan_id}_{uuid.uuid4().hex[:8]}"
+    if not plan.rules:
+        return RuleMetrics(plan, name, None), None
+    if df.isStreaming:
+        return RuleMetrics(plan, name, None), name
+    observation = Observation(name)
+    return RuleMetrics(plan, name, observation), observation
+
+
+def _in_background(call: Callable[[], Mapping[str, Any]]) -> Future[Mapping[str, Any]]:
+    """`call()` run in a daemon thread (it may never return), its answer in the future."""
+    future: Future[Mapping[str, Any]] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(call())
+        except BaseException as error:  # handed to whoever waits on the future
+            future.set_exception(error)
+
+    threading.Thread(target=run, name="contract-metrics", daemon=True).start()
+    return future
