@@ -281,6 +281,11 @@ class DataContract:
         return self.target.version
 
     @property
+    def avro_schema(self) -> Any:
+        """The target version's parsed Avro schema (e.g. to read a DLQ topic's records back)."""
+        return self.target.avro_schema
+
+    @property
     def schema_id(self) -> int:
         return self.target.schema_id
 
