@@ -15,6 +15,9 @@ from contracts.model import (
 )
 from contracts.registry import LocalRegistry, Registry, SchemaRegistryClient
 
+__version__ = "0.2.0"
+"""The project's version (the package's too: pyproject.toml reads it from here); see CHANGELOG.md."""
+
 __all__ = [
     "ActionContext",
     "ActionPlan",
