@@ -50,6 +50,7 @@ __all__ = [
     "SchemaReference",
     "SchemaRegistryClient",
     "SerializationError",
+    "decode_dlq",
     "remap_schema_ids",
 ]
 
@@ -71,6 +72,7 @@ _LAZY = {
     "DlqError": "actions.dlq.sink",
     "DlqRecord": "actions.dlq.sink",
     "DlqSink": "actions.dlq.sink",
+    "decode_dlq": "actions.dlq.frame",
     "remap_schema_ids": "contracts.remap",
 }
 

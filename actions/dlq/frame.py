@@ -77,7 +77,7 @@ def read_local_topic(spark: SparkSession, topic: str, files: Sequence[str]) -> D
     )
 
 
-def decode(dlq: DataFrame, schema: AvroSchema | None = None) -> DataFrame:
+def decode_dlq(dlq: DataFrame, schema: AvroSchema | None = None) -> DataFrame:
     """`dlq` (Kafka-shaped, with `headers`) plus `rule`, `mode`, `subject`, `source_topic` and
     `reason` from its `__rule.*` headers, and, given the record's Avro `schema`, `record`: the
     value parsed as that record where it is a JSON object (null for the wire bytes of a

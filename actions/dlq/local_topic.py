@@ -92,7 +92,8 @@ class LocalTopicSink:
         headers as `rule`, `mode`, `subject`, `source_topic` and `reason`, and, given the record's
         Avro `schema` (e.g. `contract.avro_schema`), `record`: the value as that record where it
         holds one as JSON (actions.dlq.frame). The files are those committed when this is called."""
-        return frame.decode(frame.read_local_topic(spark, topic, self._files(validate_topic(topic))), schema)
+        files = self._files(validate_topic(topic))
+        return frame.decode_dlq(frame.read_local_topic(spark, topic, files), schema)
 
     def count(self, topic: str, run_id: str | None = None) -> int:
         """How many committed records `topic` holds (those of run `run_id`, given one), without

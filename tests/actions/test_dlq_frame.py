@@ -12,11 +12,10 @@ from typing import Any
 
 import pytest
 
-from actions.dlq.frame import decode
 from actions.dlq.json_record import record_column
 from actions.dlq.local_topic import LocalTopicSink
 from actions.dlq.sink import DlqRecord
-from contracts import ContractError, DataContract, LocalRegistry, Schema
+from contracts import ContractError, DataContract, LocalRegistry, Schema, decode_dlq
 from contracts.formats.avro.types import parse_schema
 
 UTC = datetime.timezone.utc
@@ -293,5 +292,5 @@ def test_decode_reads_a_kafka_shaped_dlq_as_a_local_one(spark: Any) -> None:
     schema = parse_schema(
         json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"}]})
     )
-    (row,) = decode(kafka_like, schema).collect()
+    (row,) = decode_dlq(kafka_like, schema).collect()
     assert (row.rule, row.mode, row.reason, row.record.a) == ("positive", "WRITE", None, 5)
