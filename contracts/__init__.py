@@ -15,6 +15,9 @@ from contracts.model import (
 )
 from contracts.registry import LocalRegistry, Registry, SchemaRegistryClient
 
+__version__ = "0.2.0"
+"""The project's version (the package's too: pyproject.toml reads it from here); see CHANGELOG.md."""
+
 __all__ = [
     "ActionContext",
     "ActionPlan",
@@ -47,6 +50,7 @@ __all__ = [
     "SchemaReference",
     "SchemaRegistryClient",
     "SerializationError",
+    "decode_dlq",
     "metrics_of",
     "remap_schema_ids",
 ]
@@ -70,6 +74,7 @@ _LAZY = {
     "DlqError": "actions.dlq.sink",
     "DlqRecord": "actions.dlq.sink",
     "DlqSink": "actions.dlq.sink",
+    "decode_dlq": "actions.dlq.frame",
     "remap_schema_ids": "contracts.remap",
 }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -28,11 +29,12 @@ from contracts.planning import loader, migration
 from contracts.planning.plan import Plan, SkippedRuleSet, build_plan
 from contracts.plugins import ACTION_GROUP, EXECUTOR_GROUP, PluginRegistry, load_group, with_overrides
 from contracts.registry import Registry
+from contracts.replay import RuleSkippingRegistry, replay
 from contracts.streaming import MicroBatchWriter
 from executors import as_executor
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, Observation
+    from pyspark.sql import Column, DataFrame, Observation, SparkSession
     from pyspark.sql.types import StructType
 
 DEFAULT_DLQ_DIR = "dlq-topics"
@@ -176,6 +178,11 @@ class DataContract:
     @property
     def version(self) -> int:
         return self.target.version
+
+    @property
+    def avro_schema(self) -> Any:
+        """The target version's parsed Avro schema (e.g. to read a DLQ topic's records back)."""
+        return self.target.avro_schema
 
     @property
     def schema_id(self) -> int:
@@ -348,6 +355,50 @@ class DataContract:
         its valid rows to `write_valid(valid, batch_id)`. `name` (unique per query) names the DLQ
         output of each micro-batch, so a micro-batch replayed after a restart replaces it."""
         return MicroBatchWriter(self, write_valid, name, apply, tuple(options.items()))
+
+    def replay(
+        self,
+        dlq: DataFrame | str,
+        *,
+        apply: str = "write",
+        run_id: str | None = None,
+        spark: SparkSession | None = None,
+        **options: Any,
+    ) -> DataFrame:
+        """The valid rows of a DLQ topic's records run through this contract again, after a fix;
+        each record skips the rule its `__rule.name` header names, as Confluent's clients do, and
+        one that fails again goes back to a DLQ topic as the result is computed (contracts.replay).
+
+        `dlq` is a topic of this contract's LocalTopicSink, or a DataFrame with `key`, `value` and
+        `headers` (`LocalTopicSink.read_df`, or a Kafka DLQ topic read with includeHeaders).
+        `apply` is "write" for WRITE-side records (JSON values) or "deserialize" for read-side ones
+        (wire-format frames; `options` go to `deserialize`). `run_id` names the DLQ output as in
+        `write`; each part of the replay appends `-<n>` to it."""
+        if isinstance(dlq, str):
+            sink = self.dlq_sink
+            if not isinstance(sink, LocalTopicSink):
+                raise ContractError(
+                    f"replay reads a topic by name from a LocalTopicSink only; read {dlq!r} with"
+                    " spark.read.format('kafka') (option includeHeaders=true) and pass the DataFrame",
+                    subject=self.subject,
+                )
+            from pyspark.sql import SparkSession
+
+            dlq = sink.read_df(spark or SparkSession.active(), dlq)
+        return replay(self, dlq, apply, run_id, options)
+
+    def _skipping(self, rule: str) -> DataContract:
+        """This contract with every rule named `rule` disabled in every version: the contract a DLQ
+        record that failed on `rule` is replayed through."""
+        registry = RuleSkippingRegistry(self.registry, rule)
+        variant = copy.copy(self)
+        variant.registry = registry
+        variant.target = loader.load_version(registry, registry.get_version(self.subject, self.version))
+        variant._compiler = dataclasses.replace(self._compiler, registry=registry, target=variant.target)
+        variant._resolved = {}
+        variant._last_metrics = None
+        variant._plans = {mode: variant._compiler.plan(mode) for mode in (RuleMode.WRITE, RuleMode.READ)}
+        return variant
 
     def _with_run_id(self, run_id: str) -> DataContract:
         """This contract with DLQ output named by `run_id`: a DataFrame computed again (a replayed

@@ -28,9 +28,15 @@ import re
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
+from actions.dlq import frame
 from actions.dlq.sink import DlqError, DlqRecord, DlqWriter, in_run, is_run_id, validate_topic
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from contracts.formats.avro.types import AvroSchema
 
 SUFFIX = ".jsonl"
 # A leading '.' is what hides temporary files, so a writer id cannot start with one; 200 characters
@@ -80,9 +86,24 @@ class LocalTopicSink:
             for number, line in _lines(path)
         ]
 
-    def count(self, topic: str) -> int:
-        """How many committed records `topic` holds, without decoding them."""
-        return sum(1 for path in self._files(validate_topic(topic)) for _ in _lines(path))
+    def read_df(self, spark: SparkSession, topic: str, schema: AvroSchema | None = None) -> DataFrame:
+        """`topic` as a DataFrame read by Spark from the topic's files: `key`, `value`, `topic`,
+        `writer`, `offset`, `timestamp`, `headers` (Kafka-shaped, bytes decoded), the `__rule.*`
+        headers as `rule`, `mode`, `subject`, `source_topic` and `reason`, and, given the record's
+        Avro `schema` (e.g. `contract.avro_schema`), `record`: the value as that record where it
+        holds one as JSON (actions.dlq.frame). The files are those committed when this is called."""
+        files = self._files(validate_topic(topic))
+        return frame.decode_dlq(frame.read_local_topic(spark, topic, files), schema)
+
+    def count(self, topic: str, run_id: str | None = None) -> int:
+        """How many committed records `topic` holds (those of run `run_id`, given one), without
+        decoding them."""
+        paths = self._files(validate_topic(topic))
+        if run_id is not None:
+            paths = [
+                p for p in paths if in_run(_GENERATION.sub("", os.path.basename(p)[: -len(SUFFIX)]), run_id)
+            ]
+        return sum(1 for path in paths for _ in _lines(path))
 
     def _files(self, topic: str) -> list[str]:
         directory = os.path.join(self.root, topic)

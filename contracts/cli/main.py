@@ -6,6 +6,9 @@
                           [--dlq-dir DIR] [--run-id ID] [--allow-unknown-rule-types]
     spark-contracts push DIR --registry URL
     spark-contracts pull --registry URL DIR [--subject S ...]
+    spark-contracts dlq show TOPIC [--dlq-dir DIR] [-n N]
+    spark-contracts dlq replay TOPIC --registry DIR_OR_URL --subject S [--version N] --output PATH
+                               [--apply write|deserialize] [--dlq-dir DIR] [--run-id ID]
 
 Each command also takes --debug. Exit status: 0 success, 1 problems found or something failed
 (a user error is one line on stderr; --debug adds its traceback), 2 a usage error.
@@ -25,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from contracts.cli.apply import FORMATS, ApplyJob, run_apply
+from contracts.cli.dlq import add_dlq_command
 from contracts.cli.errors import is_user_error, one_line
 from contracts.cli.lint import lint_directory, lint_registry
 from contracts.cli.registry import open_registry
@@ -252,4 +256,6 @@ def _parser() -> argparse.ArgumentParser:
     pull_.add_argument("--registry", required=True, help="the registry URL")
     pull_.add_argument("--subject", action="append", help="a subject to export (repeatable; default: all)")
     pull_.set_defaults(handler=_pull)
+
+    add_dlq_command(commands, [common], _session)
     return parser
