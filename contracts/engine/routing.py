@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from actions.dlq.sink import DlqRecord, DlqSink, writer_id
-from contracts.engine.frame import RECORD, STATUS
+from actions.dlq.sink import DlqRecord, DlqSink, DlqWriter, writer_id
+from contracts.engine.frame import PARTITION, RECORD, STATUS
 from contracts.engine.reasons import NativeReasons
 from contracts.engine.runner import field_columns, keeps_field_columns
 from contracts.formats import avro
@@ -71,18 +71,30 @@ def route_rejected(
     reasons = ((NativeReasons(plan), RECORD), *migration_reasons)
     router = Router(sink, run_id, layout, reasons)
     if not keeps_field_columns(plan):
-        return staged.mapInArrow(router, staged.schema)
+        return with_partition(staged).mapInArrow(router, staged.schema)
     # The record's field columns stay out of the Python pass (RECORD holds the same values).
     fields = field_columns(plan)
     unfolded = staged.drop(*fields)
-    routed = unfolded.mapInArrow(router, unfolded.schema)
+    routed = with_partition(unfolded).mapInArrow(router, unfolded.schema)
     return routed.withColumns({column: F.col(RECORD)[name] for column, name in fields.items()})
+
+
+def with_partition(df: DataFrame) -> DataFrame:
+    """`df` with the PARTITION column a Router names its writer by: the partition each row comes
+    from, computed below the pass, so it is the input partition even when a `coalesce` after the
+    contract makes one task compute several."""
+    from pyspark.sql import functions as F
+
+    return df.withColumn(PARTITION, F.spark_partition_id())
 
 
 @dataclass(frozen=True)
 class Router:
     """The picklable per-partition function of route_rejected; a Python pass that sets statuses
-    itself (the decode pass) chains it over its own output batches instead of adding a pass."""
+    itself (the decode pass) chains it over its own output batches instead of adding a pass.
+
+    Its input holds the PARTITION column (`with_partition`), which it takes out of its output.
+    Each input partition gets its own DLQ writer, opened with the first row."""
 
     sink: DlqSink
     run_id: str
@@ -92,26 +104,31 @@ class Router:
     """Names this pass in the writer ids when one job routes rows in two passes (decode, then rules)."""
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
-        writer = self.sink.open(_writer_id(self.run_id, self.stage, TaskContext.get()))
+        writer: DlqWriter | None = None
         try:
-            for batch in batches:
+            for partitioned in batches:
+                if writer is None and partitioned.num_rows:
+                    partition = partitioned.column(PARTITION)[0].as_py()
+                    writer = self.sink.open(_writer_id(self.run_id, self.stage, partition))
+                batch = partitioned.drop_columns([PARTITION])
                 status = batch.column(STATUS)
                 rejected = pc.is_valid(status)
-                if pc.any(rejected).as_py():
+                if writer is not None and pc.any(rejected).as_py():
                     for record in self._dlq_records(batch.filter(rejected)):
                         writer.write(record)
                     batch = batch.filter(pc.invert(rejected))
                 yield batch
         except GeneratorExit:
             # The consumer stopped early (a `limit`): what was processed is still delivered.
-            writer.commit()
+            if writer is not None:
+                writer.commit()
             raise
         except BaseException:
-            writer.abort()
+            if writer is not None:
+                writer.abort()
             raise
-        writer.commit()
+        if writer is not None:
+            writer.commit()
 
     def _dlq_records(self, rejected: pa.RecordBatch) -> Iterator[DlqRecord]:
 
@@ -154,10 +171,12 @@ class Router:
         return [record_value_bytes(record) for record in read.records]
 
 
-def _writer_id(run_id: str, stage: str | None, task: Any) -> str:
-    """The same for every attempt of one task: run id, pass and partition, and in a streaming query
-    the micro-batch id too (each micro-batch's tasks reuse the partition ids)."""
-    partition = task.partitionId() if task is not None else 0
+def _writer_id(run_id: str, stage: str | None, partition: int) -> str:
+    """The same for every attempt of the task computing an input partition: run id, pass and input
+    partition, and in a streaming query the micro-batch id too (each micro-batch reuses the ids)."""
+    from pyspark import TaskContext
+
+    task = TaskContext.get()
     batch_id = task.getLocalProperty(STREAMING_BATCH_ID) if task is not None else None
     return writer_id(run_id, partition, batch_id=batch_id, stage=stage)
 

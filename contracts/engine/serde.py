@@ -27,6 +27,7 @@ from contracts.engine import migrate
 from contracts.engine.frame import (
     FAILURE,
     ORIGINAL,
+    PARTITION,
     RECORD,
     STATUS,
     failure_field,
@@ -34,7 +35,7 @@ from contracts.engine.frame import (
     status_type,
 )
 from contracts.engine.native_migration import NativeMigration
-from contracts.engine.routing import Router
+from contracts.engine.routing import Router, with_partition
 from contracts.errors import RegistryError, SerializationError
 from contracts.formats import avro
 from contracts.formats.avro.sizes import size_check
@@ -195,6 +196,7 @@ def decode(df: DataFrame, decoder: Decoder, router: Router, keep_value: bool = T
     and rule skips, until release_tombstones."""
     from pyspark.sql.types import StructField, StructType
 
+    df = with_partition(df)
     target = StructType.fromJson(json.loads(decoder.target_type_json))
     writers = [
         StructField(writer_column(version), StructType.fromJson(json.loads(type_json)), True)
@@ -209,7 +211,9 @@ def decode(df: DataFrame, decoder: Decoder, router: Router, keep_value: bool = T
             failure_field(),
         ]
     )
-    output = StructType([f for f in decoded.fields if keep_value or f.name != decoder.value_column])
+    # The router takes the PARTITION column out; without the frames when nothing after needs them.
+    dropped = {PARTITION} if keep_value else {PARTITION, decoder.value_column}
+    output = StructType([f for f in decoded.fields if f.name not in dropped])
     return raise_failures(
         df.mapInArrow(_DecodePass(decoder, decoded.json(), router, output.fieldNames()), output)
     )
@@ -230,7 +234,7 @@ class _DecodePass:
         tombstone = pa.scalar(self.decoder.tombstone_status, type=decoded.field(STATUS).type)
         for batch in routed:
             batch = _mark_tombstones(batch, self.decoder.value_column, tombstone)
-            yield batch if len(self.output_names) == len(decoded.names) else batch.select(self.output_names)
+            yield batch.select(self.output_names)
 
 
 def _mark_tombstones(batch: pa.RecordBatch, value_column: str, tombstone: pa.Scalar) -> pa.RecordBatch:

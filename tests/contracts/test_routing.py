@@ -93,3 +93,43 @@ def test_a_string_key_and_topic_reach_the_dlq_record_as_their_bytes(spark: Any, 
     (record,) = sink.read("bad-readings")
     assert record.key == b"\xc3("
     assert dict(record.headers)["__rule.topic"] == b"\xff"
+
+
+def _ids_contract(tmp_path: Path, subject: str = "ids-value") -> tuple[DataContract, LocalTopicSink]:
+    """A contract whose one WRITE rule sends every odd id to the DLQ topic `odd`."""
+    schema = {"type": "record", "name": "Id", "fields": [{"name": "id", "type": "long"}]}
+    rule = {
+        "name": "even",
+        "kind": "CONDITION",
+        "type": "CEL",
+        "mode": "WRITE",
+        "expr": "message.id % 2 == 0",
+        "onFailure": "DLQ",
+        "params": {"dlq.topic": "odd"},
+    }
+    registry = LocalRegistry()
+    payload = {"schema": json.dumps(schema), "ruleSet": {"domainRules": [rule]}}
+    registry.register_schema(subject, Schema.from_dict(payload))
+    sink = LocalTopicSink(tmp_path / "dlq")
+    return DataContract(registry, subject, dlq_sink=sink), sink
+
+
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_one_task_computing_several_input_partitions_keeps_every_dlq_record(
+    spark: Any, tmp_path: Path, partitions: int
+) -> None:
+    """`coalesce` after `write` runs the routing pass of several input partitions in one task: each
+    keeps its own DLQ output (one writer per input partition, not per task)."""
+    contract, sink = _ids_contract(tmp_path)
+    df = spark.range(0, 200, 1, 8)
+    assert contract.write(df).coalesce(partitions).count() == 100
+    odd = sorted(int(json.loads(record.value)["id"]) for record in sink.read("odd"))
+    assert odd == list(range(1, 200, 2))
+
+
+def test_a_coalesced_rerun_with_the_same_run_id_replaces_its_dlq_output(spark: Any, tmp_path: Path) -> None:
+    contract, sink = _ids_contract(tmp_path)
+    df = spark.range(0, 40, 1, 4)
+    for _ in range(2):
+        assert contract.write(df, run_id="nightly").coalesce(1).count() == 20
+    assert len(sink.read("odd")) == 20
