@@ -60,7 +60,7 @@ class _Run:
 
 
 @dataclass(frozen=True)
-class _Compiler:
+class _ContractPlanner:
     """The contract's registry and plugins: compiles plans on the driver and, for schema ids first
     seen while decoding, on the workers (so it must pickle)."""
 
@@ -158,7 +158,7 @@ class DataContract:
         self.subject = subject
         registered = loader.resolve(registry, subject, version, use_latest_with_metadata)
         self.target = loader.load_version(registry, registered)
-        self._compiler = _Compiler(
+        self._compiler = _ContractPlanner(
             registry,
             subject,
             self.target,
@@ -255,7 +255,7 @@ class DataContract:
         layout = DlqLayout(record_column=ORIGINAL, schema=writer.schema)
         reasons = _migration_reasons({ORIGINAL: native})
         run = self._start_run(df, run_id)
-        routed = self._route(staged, layout, plan, run, also=writer.migrations, reasons=reasons)
+        routed = self._route(staged, layout, plan, run, migrations=writer.migrations, reasons=reasons)
         columns = _record_then_passthrough(df, writer_plan.spark_type, self.spark_schema)
         return with_metrics(_output(plan, routed, columns, observation), metrics)
 
@@ -319,8 +319,8 @@ class DataContract:
         metrics, observation = self._observe(plan, df)
         staged = serde.release_tombstones(runner.run(plan, decoded, observation))
         reasons = _migration_reasons({serde.writer_column(v): native for v, native in natives.items()})
-        also = natives.values()
-        routed = self._route(staged, layout, plan, run, also, reasons, always=unreadable_dlq)
+        migrations = natives.values()
+        routed = self._route(staged, layout, plan, run, migrations, reasons, route_always=unreadable_dlq)
         passthrough = [name for name in df.columns if name != value_col]
         columns = _record_then_passthrough_names(passthrough, self.spark_schema)
         return with_metrics(_output(plan, routed, columns, observation), metrics)
@@ -471,13 +471,15 @@ class DataContract:
         layout: DlqLayout,
         plan: Plan,
         run: _Run,
-        also: Iterable[Plan | NativeMigration] = (),
+        migrations: Iterable[Plan | NativeMigration] = (),
         reasons: tuple[tuple[NativeReasons, str], ...] = (),
-        always: bool = False,
+        route_always: bool = False,
     ) -> DataFrame:
-        """Rejected rows to their DLQ topics. When no rule can reject one there is no Python pass,
-        only the filter on `_contract` that makes Spark evaluate it (an ERROR action fires there)."""
-        if not always and not any(p.can_reject for p in (plan, *also)):
+        """Rejected rows to their DLQ topics. When neither the plan nor the `migrations` that ran
+        before it can reject a row (and `route_always` is off: a decode policy that sends unreadable
+        rows to a DLQ) there is no Python pass, only the filter on `_contract` that makes Spark
+        evaluate it (an ERROR action fires there)."""
+        if not route_always and not any(p.can_reject for p in (plan, *migrations)):
             return staged.filter(_status().isNull())
         return route_rejected(staged, run.sink, run.run_id, layout, plan, reasons)
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from contracts.bounded import BoundedCache
 from contracts.codes import NOT_REGISTERED
 from contracts.engine.serde import _position
 from contracts.errors import RegistryError, SerializationError
@@ -40,7 +41,7 @@ _TOPIC_COLUMN = "topic"
 
 # Per Python worker: (remap call, source id, topic, is_key) -> destination id, so each distinct
 # id is looked up and registered once per worker however many batches and tasks carry it.
-_DESTINATION_IDS: dict[tuple[str, int, str | None, bool], int] = {}
+_DESTINATION_IDS: BoundedCache[tuple[str, int, str | None, bool], int] = BoundedCache(4096)
 
 
 def remap_schema_ids(
@@ -188,7 +189,7 @@ class _Remapper:
             subject = self._subject(topic, is_key, schema)
             try:
                 with _held(self.destination):
-                    known = _DESTINATION_IDS[key] = self._copy(subject, schema, ()).schema_id
+                    known = _DESTINATION_IDS.put(key, self._copy(subject, schema, ()).schema_id)
             except RegistryError as e:
                 raise RegistryError(
                     f"cannot register source schema id {source_id} under destination subject"

@@ -15,7 +15,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from contracts.contract import _Compiler
+from contracts.contract import _ContractPlanner
 from contracts.errors import ContractError, DataContractError
 from contracts.model import Rule, RuleMode, Schema
 from contracts.planning import loader, migration
@@ -153,7 +153,7 @@ def _rule_errors(
     actions: PluginRegistry[Any],
 ) -> Iterator[ContractError]:
     """Compile each rule, one at a time, in each mode it runs in, through the loader and planner."""
-    compiler = _Compiler(registry, target.subject, target, executors, actions)
+    compiler = _ContractPlanner(registry, target.subject, target, executors, actions)
     for attribute, modes in _MODES:
         for mode in modes:
             rules = loader.running_order(getattr(target.schema.rules, attribute), mode)
@@ -185,7 +185,7 @@ def _rule_errors(
 
 
 def _received(
-    compiler: _Compiler, target: loader.ContractVersion, mode: RuleMode, rules: list[Rule]
+    compiler: _ContractPlanner, target: loader.ContractVersion, mode: RuleMode, rules: list[Rule]
 ) -> list[loader.ContractVersion | None]:
     """The version whose record each rule receives (None: its own): a migration rule's, in a
     migration between its version and the one below, when that one exists."""

@@ -20,6 +20,7 @@ from fastavro import schemaless_reader, schemaless_writer
 from fastavro.validation import ValidationError, validate
 
 from actions.protocol import ActionContext, ActionPlan, Effect
+from contracts.bounded import BoundedCache
 from contracts.engine.frame import FAILURE, OUTCOME_PREFIX, RECORD, STATUS, failure_field, raise_failures
 from contracts.errors import ContractError, SerializationError
 from contracts.formats import avro
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-_EVALUATORS: dict[tuple[str, int], BatchEvaluator] = {}
+_EVALUATORS: BoundedCache[tuple[str, int], BatchEvaluator] = BoundedCache(256)
+"""Per worker: each plan's rules' evaluators, by plan id and rule index."""
 
 
 def apply_batch_rules(staged: DataFrame, rules: Sequence[PlannedRule], plan_id: str) -> DataFrame:
@@ -235,11 +237,7 @@ def _run_callback(rule: PlannedRule, action: ActionPlan, record: Any, reason: st
 
 def evaluator_for(plan_id: str, rule: PlannedRule) -> BatchEvaluator:
     """The rule's evaluator, built once per Python worker (a native step's Python twin if needed)."""
-    key = (plan_id, rule.index)
-    evaluator = _EVALUATORS.get(key)
-    if evaluator is None:
-        evaluator = _EVALUATORS[key] = python_step(rule).factory()
-    return evaluator
+    return _EVALUATORS.get_or_make((plan_id, rule.index), lambda: python_step(rule).factory())
 
 
 def python_step(rule: PlannedRule) -> BatchStep:

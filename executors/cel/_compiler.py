@@ -4,7 +4,7 @@ The expression is parsed by cel-python's own Lark parser and its tree walked int
 (`_native_types`): `message.x.y` becomes `record.getField("x").getField("y")`, operators and
 functions become Spark expressions that never throw (`_native_ops`, `_native_functions`).
 Sub-expressions made only of literals are evaluated once at plan time by cel-python itself, so
-constants carry its exact answers. Whatever has no exact native form raises `Unsupported`, and
+constants carry its exact answers. Whatever has no exact native form raises `NotNativeCel`, and
 the executor runs that rule with cel-python instead; a field the schema lacks is a ContractError.
 """
 
@@ -21,8 +21,8 @@ from executors.cel import _native_ops as ops
 from executors.cel._native_types import (
     CelType,
     Env,
+    NotNativeCel,
     Term,
-    Unsupported,
     Val,
     constant_term,
     error_term,
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column
     from pyspark.sql.types import StructType
 
-__all__ = ["Unsupported", "compile_expression", "compile_rule", "compile_term", "split_rule"]
+__all__ = ["NotNativeCel", "compile_expression", "compile_rule", "compile_term", "split_rule"]
 
 _PASS_THROUGH = frozenset(
     {
@@ -81,24 +81,24 @@ _STANDARD = frozenset(
 def compile_rule(expr: str, kind: RuleKind, record_type: StructType) -> Callable[[Column], NativeOutcome]:
     """The rule `guard ; expr` as a function of the record Column (docs/semantics.md §3).
 
-    Raises Unsupported when some part has no native form.
+    Raises NotNativeCel when some part has no native form.
     """
     guard_text, body_text, body_offset = _split(expr)
-    compiler = _Compiler(record_type, expr)
+    compiler = _TermCompiler(record_type, expr)
     guard = None if guard_text is None else compiler.root(guard_text, 0)
     if guard is not None and guard.type.kind not in ("bool", "null"):
-        raise Unsupported("a guard that is not a boolean")
+        raise NotNativeCel("a guard that is not a boolean")
     if kind is RuleKind.CONDITION:
         body = compiler.root(body_text, body_offset)
         if body.type.kind not in ("bool", "null"):
-            raise Unsupported("a condition that is not a boolean (cel-python tests its truthiness)")
+            raise NotNativeCel("a condition that is not a boolean (cel-python tests its truthiness)")
         return _condition(guard, body)
     return _transform(guard, compiler.transform(body_text, body_offset))
 
 
 def compile_expression(expr: str, record_type: StructType) -> tuple[CelType, Callable[[Column], Val]]:
     """One expression (no guard) as its CEL type and its (value, error) Columns over the record."""
-    term = _Compiler(record_type, expr).root(expr, 0)
+    term = _TermCompiler(record_type, expr).root(expr, 0)
     return term.type, lambda record: term.emit({"message": record})
 
 
@@ -109,7 +109,7 @@ def compile_term(
     variables: Mapping[str, CelType] | None = None,
     constants: Mapping[str, Any] | None = None,
 ) -> Term:
-    """One expression (no guard) over `message` and further variables, as a typed term; raises Unsupported.
+    """One expression (no guard) over `message` and further variables, as a typed term; raises NotNativeCel.
 
     `variables` are per-row values, typed here and given as Columns in the emit environment
     under their names; `constants` are plan-time values bound as cel-python binds them, so every
@@ -118,7 +118,7 @@ def compile_term(
     are constants per field, `value` a variable. A field `message` lacks is an evaluation error
     there (the reference's map lookup fails), not a contract error: the containing record varies.
     """
-    compiler = _Compiler(record_type, text, variables=variables, constants=constants, strict_fields=False)
+    compiler = _TermCompiler(record_type, text, variables=variables, constants=constants, strict_fields=False)
     return compiler.root(text, 0)
 
 
@@ -194,7 +194,7 @@ class _Scope:
         return next((t for n, t in self.variables if n == name), None)
 
 
-class _Compiler:
+class _TermCompiler:
     """Walks cel-python's parse tree into typed terms over the record's Spark type."""
 
     def __init__(
@@ -219,7 +219,7 @@ class _Compiler:
         try:
             tree = parse(text)
         except Exception as e:
-            raise Unsupported(f"cel-python cannot parse it: {e}") from e
+            raise NotNativeCel(f"cel-python cannot parse it: {e}") from e
         term = self.term(tree, _Scope())
         _check_size(term.cost, term.depth)
         return term
@@ -231,7 +231,7 @@ class _Compiler:
         if tree.data == "ident" and str(tree.children[0]) == "message":
             return lambda env: Val(env["message"])
         if tree.data != "map_lit":
-            raise Unsupported("a transform that is not a map literal of the record's fields")
+            raise NotNativeCel("a transform that is not a map literal of the record's fields")
         entries = self._map_entries(tree, _Scope())
         # Each field's value is cast once, and tested for null where the field is not nullable.
         cost = 4 + sum(2 * value.value_cost + value.error_cost for _, value in entries)
@@ -243,7 +243,7 @@ class _Compiler:
         keys = [self.term(inits[i], scope) for i in range(0, len(inits), 2)]
         values = [self.term(inits[i + 1], scope) for i in range(0, len(inits), 2)]
         if not all(key.is_constant for key in keys):
-            raise Unsupported("a map literal with computed keys")
+            raise NotNativeCel("a map literal with computed keys")
         return [(key.constant, value) for key, value in zip(keys, values, strict=True)]
 
     def term(self, tree: Tree, scope: _Scope) -> Term:
@@ -255,7 +255,7 @@ class _Compiler:
             return functions.fold(_as_expr(tree), self.constants)
         handler = getattr(self, f"_{rule}", None)
         if handler is None:
-            raise Unsupported(f"no native form for CEL {rule}")
+            raise NotNativeCel(f"no native form for CEL {rule}")
         return handler(tree, scope)
 
     def foldable(self, tree: Tree, scope: _Scope) -> bool:
@@ -304,7 +304,7 @@ class _Compiler:
             return Term(self.variables[name], lambda env: Val(env[name]), fails=False)
         if name == "message":
             return Term(self.record, lambda env: Val(env["message"]), fails=False)
-        raise Unsupported(f"the variable {name}")
+        raise NotNativeCel(f"the variable {name}")
 
     def _member_dot(self, tree: Tree, scope: _Scope) -> Term:
         receiver = self.term(tree.children[0], scope)
@@ -329,7 +329,7 @@ class _Compiler:
             return functions.map_entry(receiver, constant_term(name))
         if rt.kind == "null":
             return error_term()
-        raise Unsupported(f"field selection on {rt.kind}")
+        raise NotNativeCel(f"field selection on {rt.kind}")
 
     def where(self, token: Token) -> str:
         """`line:column` of a token in the rule's whole expression (guard included)."""
@@ -357,7 +357,7 @@ class _Compiler:
         if name == "has":
             return self.has(arguments, scope)
         if not arguments:
-            raise Unsupported(f"{name}() without arguments")
+            raise NotNativeCel(f"{name}() without arguments")
         first, *rest = (self.term(a, scope) for a in arguments)
         return functions.call(name, first, rest)
 
@@ -366,17 +366,17 @@ class _Compiler:
         (argument,) = arguments
         node = _unwrap(argument)
         if node.data != "member_dot":
-            raise Unsupported("has() of something other than a field selection")
+            raise NotNativeCel("has() of something other than a field selection")
         receiver = self.term(node.children[0], scope)
         return functions.has(receiver, str(node.children[1]))
 
     def macro(self, name: str, target: Tree, arguments: list[Tree], scope: _Scope) -> Term:
         """all / exists / exists_one / map / filter over a list (or a map's keys)."""
         if len(arguments) != 2:
-            raise Unsupported(f"{name} with {len(arguments)} arguments")
+            raise NotNativeCel(f"{name} with {len(arguments)} arguments")
         variable = _unwrap(arguments[0])
         if variable.data != "ident":
-            raise Unsupported(f"{name} without a variable")
+            raise NotNativeCel(f"{name} without a variable")
         receiver = self.term(target, scope)
         var = str(variable.children[0])
         element = functions.iterated_type(receiver)
@@ -388,7 +388,7 @@ class _Compiler:
         return functions.list_literal([self.term(item, scope) for item in items])
 
     def _map_lit(self, tree: Tree, scope: _Scope) -> Term:
-        raise Unsupported("a map literal built per row outside a transform")
+        raise NotNativeCel("a map literal built per row outside a transform")
 
 
 MAX_COST = 5_000
@@ -403,9 +403,9 @@ and 300 nested `when`s overflowed its stack here."""
 
 def _check_size(cost: int, depth: int) -> None:
     if cost > MAX_COST:
-        raise Unsupported(f"an expression of about {cost} Spark nodes (more than {MAX_COST})")
+        raise NotNativeCel(f"an expression of about {cost} Spark nodes (more than {MAX_COST})")
     if depth > MAX_SPARK_DEPTH:
-        raise Unsupported(f"Spark expressions nested about {depth} deep (more than {MAX_SPARK_DEPTH})")
+        raise NotNativeCel(f"Spark expressions nested about {depth} deep (more than {MAX_SPARK_DEPTH})")
 
 
 def _chain(tree: Tree) -> list[Tree]:

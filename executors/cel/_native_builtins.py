@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from executors.cel._native_regex import translate_re2
-from executors.cel._native_types import CelType, Env, Term, Unsupported, Val, any_error, derived, error_term
+from executors.cel._native_types import CelType, Env, NotNativeCel, Term, Val, any_error, derived, error_term
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -62,11 +62,11 @@ def validator(name: str, operand: Term) -> Term:
     """A Confluent validator on a string; a null (or another type) fails, as in the reference."""
     check = {"isEmail": _is_email, "isHostname": _is_hostname, "isIpv4": _is_ipv4}.get(name)
     if check is None:
-        raise Unsupported(f"{name} has no exact native form")
+        raise NotNativeCel(f"{name} has no exact native form")
     if operand.type.kind != "string":
         if operand.type.kind in ("int", "double", "bool", "null"):
             return error_term()
-        raise Unsupported(f"{name} on {operand.type.kind}")
+        raise NotNativeCel(f"{name} on {operand.type.kind}")
 
     def emit(env: Env) -> Val:
         val = operand.emit(env)
@@ -114,10 +114,10 @@ def _is_ipv4(s: Column) -> Column:
 def matches(receiver: Term, pattern: Term) -> Term:
     """`s.matches(re)`: RE2 search on a constant pattern translated to Java; an invalid one fails.
 
-    A pattern Java could not match with a bounded stack raises Unsupported: RE2 in Python decides it.
+    A pattern Java could not match with a bounded stack raises NotNativeCel: RE2 in Python decides it.
     """
     if receiver.type.kind != "string" or pattern.type.kind != "string" or not pattern.is_constant:
-        raise Unsupported("matches() needs a string and a constant pattern")
+        raise NotNativeCel("matches() needs a string and a constant pattern")
     try:
         import re2
 

@@ -18,8 +18,8 @@ from executors.cel._native_types import (
     PASSED_ON,
     CelType,
     Env,
+    NotNativeCel,
     Term,
-    Unsupported,
     Val,
     any_error,
     constant_term,
@@ -74,7 +74,7 @@ def record_field(receiver: Term, field: StructField) -> Term:
     times_of_day = {"time-millis", "time-micros"} & set(field.metadata.get(LOGICAL_TYPES_KEY, ()))
     if field_type.kind == "opaque" or times_of_day:
         # A time of day is an int column here but a datetime.time, no CEL type, in cel-python.
-        raise Unsupported(f"field {field.name} holds values cel-python sees as non-CEL types")
+        raise NotNativeCel(f"field {field.name} holds values cel-python sees as non-CEL types")
     nullable_receiver = receiver.type.nullable
 
     def emit(env: Env) -> Val:
@@ -95,7 +95,7 @@ def map_entry(receiver: Term, key: Term) -> Term:
     if key.type.kind != "string" or key.type.nullable:
         if key.type.kind in ("int", "uint", "double", "bool", "bytes"):
             return error_term()
-        raise Unsupported(f"a map index of kind {key.type.kind}")
+        raise NotNativeCel(f"a map index of kind {key.type.kind}")
 
     def emit(env: Env) -> Val:
         r, k = receiver.emit(env), key.emit(env)
@@ -115,7 +115,7 @@ def index(receiver: Term, position: Term) -> Term:
     if rt.kind == "map" and rt.fields is None:
         return map_entry(receiver, position)
     if rt.kind != "list" or position.type.kind != "int" or position.type.nullable:
-        raise Unsupported(f"indexing {rt.kind} by {position.type.kind}")
+        raise NotNativeCel(f"indexing {rt.kind} by {position.type.kind}")
     assert rt.elem is not None
 
     def emit(env: Env) -> Val:
@@ -146,7 +146,7 @@ def has(receiver: Term, name: str) -> Term:
 
         return derived(CelType("bool"), emit_record, [(receiver, PASSED_ON)], fails=receiver.fails, depth=1)
     if rt.kind != "map":
-        raise Unsupported(f"has() on {rt.kind}")
+        raise NotNativeCel(f"has() on {rt.kind}")
 
     def emit_map(env: Env) -> Val:
         r = receiver.emit(env)
@@ -171,7 +171,7 @@ def call(name: str, receiver: Term, arguments: list[Term]) -> Term:
         return _timestamp_accessor(name, receiver)
     if not arguments and name in ("int", "double", "string", "bytes", "bool", "dyn"):
         return _conversion(name, receiver)
-    raise Unsupported(f"function {name} with {len(arguments)} arguments")
+    raise NotNativeCel(f"function {name} with {len(arguments)} arguments")
 
 
 def size(operand: Term) -> Term:
@@ -183,7 +183,7 @@ def size(operand: Term) -> Term:
     if measure is None:
         if kind in ("int", "uint", "double", "bool", "timestamp", "duration"):
             return error_term()
-        raise Unsupported(f"size of {kind}")
+        raise NotNativeCel(f"size of {kind}")
 
     def emit(env: Env) -> Val:
         val = operand.emit(env)
@@ -198,7 +198,7 @@ def size(operand: Term) -> Term:
 def _string_test(name: str, receiver: Term, argument: Term) -> Term:
     """contains / startsWith / endsWith on strings (null receiver or argument fails)."""
     if receiver.type.kind != "string" or argument.type.kind != "string":
-        raise Unsupported(f"{name} over {receiver.type.kind} and {argument.type.kind}")
+        raise NotNativeCel(f"{name} over {receiver.type.kind} and {argument.type.kind}")
     method = {"contains": "contains", "startsWith": "startswith", "endsWith": "endswith"}[name]
 
     def emit(env: Env) -> Val:
@@ -217,7 +217,7 @@ def _timestamp_accessor(name: str, receiver: Term) -> Term:
     from pyspark.sql import functions as F
 
     if receiver.type.kind != "timestamp":
-        raise Unsupported(f"{name} on {receiver.type.kind}")
+        raise NotNativeCel(f"{name} on {receiver.type.kind}")
 
     def emit(env: Env) -> Val:
         r = receiver.emit(env)
@@ -273,7 +273,7 @@ def _conversion(name: str, operand: Term) -> Term:
     }
     target = casts.get((name, kind))
     if target is None:
-        raise Unsupported(f"{name}() of {kind}")
+        raise NotNativeCel(f"{name}() of {kind}")
     result = {"long": "int", "double": "double", "string": "string", "binary": "bytes"}[target]
     return _checked(operand, CelType(result), lambda c: c.cast(target), name)
 
@@ -288,7 +288,7 @@ def _checked(
     if on_null is not ops.FAILS and on_null is not None:
         on_null_type = constant_type(on_null)
         if on_null_type.kind != result.kind:
-            raise Unsupported(f"{name}(null) is not a {result.kind}")
+            raise NotNativeCel(f"{name}(null) is not a {result.kind}")
 
     def emit(env: Env) -> Val:
         val = operand.emit(env)
@@ -314,11 +314,11 @@ def iterated_type(receiver: Term) -> CelType:
     rt = receiver.type
     if receiver.error or rt.nullable or rt.kind not in ("list", "map"):
         # cel-python raises a bare TypeError iterating null: not an absorbable CEL error.
-        raise Unsupported(f"a macro over {rt.kind}")
+        raise NotNativeCel(f"a macro over {rt.kind}")
     element = rt.elem if rt.kind == "list" else rt.key
     assert element is not None
     if element.kind in ("dyn", "opaque"):
-        raise Unsupported("a macro over elements of unknown type")
+        raise NotNativeCel("a macro over elements of unknown type")
     return element
 
 
@@ -327,7 +327,7 @@ def macro(name: str, receiver: Term, var: str, body: Term) -> Term:
     from pyspark.sql import functions as F
 
     if name in ("all", "exists", "exists_one", "filter") and body.type.kind not in ("bool", "null"):
-        raise Unsupported(f"{name} with a non-boolean predicate")
+        raise NotNativeCel(f"{name} with a non-boolean predicate")
     map_keys = receiver.type.kind == "map"
 
     def items(env: Env) -> tuple[Column, Column | None]:
@@ -399,10 +399,10 @@ def list_literal(items: list[Term]) -> Term:
     if any(item.error for item in items):
         return error_term()
     if not items:
-        raise Unsupported("an empty list literal")
+        raise NotNativeCel("an empty list literal")
     first = items[0].type
     if first.kind in ("null", "opaque") or not all(item.type.same(first) for item in items):
-        raise Unsupported("a list literal mixing element types")
+        raise NotNativeCel("a list literal mixing element types")
     elem = first.with_null() if any(item.type.nullable for item in items) else first
 
     def emit(env: Env) -> Val:
@@ -424,7 +424,7 @@ def record_literal(record: CelType, entries: list[tuple[Any, Term]]) -> Any:
     fields = {f.name: f for f in record.fields.fields}
     given = {str(key): value for key, value in entries}
     if set(given) != set(fields) or len(given) != len(entries):
-        raise Unsupported("a transform whose keys are not exactly the record's fields")
+        raise NotNativeCel("a transform whose keys are not exactly the record's fields")
     for name, term in given.items():
         _check_writable(fields[name], term)
 
@@ -460,7 +460,7 @@ def _check_writable(field: StructField, term: Term) -> None:
         return
     if term.type.kind == "null" and field.nullable:
         return
-    raise Unsupported(f"a transform value of kind {term.type.kind} for field {field.name}")
+    raise NotNativeCel(f"a transform value of kind {term.type.kind} for field {field.name}")
 
 
 __all__ = ["MACROS", "TIMESTAMP_ACCESSORS", "call", "fold", "has", "index", "macro", "size"]

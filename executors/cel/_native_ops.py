@@ -4,7 +4,7 @@ cel-python 0.5 is the reference, quirks included: operands of different types mo
 overload (an error) — `1 == 1.0`, `1 < 2.5` — while a few pairs leak Python's own mixing; what
 null meets depends on the other operand's type (`null == 1` fails, `'a' == null` is false).
 Which pairs fail is decided at plan time by asking cel-python itself about sample values
-(`probe`); what stays per row must be one of the same-type operators below, else `Unsupported`.
+(`probe`); what stays per row must be one of the same-type operators below, else `NotNativeCel`.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from executors.cel._native_types import (
     SCALARS,
     CelType,
     Env,
+    NotNativeCel,
     Term,
-    Unsupported,
     Val,
     any_error,
     derived,
@@ -104,7 +104,7 @@ def binary(operator: str, left: Term, right: Term) -> Term:
     if (lt.kind not in SCALARS or rt.kind not in SCALARS) and "null" not in (lt.kind, rt.kind):
         return _collection_operator(symbol, left, right)
     if "opaque" in (lt.kind, rt.kind):
-        raise Unsupported("an operator over a value of no CEL type")
+        raise NotNativeCel("an operator over a value of no CEL type")
     core = _core(symbol, left, right)
     cases = [(probe(symbol, lt.kind, "null"), False, True)] if rt.nullable and lt.kind != "null" else []
     if lt.nullable and rt.kind != "null":
@@ -154,9 +154,9 @@ def _with_null_cases(
     result_type, function = core
     for answer, _, _ in cases:
         if answer is not FAILS and not isinstance(answer, bool):
-            raise Unsupported("an operator whose null case is not a boolean")
+            raise NotNativeCel("an operator whose null case is not a boolean")
         if answer is not FAILS and result_type.kind not in ("bool", "null"):
-            raise Unsupported("an arithmetic operator with a non-failing null case")
+            raise NotNativeCel("an arithmetic operator with a non-failing null case")
     if function is FAILS and not cases:
         return error_term()
     final_type = CelType("bool") if any(a is not FAILS for a, _, _ in cases) else result_type
@@ -202,11 +202,11 @@ def _comparison(symbol: str, left: Term, right: Term) -> Any:
     lk, rk = left.type.kind, right.type.kind
     if lk != rk:
         if (lk, rk) != ("double", "int") or not right.is_constant or abs(int(right.constant)) > _EXACT_DOUBLE:
-            raise Unsupported(f"{symbol} over {lk} and {rk}")
+            raise NotNativeCel(f"{symbol} over {lk} and {rk}")
     elif lk not in ORDERED and symbol not in ("==", "!="):
-        raise Unsupported(f"{symbol} over {lk}")
+        raise NotNativeCel(f"{symbol} over {lk}")
     elif lk == "uint":
-        raise Unsupported("uint comparison")
+        raise NotNativeCel("uint comparison")
     method = {
         "==": "__eq__",
         "!=": "__ne__",
@@ -241,7 +241,7 @@ def _arithmetic(symbol: str, left: Term, right: Term) -> tuple[CelType, Any]:
         return CelType("duration"), _timestamp_difference
     if pair == ("timestamp", "duration") and symbol in ("+", "-"):
         return CelType("timestamp"), _timestamp_shift(symbol)
-    raise Unsupported(f"{symbol} over {lk} and {rk}")
+    raise NotNativeCel(f"{symbol} over {lk} and {rk}")
 
 
 def _int_arithmetic(symbol: str) -> Any:
@@ -314,9 +314,9 @@ def _collection_operator(symbol: str, left: Term, right: Term) -> Term:
 
     lt, rt = left.type, right.type
     if symbol != "+" or lt.kind != "list" or rt.kind != "list" or lt.nullable or rt.nullable:
-        raise Unsupported(f"{symbol} over {lt.kind} and {rt.kind}")
+        raise NotNativeCel(f"{symbol} over {lt.kind} and {rt.kind}")
     if lt.elem is None or rt.elem is None or not lt.elem.same(rt.elem):
-        raise Unsupported("+ over lists of different element types")
+        raise NotNativeCel("+ over lists of different element types")
     elem = lt.elem.with_null() if lt.elem.nullable or rt.elem.nullable else lt.elem
 
     def emit(env: Env) -> Val:
@@ -331,7 +331,7 @@ def _collection_operator(symbol: str, left: Term, right: Term) -> Term:
 def check_boolean(term: Term) -> None:
     """Operands of && / || / ! / ?: must be booleans (or null) here; others leak Python truthiness."""
     if term.type.kind not in ("bool", "null"):
-        raise Unsupported("a logical operator over a non-boolean")
+        raise NotNativeCel("a logical operator over a non-boolean")
 
 
 def truth(val: Val) -> tuple[Column, Column]:
@@ -434,7 +434,7 @@ def minus(operand: Term) -> Term:
         return operand
     kind = operand.type.kind
     if kind not in ("int", "double"):
-        raise Unsupported(f"unary minus over {kind}")
+        raise NotNativeCel(f"unary minus over {kind}")
 
     def emit(env: Env) -> Val:
         val = operand.emit(env)
@@ -476,7 +476,7 @@ def _branch_type(a: CelType, b: CelType) -> CelType:
     if b.kind == "null":
         return a.with_null()
     if not a.same(b):
-        raise Unsupported("a ternary whose branches have different types")
+        raise NotNativeCel("a ternary whose branches have different types")
     return a.with_null() if a.nullable or b.nullable else a
 
 
@@ -488,16 +488,16 @@ def membership(item: Term, container: Term) -> Term:
         return error_term()
     ct = container.type
     if ct.nullable or item.type.nullable or ct.kind not in ("list", "map"):
-        raise Unsupported("`in` over nullable operands or a non-collection")
+        raise NotNativeCel("`in` over nullable operands or a non-collection")
     searched = ct.elem if ct.kind == "list" else ct.key
     assert searched is not None
     if searched.kind == "dyn":
         return _constant_bool(False, item)
     if searched.nullable or item.type.kind in ("double", "list", "map", "null", "uint"):
-        raise Unsupported("`in` over doubles, nulls or collections")
+        raise NotNativeCel("`in` over doubles, nulls or collections")
     if item.type.kind != searched.kind:
         if probe("==", item.type.kind, searched.kind) is not FAILS:
-            raise Unsupported("`in` over mixed types")
+            raise NotNativeCel("`in` over mixed types")
         # Each comparison fails: an error as soon as there is one element (or key) to compare.
         emit_mismatched = lambda env: _mismatched(item.emit(env), container.emit(env))  # noqa: E731
         uses = [(item, (0, 0, 0, 1)), (container, (0, 0, 1, 1))]

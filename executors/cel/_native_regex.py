@@ -15,7 +15,7 @@ pattern itself, never by the input:
   (`([A-Za-z0-9]|[-_])+` → `[A-Za-z0-9\\-_]+`): `matches()` only asks whether there is a match, so
   which alternative matched, or what a group captured, plays no part.
 
-Everything else raises Unsupported and the rule runs with cel-python, which matches with RE2 in
+Everything else raises NotNativeCel and the rule runs with cel-python, which matches with RE2 in
 linear time, as the reference does. The translation covers the syntax RE2 and Java read alike.
 """
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from executors.cel._native_types import Unsupported
+from executors.cel._native_types import NotNativeCel
 
 __all__ = ["MAX_FRAMES", "translate_re2"]
 
@@ -74,14 +74,14 @@ _Node = _Char | _Anchor | _Group | _Repeat
 def translate_re2(pattern: str) -> str:
     """The Java regex with the same matches as the RE2 `pattern` and a stack bounded by MAX_FRAMES.
 
-    Raises Unsupported outside the common syntax, or when Java's recursion could grow with the input.
+    Raises NotNativeCel outside the common syntax, or when Java's recursion could grow with the input.
     """
     tree = _simplify(_Parser(pattern).parse())
     frames = _frames(tree)
     if frames is None:
-        raise Unsupported("a repeated group Java would match by recursing once per repetition")
+        raise NotNativeCel("a repeated group Java would match by recursing once per repetition")
     if frames > MAX_FRAMES:
-        raise Unsupported(f"a pattern Java may recurse about {frames} levels deep into")
+        raise NotNativeCel(f"a pattern Java may recurse about {frames} levels deep into")
     return "|".join(_sequence_java(sequence) for sequence in tree.alternatives)
 
 
@@ -95,7 +95,7 @@ class _Parser:
     def parse(self) -> _Group:
         group = self.alternation(0)
         if self.i < len(self.pattern):
-            raise Unsupported("an unbalanced parenthesis")
+            raise NotNativeCel("an unbalanced parenthesis")
         return group
 
     def alternation(self, depth: int) -> _Group:
@@ -131,24 +131,24 @@ class _Parser:
         if c == "$":
             return _Anchor(r"\z")  # RE2's `$` is the end of the text; Java's also matches before a final \n
         if c in "*+?":
-            raise Unsupported("a repetition operator without an operand")
+            raise NotNativeCel("a repetition operator without an operand")
         return _literal(c)
 
     def group(self, depth: int) -> _Group:
         if self.peek("(?") and not self.peek("(?:"):
-            raise Unsupported("regex flags or named groups")
+            raise NotNativeCel("regex flags or named groups")
         if depth >= _MAX_NESTING:
-            raise Unsupported("groups nested too deeply")
+            raise NotNativeCel("groups nested too deeply")
         self.i += 3 if self.peek("(?:") else 1
         group = self.alternation(depth + 1)
         if not self.peek(")"):
-            raise Unsupported("an unterminated group")
+            raise NotNativeCel("an unterminated group")
         self.i += 1
         return group
 
     def escape(self) -> _Node:
         if self.i + 1 >= len(self.pattern):
-            raise Unsupported("a trailing backslash")
+            raise NotNativeCel("a trailing backslash")
         c = self.pattern[self.i + 1]
         self.i += 2
         if c in _ANCHOR_ESCAPES:
@@ -162,7 +162,7 @@ class _Parser:
             return _literal(_CONTROL_CHARACTERS[c])
         if c in _PUNCTUATION:
             return _literal(c)
-        raise Unsupported(f"the regex escape \\{c}")
+        raise NotNativeCel(f"the regex escape \\{c}")
 
     def char_class(self) -> _Char:
         """`[...]` of literals, ranges and \\d \\w \\s, read as RE2 reads it; Java's nested classes
@@ -183,7 +183,7 @@ class _Parser:
                 return _Char(f"[{members}]", members, fixed)
             first = False
             if self.peek("[") or self.peek("&&"):
-                raise Unsupported("a character class Java reads differently")
+                raise NotNativeCel("a character class Java reads differently")
             low = self.class_member()
             if isinstance(low, str):
                 body.append(low)
@@ -193,13 +193,13 @@ class _Parser:
                 self.i += 1
                 high = self.class_member()
                 if isinstance(high, str):
-                    raise Unsupported("a range ending in a class")
+                    raise NotNativeCel("a range ending in a class")
                 fixed = fixed and high <= 0xFFFF
                 body.append(f"{_literal(chr(low)).java}-{_literal(chr(high)).java}")
             else:
                 fixed = fixed and low <= 0xFFFF
                 body.append(_literal(chr(low)).java)
-        raise Unsupported("an unterminated character class")
+        raise NotNativeCel("an unterminated character class")
 
     def class_member(self) -> int | str:
         """One member of a class: a character (its code point) or a class escape (its Java members)."""
@@ -208,7 +208,7 @@ class _Parser:
             self.i += 1
             return ord(c)
         if self.i + 1 >= len(self.pattern):
-            raise Unsupported("a trailing backslash")
+            raise NotNativeCel("a trailing backslash")
         escaped = self.pattern[self.i + 1]
         self.i += 2
         if escaped in _CLASS_ESCAPES:
@@ -217,7 +217,7 @@ class _Parser:
             return ord(_CONTROL_CHARACTERS[escaped])
         if escaped in _PUNCTUATION:
             return ord(escaped)
-        raise Unsupported(f"the regex escape \\{escaped} in a class")
+        raise NotNativeCel(f"the regex escape \\{escaped} in a class")
 
     def quantified(self, node: _Node) -> _Node:
         """The atom with the repetition operator after it, if any (RE2 refuses a second one)."""
@@ -225,7 +225,7 @@ class _Parser:
         if bounds is None:
             return node
         if isinstance(node, _Anchor):
-            raise Unsupported("a repeated anchor")
+            raise NotNativeCel("a repeated anchor")
         low, high = bounds
         lazy = self.peek("?")
         if lazy:

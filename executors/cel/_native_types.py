@@ -25,7 +25,7 @@ ORDERED = frozenset({"int", "double", "string", "bytes", "bool", "timestamp", "d
 SCALARS = ORDERED | {"uint", "null"}
 
 
-class Unsupported(Exception):
+class NotNativeCel(Exception):
     """The expression has no exact native form: the rule runs with cel-python instead."""
 
 
@@ -225,7 +225,7 @@ def _literal_cost(value: Any) -> int:
 
 
 def constant_type(value: Any) -> CelType:
-    """The CEL type of a plan-time value; Unsupported when no single static type describes it."""
+    """The CEL type of a plan-time value; NotNativeCel when no single static type describes it."""
     from celpy import celtypes
 
     if value is None:
@@ -249,9 +249,9 @@ def constant_type(value: Any) -> CelType:
     if isinstance(value, dict):
         keys = _one_type(list(value.keys()))
         if keys.kind not in ("string", "dyn"):
-            raise Unsupported("a map literal whose keys are not strings")
+            raise NotNativeCel("a map literal whose keys are not strings")
         return CelType("map", key=CelType("string"), elem=_one_type(list(value.values())))
-    raise Unsupported(f"a constant of type {type(value).__name__}")
+    raise NotNativeCel(f"a constant of type {type(value).__name__}")
 
 
 def _one_type(values: list[Any]) -> CelType:
@@ -260,7 +260,7 @@ def _one_type(values: list[Any]) -> CelType:
     types = {constant_type(v) for v in values}
     kinds = {t.kind for t in types if t.kind != "null"}
     if len(kinds) > 1 or len({t.non_null() for t in types if t.kind != "null"}) > 1:
-        raise Unsupported("a constant list or map mixing element types")
+        raise NotNativeCel("a constant list or map mixing element types")
     if not kinds:
         return CelType("null", True)
     (base,) = {t.non_null() for t in types if t.kind != "null"}
@@ -276,7 +276,7 @@ def literal_column(value: Any, cel_type: CelType) -> Column:
         return F.lit(None)
     if kind in ("int", "uint"):
         if not INT_MIN <= int(value) <= INT_MAX:
-            raise Unsupported("an unsigned literal beyond int64")
+            raise NotNativeCel("an unsigned literal beyond int64")
         return F.lit(int(value)).cast("long")
     if kind == "double":
         return F.lit(float(value)).cast("double")
@@ -293,15 +293,15 @@ def literal_column(value: Any, cel_type: CelType) -> Column:
     if kind == "list":
         assert cel_type.elem is not None
         if cel_type.elem.kind in ("dyn", "null"):
-            raise Unsupported("a list literal without element type")
+            raise NotNativeCel("a list literal without element type")
         return F.array(*[literal_column(v, cel_type.elem) for v in value])
     if kind == "map":
         assert cel_type.elem is not None
         if cel_type.elem.kind in ("dyn", "null"):
-            raise Unsupported("a map literal without value type")
+            raise NotNativeCel("a map literal without value type")
         pairs = [c for k, v in value.items() for c in (F.lit(str(k)), literal_column(v, cel_type.elem))]
         return F.create_map(*pairs)
-    raise Unsupported(f"a literal of kind {kind}")
+    raise NotNativeCel(f"a literal of kind {kind}")
 
 
 def timestamp_micros(value: datetime.datetime) -> int:

@@ -29,6 +29,7 @@ import lark
 from celpy import celtypes
 from celpy.evaluation import Activation, CELEvalError, Evaluator, Transpiler, TranspilerTree
 
+from contracts.bounded import BoundedCache
 from contracts.errors import ContractError
 from executors.cel import _builtins
 from executors.cel._checks import ExpressionProblem, check_expression, ensure_recursion_limit
@@ -263,7 +264,8 @@ def _parse(text: str) -> TranspilerTree:
     return _PARSER.parse(text)
 
 
-_PROGRAMS: dict[str, CelProgram] = {}
+_PROGRAMS: BoundedCache[str, CelProgram] = BoundedCache(1024)
+"""Per process: compiled programs by expression text."""
 
 
 def compile_program(
@@ -274,10 +276,7 @@ def compile_program(
     Evaluating it needs Python's recursion limit at RECURSION_LIMIT, which this sets in the process.
     """
     ensure_recursion_limit()
-    program = _PROGRAMS.get(expr)
-    if program is None:
-        program = _PROGRAMS[expr] = _compile(expr, subject=subject, version=version, rule=rule)
-    return program
+    return _PROGRAMS.get_or_make(expr, lambda: _compile(expr, subject=subject, version=version, rule=rule))
 
 
 def _compile(expr: str, *, subject: str | None, version: int | None, rule: str | None) -> CelProgram:

@@ -8,7 +8,7 @@ from typing import Any
 
 from contracts.model import RuleKind
 from executors.cel import _runtime
-from executors.cel._compiler import Unsupported, compile_rule
+from executors.cel._compiler import NotNativeCel, compile_rule
 from executors.protocol import BatchEvaluator, BatchStep, NativeStep, Outcome, RuleContext, Step
 
 
@@ -25,7 +25,7 @@ class CelExecutor:
         batch = BatchStep(_CelBatch(expr, ctx.rule.kind))
         try:
             build = compile_rule(expr, ctx.rule.kind, ctx.spark_type)
-        except Unsupported:
+        except NotNativeCel:
             return batch
         return NativeStep(build, batch=batch)
 

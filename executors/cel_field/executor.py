@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from contracts.model import Rule, RuleKind, RuleMode
 from executors.cel import _runtime
-from executors.cel._native_types import Unsupported
+from executors.cel._native_types import NotNativeCel
 from executors.cel_field.batch import CelFieldBatch
 from executors.cel_field.native import NativePlanner
 from executors.cel_field.schema import schema_tree
@@ -54,7 +54,7 @@ class CelFieldExecutor:
         try:
             planner = NativePlanner(expr, rule.kind, frozenset(rule.tags), fitting_only=ctx.mode.is_migration)
             build = planner.plan(tree, ctx.spark_type)
-        except Unsupported:
+        except NotNativeCel:
             return batch
         return NativeStep(build, batch=batch)
 

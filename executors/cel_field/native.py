@@ -6,7 +6,7 @@ because its guard errors, or compiled to Columns (docs/semantics.md §9.2). Nest
 rebuilt natively: `withField` for records, `transform` for arrays, `transform_values` for maps,
 member structs for multi-branch unions. Guards and bodies compile through the shared CEL
 compiler (`executors.cel._compiler.compile_term`), so CEL_FIELD has every construct and builtin
-CEL has. A shape or expression with no exact native form raises `Unsupported` and the executor
+CEL has. A shape or expression with no exact native form raises `NotNativeCel` and the executor
 falls back to the Python walk for the whole rule.
 """
 
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from contracts.model import RuleKind
 from executors.cel import _runtime
 from executors.cel._compiler import compile_term, split_rule
-from executors.cel._native_types import CelType, Term, Unsupported
+from executors.cel._native_types import CelType, NotNativeCel, Term
 from executors.cel._native_types import any_error as _or
 from executors.cel_field.schema import NULL, Array, Field, Leaf, Map, Node, Record, Union
 from executors.protocol import NativeOutcome
@@ -79,7 +79,7 @@ class _Plan:
     changes: bool = False
 
     def emit(self, value: Column, message: Column | None) -> Emitted:
-        raise Unsupported(type(self).__name__)
+        raise NotNativeCel(type(self).__name__)
 
 
 @dataclass
@@ -110,7 +110,7 @@ class _Slot:
         # another branch's type moves the value to that member.
         undecided = self.rigid or self.accepts & {"ENUM", "FIXED"}
         if result_type in _ACCEPTING and not self._kinds(result_type) and undecided:
-            raise Unsupported("a transform result of a type the field's own branch cannot hold")
+            raise NotNativeCel("a transform result of a type the field's own branch cannot hold")
 
     def _kinds(self, result_type: str) -> list[str]:
         return [kind for kind in _ACCEPTING.get(result_type, ()) if kind in self.accepts]
@@ -325,7 +325,7 @@ def _and(condition: Column | None, column: Column | None) -> Column | None:
 
 
 class NativePlanner:
-    """Unrolls one CEL_FIELD rule over a schema tree; raises Unsupported when it cannot be native.
+    """Unrolls one CEL_FIELD rule over a schema tree; raises NotNativeCel when it cannot be native.
 
     Each visited field's guard and body compile through the shared CEL compiler, with `name`,
     `fullName`, `typeName` and `tags` bound as plan-time constants exactly as the Python twin
@@ -346,7 +346,7 @@ class NativePlanner:
     def plan(self, root: Node, spark_type: StructType) -> Callable[[Column], NativeOutcome]:
         """The native step's build function for records of the `root` schema (Spark type `spark_type`)."""
         if not isinstance(root, Record):
-            raise Unsupported("a top-level schema that is not a record")
+            raise NotNativeCel("a top-level schema that is not a record")
         plan = self._record(root, spark_type)
 
         def build(record: Column) -> NativeOutcome:
@@ -478,7 +478,7 @@ class NativePlanner:
                 for group in _OVERLAPPING
                 for earlier in range(index)
             ):
-                raise Unsupported("a union whose branch a value resolves to depends on the value")
+                raise NotNativeCel("a union whose branch a value resolves to depends on the value")
         return _MembersPlan(null, members)
 
     def _slot(
@@ -501,7 +501,7 @@ class NativePlanner:
                 if self.kind is RuleKind.TRANSFORM and variant.body is not None and not variant.body.error:
                     slot.check(variant.body.type.kind)
                     if self.fitting_only and not slot.always_fits(variant.body.type.kind):
-                        raise Unsupported("a migration result that may not fit its field")
+                        raise NotNativeCel("a migration result that may not fit its field")
                 variants.append(variant)
         return _LeafPlan(variants, slot, self.kind) if variants else None
 
@@ -521,9 +521,9 @@ class NativePlanner:
                     return None
                 guard = None
             elif guard.type.kind not in ("bool", "null"):
-                raise Unsupported("a per-row guard that is not a boolean")
+                raise NotNativeCel("a per-row guard that is not a boolean")
         if leaf.logical is not None:
-            raise Unsupported(f"a visited {leaf.logical} value")
+            raise NotNativeCel(f"a visited {leaf.logical} value")
         body = compile_term(self.body, container, variables=variables, constants=constants)
         if not body.error:
             _check_result(body.type, self.kind)
@@ -551,9 +551,9 @@ def _check_result(result: CelType, kind: RuleKind) -> None:
     """Refuse results whose native handling is not exact: a TRANSFORM writes only scalar values
     of a definite type (null results only as the literal null), a CONDITION tests scalars."""
     if result.kind not in _ACCEPTING:
-        raise Unsupported(f"a field result of type {result.kind}")
+        raise NotNativeCel(f"a field result of type {result.kind}")
     if kind is RuleKind.TRANSFORM and result.nullable and result.kind != "null":
-        raise Unsupported("a transform result that may be null")
+        raise NotNativeCel("a transform result that may be null")
 
 
 def _kind(node: Node) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from contracts.errors import ContractError
 from contracts.model import RuleMode
-from executors.jsonata.native import Unsupported, compile_rule
+from executors.jsonata.native import NotNativeJsonata, compile_rule
 from executors.jsonata.runtime import DEFAULT_MAX_DEPTH, DEFAULT_TIMEOUT_MS, Bounds, JsonataBatch, parse
 from executors.protocol import BatchStep, NativeStep, RuleContext, Step
 
@@ -35,7 +35,7 @@ class JsonataExecutor:
         batch = BatchStep(JsonataBatch(expr, ctx.rule.kind, bounds(ctx.params), ctx.schema, migration))
         try:
             build = compile_rule(parse(expr).ast, ctx, migration=migration)
-        except Unsupported:
+        except NotNativeJsonata:
             return batch
         return NativeStep(build, batch=batch)
 

@@ -22,8 +22,8 @@ from contracts.formats.avro import LOGICAL_TYPES_KEY, TYPE_KEY
 from contracts.formats.avro.json_view import canonical_type, has_json_view
 from contracts.model import RuleKind
 from executors.jsonata.values import (
+    NotNativeJsonata,
     Scope,
-    Unsupported,
     Value,
     as_column,
     both,
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column
     from pyspark.sql.types import DataType, StructField
 
-__all__ = ["SOURCE_KEY", "Unsupported", "compile_rule", "source_type"]
+__all__ = ["SOURCE_KEY", "NotNativeJsonata", "compile_rule", "source_type"]
 
 Entries = dict[str, Value]
 SOURCE_KEY = "jsonata.source"
@@ -54,10 +54,10 @@ _INT_RANGE = (-(2**31), 2**31 - 1)
 
 
 def compile_rule(ast: Any, ctx: RuleContext, *, migration: bool) -> Callable[[Column], NativeOutcome]:
-    """The rule as a function of the record Column; raises Unsupported when only Python is exact."""
+    """The rule as a function of the record Column; raises NotNativeJsonata when only Python is exact."""
     schema = ctx.schema
     if not isinstance(schema, Mapping) or schema.get("type") != "record":
-        raise Unsupported("not a record schema")
+        raise NotNativeJsonata("not a record schema")
     from fastavro.schema import expand_schema
 
     expanded = expand_schema(dict(schema))
@@ -93,7 +93,7 @@ def _transform(ast: Any, ctx: RuleContext, schema: Any, migration: bool) -> Call
         scope = Scope(record, ctx.spark_type, schema)
         entries = _object(ast, scope)
         if entries is None:
-            raise Unsupported("a transform whose result is always undefined")
+            raise NotNativeJsonata("a transform whose result is always undefined")
         errors = _errors(entries)
         undefined: dict[str, Column] = {}
         if migration:
@@ -128,7 +128,7 @@ def _object(node: Any, scope: Scope) -> Entries | None:
             return _sift(node, scope)
         if name == "merge":
             return _merge(node, scope)
-    raise Unsupported(f"{node.type} as a record")
+    raise NotNativeJsonata(f"{node.type} as a record")
 
 
 def _record_entries(scope: Scope) -> Entries:
@@ -147,7 +147,7 @@ def _constructor(node: Any, scope: Scope) -> Entries:
     for key, value in node.lhs_object:
         key = plain(key)
         if key.type != "string" or key.value in entries:
-            raise Unsupported("computed or repeated key")
+            raise NotNativeJsonata("computed or repeated key")
         entries[key.value] = compile_value(value, scope)
     return entries
 
@@ -160,7 +160,7 @@ def _function_name(node: Any) -> str:
 def _sift(node: Any, scope: Scope) -> Entries | None:
     """`$sift($, function($v, $k) {$k != 'a' and $k != 'b'})`: the record without those keys."""
     if len(node.arguments) != 2 or not _is_root(node.arguments[0]):
-        raise Unsupported("$sift of something other than $")
+        raise NotNativeJsonata("$sift of something other than $")
     dropped = _dropped_keys(plain(node.arguments[1]))
     kept = {name: value for name, value in _record_entries(scope).items() if name not in dropped}
     return kept or None
@@ -173,7 +173,7 @@ def _is_root(node: Any) -> bool:
 
 def _dropped_keys(function: Any) -> set[str]:
     if function.type != "lambda" or len(function.arguments) != 2:
-        raise Unsupported("$sift predicate")
+        raise NotNativeJsonata("$sift predicate")
     key = function.arguments[1].value
     return _key_tests(plain(function.body), key)
 
@@ -185,24 +185,24 @@ def _key_tests(body: Any, key: str) -> set[str]:
         lhs, rhs = plain(body.lhs), plain(body.rhs)
         if lhs.type == "variable" and lhs.value == key and rhs.type == "string":
             return {rhs.value}
-    raise Unsupported("$sift predicate")
+    raise NotNativeJsonata("$sift predicate")
 
 
 def _merge(node: Any, scope: Scope) -> Entries:
     """`$merge([a, b, …])`: later keys win, keeping the position where a key first appeared."""
     if len(node.arguments) != 1:
-        raise Unsupported("$merge arguments")
+        raise NotNativeJsonata("$merge arguments")
     array = plain(node.arguments[0])
     if array.type != "unary" or array.value != "[" or getattr(array, "consarray", False):
-        raise Unsupported("$merge of something other than an array constructor")
+        raise NotNativeJsonata("$merge of something other than an array constructor")
     merged: Entries = {}
     for item in array.expressions:
         if plain(item).type == "unary" and item.value == "[":
-            raise Unsupported("nested array")
+            raise NotNativeJsonata("nested array")
         for name, value in (_object(item, scope) or {}).items():
             if name in merged and value.missing is not False:
                 # An undefined value leaves the earlier one in place: a per-row choice of kinds.
-                raise Unsupported(f"key {name} possibly undefined over an earlier value")
+                raise NotNativeJsonata(f"key {name} possibly undefined over an earlier value")
             merged[name] = value
     return merged
 
@@ -214,7 +214,7 @@ def _plain_struct(entries: Entries) -> Column:
     fields = []
     for name, value in entries.items():
         if value.kind == "null" or value.numeric == "auto":
-            raise Unsupported("a migration value whose Python type varies per record")
+            raise NotNativeJsonata("a migration value whose Python type varies per record")
         column = whole(value)
         if value.missing is not False:
             column = F.when(~as_column(value.missing), column)
@@ -245,7 +245,7 @@ def _conforming_field(value: Value | None, field: StructField, avro: Any) -> tup
     F = spark_functions()
     if value is None or value.kind == "null":
         if not field.nullable:
-            raise Unsupported(f"field {field.name} always missing")
+            raise NotNativeJsonata(f"field {field.name} always missing")
         return True, F.lit(None).cast(field.dataType)
     fits, column = _present(value, field, avro)
     if value.kind == "copy" and value.missing is False:
@@ -270,13 +270,13 @@ def _present(value: Value, field: StructField, avro: Any) -> tuple[Any, Column]:
     target = field.dataType
     if has_json_view(avro) or field.metadata.get(LOGICAL_TYPES_KEY):
         if value.source is None or source_type(value.source) != source_type(avro):
-            raise Unsupported(f"field {field.name} from a value of another type")
+            raise NotNativeJsonata(f"field {field.name} from a value of another type")
         if not same_shape(value.dtype, target):
-            raise Unsupported(f"field {field.name} of another type")
+            raise NotNativeJsonata(f"field {field.name} of another type")
         return True, whole(value)
     if value.kind in ("copy", "record"):
         if not same_shape(value.dtype, target):
-            raise Unsupported(f"field {field.name} of another type")
+            raise NotNativeJsonata(f"field {field.name} of another type")
         return True, whole(value)
     if value.kind == "string" and isinstance(target, T.StringType) and avro_type == "STRING":
         return True, value.column
@@ -284,7 +284,7 @@ def _present(value: Value, field: StructField, avro: Any) -> tuple[Any, Column]:
         return True, value.column
     if value.kind == "number":
         return _number(value, target, avro_type)
-    raise Unsupported(f"{value.kind} into field {field.name}")
+    raise NotNativeJsonata(f"{value.kind} into field {field.name}")
 
 
 def _number(value: Value, target: DataType, avro_type: str | None) -> tuple[Any, Column]:
@@ -300,7 +300,7 @@ def _number(value: Value, target: DataType, avro_type: str | None) -> tuple[Any,
         return True, value.column
     if isinstance(target, T.IntegerType | T.LongType) and avro_type in ("INT", "LONG"):
         return _integer(value, target)
-    raise Unsupported("number into this field")
+    raise NotNativeJsonata("number into this field")
 
 
 def _integer(value: Value, target: DataType) -> tuple[Any, Column]:
@@ -319,7 +319,7 @@ def _integer(value: Value, target: DataType) -> tuple[Any, Column]:
         upper = number < F.lit(float(high)) if high == 2**63 else number <= F.lit(float(high))
         fits = (number % F.lit(1.0) == F.lit(0.0)) & (number >= F.lit(float(low))) & upper
         return fits, F.when(fits, number.cast(target))
-    raise Unsupported("a float into an integer field always fails")
+    raise NotNativeJsonata("a float into an integer field always fails")
 
 
 def same_shape(a: DataType, b: DataType) -> bool:

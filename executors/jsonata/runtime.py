@@ -10,6 +10,7 @@ from typing import Any
 
 import jsonata
 
+from contracts.bounded import BoundedCache
 from contracts.errors import SerializationError
 from contracts.formats.avro.json_view import from_json_view, to_json_view
 from contracts.model import RuleKind
@@ -17,7 +18,8 @@ from executors.protocol import BatchEvaluator, Outcome
 
 _ENTRY_CALLBACK = "__evaluate_entry"
 _EXIT_CALLBACK = "__evaluate_exit"
-_EXPRESSIONS: dict[str, jsonata.Jsonata] = {}
+_EXPRESSIONS: BoundedCache[str, jsonata.Jsonata] = BoundedCache(1024)
+"""Per process: parsed expressions by text."""
 DEFAULT_TIMEOUT_MS = 1000
 """Per record: JSONata rules take microseconds, so a second only stops a runaway expression."""
 DEFAULT_MAX_DEPTH = 1000
@@ -35,10 +37,7 @@ class Bounds:
 
 def parse(expr: str) -> jsonata.Jsonata:
     """The parsed expression, once per process; bad syntax raises jsonata.JException with its location."""
-    expression = _EXPRESSIONS.get(expr)
-    if expression is None:
-        expression = _EXPRESSIONS[expr] = jsonata.Jsonata(expr)
-    return expression
+    return _EXPRESSIONS.get_or_make(expr, lambda: jsonata.Jsonata(expr))
 
 
 class _Limits:

@@ -3,7 +3,7 @@
 A compiled expression is a `Value`: its Column, its JSONata kind, whether it is *undefined* (a
 missing key, a path through null — distinct from JSON null, which a record's null field is) and
 whether jsonata-python would raise. Flags are Python booleans when known at compile time, else
-non-null boolean Columns. What has no exact native form raises `Unsupported`.
+non-null boolean Columns. What has no exact native form raises `NotNativeJsonata`.
 
 jsonata-python reads a record's JSON view (contracts.formats.avro.json_view): bytes, decimals, dates and
 timestamps are strings and numbers there, which these Columns do not compute with; such a field
@@ -59,7 +59,7 @@ STAND_IN: Any = _StandIn()
 
 @contextmanager
 def probing() -> Iterator[Any]:
-    """Compile against the stand-in: raises Unsupported exactly where building real Columns would."""
+    """Compile against the stand-in: raises NotNativeJsonata exactly where building real Columns would."""
     token = _PROBING.set(True)
     try:
         yield STAND_IN
@@ -76,7 +76,7 @@ def spark_functions() -> Any:
     return functions
 
 
-class Unsupported(Exception):
+class NotNativeJsonata(Exception):
     """The expression has no provably identical native form: the rule runs in Python."""
 
 
@@ -133,7 +133,7 @@ def as_column(flag: Any) -> Column:
 def plain(node: Any) -> Any:
     """The node, after refusing modifiers (filters, grouping, …) that only the interpreter handles."""
     if any(getattr(node, name, None) for name in _MODIFIERS):
-        raise Unsupported(f"modifier on {node.type}")
+        raise NotNativeJsonata(f"modifier on {node.type}")
     return node
 
 
@@ -182,12 +182,12 @@ def view_column(column: Column, schema: Any, dtype: DataType) -> Column | None:
     schema = non_null(schema)
     if isinstance(schema, list):
         if any(has_json_view(branch) for branch in schema):
-            raise Unsupported("a union of several branches with bytes or logical types")
+            raise NotNativeJsonata("a union of several branches with bytes or logical types")
         return None
     kind = schema if isinstance(schema, str) else schema["type"]
     logical = None if isinstance(schema, str) else schema.get("logicalType")
     if kind == "fixed" and logical != "decimal":
-        raise Unsupported("a fixed, whose size the JSON view's way back checks")
+        raise NotNativeJsonata("a fixed, whose size the JSON view's way back checks")
     if kind == "long" and logical == "timestamp-millis":
         return F.timestamp_millis(F.unix_millis(column))
     if kind == "long" and logical == "local-timestamp-millis":
@@ -227,7 +227,7 @@ def compile_value(node: Any, scope: Scope) -> Value:
     node = plain(node)
     compiler = _COMPILERS.get(node.type)
     if compiler is None:
-        raise Unsupported(node.type)
+        raise NotNativeJsonata(node.type)
     return compiler(node, scope)
 
 
@@ -251,12 +251,12 @@ def _literal(node: Any, scope: Scope) -> Value:
         return Value("number", F.lit(value).cast("double"), T.DoubleType(), numeric="float")
     if node.type == "value" and value is None:  # the `null` literal
         return Value("null", F.lit(None), T.NullType())
-    raise Unsupported(f"literal {value!r}")
+    raise NotNativeJsonata(f"literal {value!r}")
 
 
 def _variable(node: Any, scope: Scope) -> Value:
     if node.value != "":
-        raise Unsupported(f"variable ${node.value}")
+        raise NotNativeJsonata(f"variable ${node.value}")
     return scope.root()
 
 
@@ -266,11 +266,11 @@ def _path(node: Any, scope: Scope) -> Value:
     if steps and steps[0].type == "variable" and steps[0].value == "":
         steps = steps[1:]
     if not steps or any(step.type != "name" for step in steps):
-        raise Unsupported("path")
+        raise NotNativeJsonata("path")
     current = scope.root()
     for step in steps:
         if current.kind != "record":
-            raise Unsupported("path step into a non-record")
+            raise NotNativeJsonata("path step into a non-record")
         current = _field(current, str(step.value))
     return current
 
@@ -281,7 +281,7 @@ def _field(parent: Value, name: str) -> Value:
     assert isinstance(parent.dtype, T.StructType)
     fields = {f.name: f for f in parent.dtype.fields}
     if name not in fields:
-        raise Unsupported(f"no field {name}")
+        raise NotNativeJsonata(f"no field {name}")
     field = fields[name]
     source = field_schemas(parent.source)[name] if parent.source is not None else None
     # A step through a null record is undefined (the root record is never null).
@@ -316,7 +316,7 @@ def field_kind(field: StructField, source: Any = None) -> str:
         return "number"
     if isinstance(dtype, T.StructType) and avro_type == "RECORD":
         return "record"
-    raise Unsupported(f"field {field.name} of type {dtype.simpleString()}")
+    raise NotNativeJsonata(f"field {field.name} of type {dtype.simpleString()}")
 
 
 _VIEWED_LOGICAL = frozenset(
@@ -363,7 +363,7 @@ def is_null(value: Value) -> Any:
 
 def _require(value: Value, *kinds: str) -> Value:
     if value.kind not in kinds:
-        raise Unsupported(f"{value.kind} operand")
+        raise NotNativeJsonata(f"{value.kind} operand")
     return value
 
 
@@ -410,7 +410,7 @@ def _negative(node: Any, scope: Scope) -> Value:
     from pyspark.sql import types as T
 
     if node.value != "-":
-        raise Unsupported(f"unary {node.value}")
+        raise NotNativeJsonata(f"unary {node.value}")
     operand = _require(compile_value(node.expression, scope), "number")
     error = either(operand.error, _not_a_number(operand))
     return Value("number", -_double(operand), T.DoubleType(), operand.missing, error, "auto")
@@ -458,7 +458,7 @@ def _equality(op: str, left: Value, right: Value) -> Value:
     # Against the null literal any value compares by its nullness (a copy's JSON view is null too).
     compared = kinds if "null" not in (left.kind, right.kind) else set()
     if len(kinds) > 1 or compared - {"string", "number", "boolean"}:
-        raise Unsupported("equality of these kinds")
+        raise NotNativeJsonata("equality of these kinds")
     left_null, right_null = as_column(is_null(left)), as_column(is_null(right))
     if kinds and "null" not in (left.kind, right.kind):
         equal = (
@@ -479,7 +479,7 @@ def _ordering(op: str, left: Value, right: Value) -> Value:
     from pyspark.sql import types as T
 
     if left.kind != right.kind or left.kind not in ("string", "number"):
-        raise Unsupported("ordering of these kinds")
+        raise NotNativeJsonata("ordering of these kinds")
     error = either(either(left.error, right.error), either(is_null(left), is_null(right)))
     missing = either(left.missing, right.missing)
     a, b = left.column, right.column
@@ -487,7 +487,7 @@ def _ordering(op: str, left: Value, right: Value) -> Value:
     if not exact:
         if _long_against_auto(left, right) or _long_against_auto(right, left):
             # Python compares an int with an integral double exactly; Spark would round the long.
-            raise Unsupported("long compared with an arithmetic result")
+            raise NotNativeJsonata("long compared with an arithmetic result")
         a, b = _double(left), _double(right)
     compared = {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
     if not exact:
@@ -514,7 +514,7 @@ def truth(value: Value) -> Column:
     elif value.kind == "number":
         test = value.column != F.lit(0)
     else:
-        raise Unsupported(f"truth of a {value.kind}")
+        raise NotNativeJsonata(f"truth of a {value.kind}")
     return F.coalesce(test, F.lit(False))
 
 
@@ -545,7 +545,7 @@ def _binary(node: Any, scope: Scope) -> Value:
         return _ordering(op, left, right)
     if op in ("and", "or"):
         return _logical(op, left, right)
-    raise Unsupported(f"operator {op}")
+    raise NotNativeJsonata(f"operator {op}")
 
 
 def _condition(node: Any, scope: Scope) -> Value:
@@ -565,7 +565,7 @@ def _condition(node: Any, scope: Scope) -> Value:
         )
     other = compile_value(node._else, scope)
     if (then.kind, then.dtype, then.numeric) != (other.kind, other.dtype, other.numeric):
-        raise Unsupported("branches of different kinds")
+        raise NotNativeJsonata("branches of different kinds")
     return Value(
         then.kind,
         F.when(chosen, then.column).otherwise(other.column),
@@ -578,7 +578,7 @@ def _condition(node: Any, scope: Scope) -> Value:
 
 def _block(node: Any, scope: Scope) -> Value:
     if len(node.expressions) != 1:
-        raise Unsupported("block of several expressions")
+        raise NotNativeJsonata("block of several expressions")
     return compile_value(node.expressions[0], scope)
 
 
@@ -588,7 +588,7 @@ def _function(node: Any, scope: Scope) -> Value:
 
     procedure = plain(node.procedure)
     if procedure.type != "variable" or procedure.value != "exists" or len(node.arguments) != 1:
-        raise Unsupported("function call")
+        raise NotNativeJsonata("function call")
     argument = compile_value(node.arguments[0], scope)
     exists = as_column(negated(argument.missing))
     return Value("boolean", exists, T.BooleanType(), False, argument.error, nullable=False)
@@ -597,7 +597,7 @@ def _function(node: Any, scope: Scope) -> Value:
 def _unary(node: Any, scope: Scope) -> Value:
     if node.value == "-":
         return _negative(node, scope)
-    raise Unsupported(f"unary {node.value} as a value")
+    raise NotNativeJsonata(f"unary {node.value} as a value")
 
 
 _COMPILERS = {

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from contracts.errors import SerializationError
 from contracts.formats.avro import parse_schema
-from contracts.formats.avro.sizes import MAX_ZERO_SIZE_ITEMS, _Compiler, _Cursor, size_check
+from contracts.formats.avro.sizes import MAX_ZERO_SIZE_ITEMS, _Cursor, _SizeWalker, size_check
 
 
 def _zigzag(n: int) -> bytes:
@@ -133,7 +133,7 @@ def test_the_walk_reads_exactly_the_bodies_fastavro_writes(
     """Every body of a valid record is walked to its last byte without complaint; any cut of it is
     refused with a SerializationError."""
     schema, records = case
-    walk = _Compiler(schema).walk(schema)
+    walk = _SizeWalker(schema).walk(schema)
     for record in records:
         buffer = io.BytesIO()
         schemaless_writer(buffer, schema, record)

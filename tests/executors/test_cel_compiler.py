@@ -16,7 +16,7 @@ from contracts.errors import ContractError
 from contracts.formats.avro import avro_to_spark_value, parse_schema, struct_type
 from contracts.model import Rule, RuleKind, RuleMode
 from executors.cel import CelExecutor, _runtime
-from executors.cel._compiler import Unsupported, compile_expression, compile_rule
+from executors.cel._compiler import NotNativeCel, compile_expression, compile_rule
 from executors.protocol import BatchStep, NativeStep, RuleContext
 from tests.executors import cel_corpus
 
@@ -218,14 +218,14 @@ def test_corpus_is_large_and_every_native_expression_compiles() -> None:
     for expr in cel_corpus.NATIVE:
         try:
             compile_expression(expr, RECORD_TYPE)
-        except Unsupported as e:
+        except NotNativeCel as e:
             refused.append(f"{expr}: {e}")
     assert not refused, "\n".join(refused)
 
 
 @pytest.mark.parametrize("expr", cel_corpus.FALLBACK)
 def test_fallback_expressions_are_refused_by_the_compiler(expr: str) -> None:
-    with pytest.raises(Unsupported):
+    with pytest.raises(NotNativeCel):
         compile_rule(expr, RuleKind.CONDITION, RECORD_TYPE)
 
 
@@ -333,7 +333,7 @@ def test_times_of_day_fall_back_since_cel_python_sees_no_int() -> None:
     record_type = struct_type(parse_schema(times))
     assert compile_rule("message.hours > 0", RuleKind.CONDITION, record_type)
     for expr in ("message.start > 0", "size(message.breaks) > 0", "message.breaks[0] > 0"):
-        with pytest.raises(Unsupported):
+        with pytest.raises(NotNativeCel):
             compile_rule(expr, RuleKind.CONDITION, record_type)
     rule = Rule(name="r", kind=RuleKind.CONDITION, mode=RuleMode.WRITE, type="CEL", expr="message.start > 0")
     step = CelExecutor().compile(RuleContext(rule, "s-value", 1, RuleMode.WRITE, times, record_type))
@@ -343,7 +343,7 @@ def test_times_of_day_fall_back_since_cel_python_sees_no_int() -> None:
 
 
 def test_a_transform_with_narrowing_fields_falls_back() -> None:
-    with pytest.raises(Unsupported):
+    with pytest.raises(NotNativeCel):
         compile_rule(cel_corpus.FALLBACK_TRANSFORM, RuleKind.TRANSFORM, RECORD_TYPE)
 
 
@@ -408,10 +408,10 @@ FAILING_CHAINS = [
 def test_chains_of_failing_conditions_compile_to_small_expressions_with_cel_pythons_answers(
     spark: Any,
 ) -> None:
-    from executors.cel._compiler import MAX_COST, _Compiler
+    from executors.cel._compiler import MAX_COST, _TermCompiler
 
     for expr in FAILING_CHAINS:
-        assert _Compiler(RECORD_TYPE, expr).root(expr, 0).cost < MAX_COST, expr
+        assert _TermCompiler(RECORD_TYPE, expr).root(expr, 0).cost < MAX_COST, expr
     rows = [
         BASE_RECORD,
         {**BASE_RECORD, "age": 0, "count": None, "flag": None},
@@ -431,7 +431,7 @@ def test_chains_of_failing_conditions_compile_to_small_expressions_with_cel_pyth
     ],
 )
 def test_an_expression_too_large_for_spark_runs_in_cel_python(expr: str) -> None:
-    with pytest.raises(Unsupported, match="Spark nodes"):
+    with pytest.raises(NotNativeCel, match="Spark nodes"):
         compile_rule(expr, RuleKind.CONDITION, RECORD_TYPE)
     assert isinstance(CelExecutor().compile(_context(expr, RuleKind.CONDITION)), BatchStep)
 
@@ -443,6 +443,6 @@ def test_an_expression_too_large_for_spark_runs_in_cel_python(expr: str) -> None
 def test_an_expression_nested_too_deeply_for_spark_runs_in_cel_python(expr: str) -> None:
     """Spark turns a Column into its expression by recursion on a py4j thread: 300 nested `when`s
     overflowed its stack."""
-    with pytest.raises(Unsupported, match="nested about"):
+    with pytest.raises(NotNativeCel, match="nested about"):
         compile_rule(expr, RuleKind.CONDITION, RECORD_TYPE)
     assert isinstance(CelExecutor().compile(_context(expr, RuleKind.CONDITION)), BatchStep)

@@ -267,7 +267,7 @@ _PLAIN_KINDS = {
 }
 
 
-class _Compiler:
+class _ViewConverters:
     """Compiles one schema's view conversions (recursion was refused when its Spark type was made)."""
 
     def __init__(self, schema: AvroSchema) -> None:
@@ -448,7 +448,7 @@ def _node(schema: AvroSchema) -> _Node:
     hit = _NODES.get(id(schema))
     if hit is not None and hit[0] is schema:
         return hit[1]
-    node = _Compiler(schema).node(schema)
+    node = _ViewConverters(schema).node(schema)
     if len(_NODES) >= _CACHE_SIZE:
         _NODES.pop(next(iter(_NODES)))
     _NODES[id(schema)] = (schema, node)

@@ -81,7 +81,7 @@ def _width(size: int) -> Walk:
     return lambda cursor: cursor.skip(size, "a fixed-size value")
 
 
-class _Compiler:
+class _SizeWalker:
     """One writer schema's walk: a function per node; it notes whether any array holds zero-size items."""
 
     def __init__(self, schema: AvroSchema) -> None:
@@ -211,7 +211,7 @@ def size_check(schema: AvroSchema) -> Callable[[bytes], None] | None:
     """For a writer schema with an array of zero-size items: a check that raises SerializationError
     when a body declares more of them than MAX_ZERO_SIZE_ITEMS, or more items or bytes than it
     holds. None for every other schema, whose bodies fastavro bounds itself."""
-    compiler = _Compiler(schema)
+    compiler = _SizeWalker(schema)
     top = compiler.walk(schema)
     if not compiler.bounded:
         return None

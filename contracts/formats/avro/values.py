@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from fastavro.validation import validate
 from pyspark.sql import types as T
 
+from contracts.bounded import BoundedCache
 from contracts.errors import SerializationError
 from contracts.formats.avro.types import (
     _NAMED,
@@ -132,7 +133,7 @@ def _nullable(convert: Convert | None) -> Convert | None:
     return lambda value: None if value is None else convert(value)
 
 
-class _Compiler:
+class _ConverterCompiler:
     """Compiles one schema's converters; spark_type() has already refused recursion.
 
     With `union_branches`, values carry their union branch as fastavro does, so the branch the
@@ -428,7 +429,7 @@ class _Codec:
 
 def _compile(schema: AvroSchema, union_branches: bool) -> _Codec:
     dtype, _ = spark_type(schema)
-    compiler = _Compiler(schema, union_branches)
+    compiler = _ConverterCompiler(schema, union_branches)
     if not isinstance(dtype, T.StructType):
         node = compiler.node(schema)
         return _Codec(node, dtype, (), None, compiler.chooses_branches)
@@ -451,7 +452,7 @@ def chooses_union_branches(schema: AvroSchema) -> bool:
 
 # Keyed by id() and union_branches; the entry holds the schema itself, so that id cannot be
 # reused while cached.
-_CODECS: dict[tuple[int, bool], tuple[AvroSchema, _Codec]] = {}
+_CODECS: BoundedCache[tuple[int, bool], tuple[AvroSchema, _Codec]] = BoundedCache(_CACHE_SIZE)
 
 
 def _codec(schema: AvroSchema, union_branches: bool = False) -> _Codec:
@@ -460,9 +461,7 @@ def _codec(schema: AvroSchema, union_branches: bool = False) -> _Codec:
     if hit is not None and hit[0] is schema:
         return hit[1]
     codec = _compile(schema, union_branches)
-    if len(_CODECS) >= _CACHE_SIZE:
-        _CODECS.pop(next(iter(_CODECS)))
-    _CODECS[key] = (schema, codec)
+    _CODECS.put(key, (schema, codec))
     return codec
 
 
