@@ -8,6 +8,7 @@ instead of duplicating it, and an undelivered record fails the task (docs/semant
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
@@ -104,31 +105,22 @@ class Router:
     """Names this pass in the writer ids when one job routes rows in two passes (decode, then rules)."""
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        writer: DlqWriter | None = None
-        try:
+        # The writer's own context commits on success or early close and aborts on an error.
+        with contextlib.ExitStack() as opened:
+            writer: DlqWriter | None = None
             for partitioned in batches:
                 if writer is None and partitioned.num_rows:
                     partition = partitioned.column(PARTITION)[0].as_py()
-                    writer = self.sink.open(_writer_id(self.run_id, self.stage, partition))
+                    writer = opened.enter_context(
+                        self.sink.open(_writer_id(self.run_id, self.stage, partition))
+                    )
                 batch = partitioned.drop_columns([PARTITION])
-                status = batch.column(STATUS)
-                rejected = pc.is_valid(status)
+                rejected = pc.is_valid(batch.column(STATUS))
                 if writer is not None and pc.any(rejected).as_py():
                     for record in self._dlq_records(batch.filter(rejected)):
                         writer.write(record)
                     batch = batch.filter(pc.invert(rejected))
                 yield batch
-        except GeneratorExit:
-            # The consumer stopped early (a `limit`): what was processed is still delivered.
-            if writer is not None:
-                writer.commit()
-            raise
-        except BaseException:
-            if writer is not None:
-                writer.abort()
-            raise
-        if writer is not None:
-            writer.commit()
 
     def _dlq_records(self, rejected: pa.RecordBatch) -> Iterator[DlqRecord]:
 
