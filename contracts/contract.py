@@ -17,7 +17,7 @@ from actions.dlq.sink import DlqSink, RunScopedSink, is_run_id
 from actions.protocol import Action, ActionContext, ActionPlan, Effect
 from contracts.codes import VERSION_NOT_FOUND
 from contracts.engine import runner, serde
-from contracts.engine.frame import ORIGINAL, RECORD, STATUS
+from contracts.engine.frame import ORIGINAL, RECORD, STATUS, refuse_reserved_columns
 from contracts.engine.native_migration import NativeMigration, native_migration
 from contracts.engine.reasons import NativeReasons, with_exact_reasons
 from contracts.engine.routing import DlqLayout, Router, route_rejected
@@ -282,6 +282,7 @@ class DataContract:
 
         if decode_dlq_topic is not None:
             checked_topic(decode_dlq_topic, "decode_dlq_topic", subject=self.subject, version=self.version)
+        refuse_reserved_columns(df, self.subject, self.version)
         df = serde.tombstone_filter(df, value_col, tombstones)
         writers = self._compiler.writers()
         natives = self._natives(writers.values(), df)

@@ -70,8 +70,28 @@ def status_literal(value: dict[str, Any]) -> Column:
     return F.struct(*[F.lit(value[f.name]).cast(f.dataType).alias(f.name) for f in status_type().fields])
 
 
+RESERVED_PREFIX = "__contract_"
+"""Every working column the engine adds starts with this; with STATUS, the names an input may not hold."""
+
+
+def refuse_reserved_columns(df: DataFrame, subject: str, version: int) -> None:
+    """A ContractError when `df` already holds a column the engine adds (`_contract`, `__contract_*`),
+    e.g. a contract's `rejected` rows applied again: the engine would add a second one."""
+    for name in df.columns:
+        if name == STATUS or name.startswith(RESERVED_PREFIX):
+            raise ContractError(
+                f"the DataFrame already has column {name!r}, a name the contract adds to its rows;"
+                f" drop it first (a `rejected` DataFrame applied again: df.drop({name!r}))",
+                subject=subject,
+                version=version,
+                position=name,
+            )
+
+
 def check_record_columns(df: DataFrame, record_type: StructType, subject: str, version: int) -> list[str]:
-    """The record's field names, after checking the DataFrame has each with the schema's type."""
+    """The record's field names, after checking the DataFrame has each with the schema's type and
+    no column the engine adds (`refuse_reserved_columns`)."""
+    refuse_reserved_columns(df, subject, version)
     present = {f.name: f.dataType for f in df.schema.fields}
     for expected in record_type.fields:
         if expected.name not in present:

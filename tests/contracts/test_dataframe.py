@@ -1183,3 +1183,30 @@ def test_a_migration_error_in_python_fails_the_job_as_a_native_one(spark: Any, s
         fastavro.schemaless_writer(body, fastavro.parse_schema(ITEM_V1), record)
         frames.append((encode_frame(writer.schema_id, body.getvalue()),))
     assert failure(contract.deserialize(spark.createDataFrame(frames, "value binary")))[:2] == expected
+
+
+@pytest.mark.parametrize("call", ["apply", "write", "read", "serialize", "deserialize"])
+@pytest.mark.parametrize("column", ["_contract", "__contract_record"])
+def test_an_input_holding_a_column_the_contract_adds_is_refused_naming_it(
+    sink: LocalTopicSink, users: Any, call: str, column: str
+) -> None:
+    """Applying a contract again to its `rejected` rows (which carry `_contract`) must not give two
+    status columns: the call says which column to drop."""
+    from pyspark.sql import functions as F
+
+    contract = make_contract(sink, [rule("positiveAge", "message.age > 0", onFailure="NONE")])
+    df = users.withColumn(column, F.lit(None).cast("string"))
+    if call == "deserialize":
+        df = contract.serialize(users).withColumn(column, F.lit(None).cast("string"))
+    with pytest.raises(ContractError, match=f"already has column '{column}'.*drop it first") as raised:
+        getattr(contract, call)(df)
+    assert (raised.value.subject, raised.value.version) == (SUBJECT, 1)
+
+
+def test_rejected_rows_applied_again_after_dropping_the_status_are_checked_afresh(
+    sink: LocalTopicSink, users: Any
+) -> None:
+    rules = [rule("positiveAge", "message.age > 0", onFailure="DLQ", params={"dlq.topic": "bad-users"})]
+    contract = make_contract(sink, rules)
+    again = contract.apply(contract.apply(users).rejected.drop("_contract"))
+    assert ids(again.valid) == [] and ids(again.rejected) == [2, 3]
