@@ -91,8 +91,10 @@ class _ContractPlanner:
 
     def plan(self, mode: RuleMode) -> Plan:
         version = self.target
-        compiled = loader.compile_rules(version, mode, loader.rules_for(version, mode), self.executors)
-        skipped = tuple(rule.name for rule in loader.skipped_rules(version, mode))
+        compiled = loader.compile_rules(
+            version, mode, loader.rules_for(version, mode, self.executors), self.executors
+        )
+        skipped = tuple(rule.name for rule in loader.skipped_rules(version, mode, self.executors))
         where = (version.subject, version.version, mode, version.spark_type)
         note = SkippedRuleSet(version.schema.rules.enable_at, skipped) if skipped else None
         return build_plan(*where, compiled, self.resolve_action, skipped=note)

@@ -7,6 +7,7 @@ consecutive batch steps in one `mapInArrow` pass and converts Arrow to records o
 
 from __future__ import annotations
 
+import enum
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -94,15 +95,50 @@ class BatchStep:
 Step = NativeStep | BatchStep
 
 
+class MigrationResult(enum.Enum):
+    """What a TRANSFORM's native result is when the engine runs a migration rule natively (and
+    which record it walks: the one the rule receives, docs/semantics.md §6.3, §6.6)."""
+
+    RECORD = "record"
+    """The migrated record as Spark values of the record the rule received (CEL_FIELD)."""
+    JSON_VIEW = "json_view"
+    """Plain data in the record's JSON view, its fields' metadata naming the Avro types they copy
+    (`contracts.formats.avro.json_view.SOURCE_KEY`), read back onto the target (JSONata)."""
+
+
 @runtime_checkable
 class Executor(Protocol):
-    """Compiles rules of one `type` (CEL, CEL_FIELD, JSONATA or a custom name) into steps."""
+    """Compiles rules of one `type` (CEL, CEL_FIELD, JSONATA or a custom name) into steps.
+
+    Two optional members give an executor the powers the built-ins have; the engine reads them
+    with `supersedes_rule` and `native_migration_of`, never by testing for a class:
+
+    - `supersedes(rule, other) -> bool`: whether `rule` must not run because `other`, a rule of the
+      same list running before it (after it in READ and DOWNGRADE), does the same job — CEL_FIELD's
+      transforms with the same tags (docs/semantics.md §4.5). Judged on the whole list, disabled
+      rules and other modes included, as the reference does. Absent: never.
+    - `native_migration: MigrationResult | None`: set when the executor's native steps may run a
+      single migration rule as Columns, saying what their result is. Absent or None: migrations
+      with its rules run in Python.
+    """
 
     type: str
 
     def compile(self, ctx: RuleContext) -> Step:
         """Compile `ctx.rule` once; raise contracts.errors.ContractError for a rule that cannot run."""
         ...
+
+
+def supersedes_rule(executor: Any, rule: Rule, other: Rule) -> bool:
+    """Whether `executor` (the one running `rule`) says `other` supersedes `rule` (see Executor)."""
+    supersedes = getattr(executor, "supersedes", None)
+    return bool(supersedes(rule, other)) if supersedes is not None else False
+
+
+def native_migration_of(executor: Any) -> MigrationResult | None:
+    """How `executor`'s native steps may run a migration rule, or None (see Executor)."""
+    form = getattr(executor, "native_migration", None)
+    return form if isinstance(form, MigrationResult) else None
 
 
 class RecordExecutor(Protocol):

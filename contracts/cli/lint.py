@@ -156,7 +156,7 @@ def _rule_errors(
     compiler = _ContractPlanner(registry, target.subject, target, executors, actions)
     for attribute, modes in _MODES:
         for mode in modes:
-            rules = loader.running_order(getattr(target.schema.rules, attribute), mode)
+            rules = loader.running_order(getattr(target.schema.rules, attribute), mode, executors)
             for rule, record in zip(rules, _received(compiler, target, mode, rules), strict=True):
                 try:
                     compiled = loader.compile_rules(target, mode, [rule], executors, record=record)

@@ -26,14 +26,11 @@ from contracts.engine.frame import OUTCOME_PREFIX, RECORD, STATUS
 from contracts.engine.migrate import made_by_text, missing_field_message, null_field_message
 from contracts.engine.reasons import NativeReasons
 from contracts.engine.runner import native_status
-from contracts.formats.avro.json_view import has_json_view
+from contracts.formats.avro.json_view import SOURCE_KEY, has_json_view, source_type
 from contracts.planning.loader import ContractVersion, rule_context
 from contracts.planning.migration import Resolver, migration_steps
 from contracts.planning.plan import Plan, PlannedRule, build_plan
-from executors.cel_field.executor import CelFieldExecutor
-from executors.jsonata.executor import JsonataExecutor
-from executors.jsonata.native import SOURCE_KEY, source_type
-from executors.protocol import NativeStep
+from executors.protocol import MigrationResult, NativeStep, native_migration_of
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -356,10 +353,11 @@ def native_migration(
 ) -> NativeMigration | None:
     """The migration from `writer` to `target` as Columns, or None when it must run in Python
     (or when there is none: the target's own records are read with the target schema). Its one
-    rule, if any, is a JSONata or CEL_FIELD rule compiled natively against the writer's record."""
+    rule, if any, is compiled natively against the writer's record by an executor that says what
+    its native result is (`native_migration`, docs/semantics.md §6.6)."""
     if writer == target:
         return None
-    steps = migration_steps(versions, writer, target)
+    steps = migration_steps(versions, writer, target, executors)
     rules = [(version, mode, rule) for version, mode, step_rules in steps for rule in step_rules]
     source, goal = versions[writer], versions[target]
     try:
@@ -374,7 +372,8 @@ def native_migration(
         return None
     version, mode, rule = rules[0]
     executor = executors.find(rule.type, rule_name=rule.name)
-    if not isinstance(executor, JsonataExecutor | CelFieldExecutor):
+    result = native_migration_of(executor)
+    if result is None:
         return None
     ctx = rule_context(version, mode, rule, record=source)
     step = executor.compile(ctx)
@@ -385,6 +384,6 @@ def native_migration(
     if planned.on_failure.effect is Effect.CONTINUE and unchanged is None:
         return None
     continues = planned.on_failure.effect is Effect.CONTINUE
-    result_view = isinstance(executor, JsonataExecutor)
+    result_view = result is MigrationResult.JSON_VIEW
     kept = unchanged if continues else None
     return NativeMigration(source.spark_type, source.avro_schema, goal, planned, kept, result_view)

@@ -17,8 +17,7 @@ from contracts.formats import avro
 from contracts.model import RegisteredSchema, Rule, RuleMode, Schema
 from contracts.plugins import PluginRegistry
 from contracts.registry import Registry
-from executors.cel_field.executor import superseded_field_transforms
-from executors.protocol import Executor, RuleContext, Step
+from executors.protocol import Executor, RuleContext, Step, supersedes_rule
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -109,43 +108,69 @@ def _referenced_schemas(registry: Registry, schema: Schema, seen: frozenset[str]
     return texts
 
 
-def rules_for(version: ContractVersion, mode: RuleMode) -> list[Rule]:
+def rules_for(version: ContractVersion, mode: RuleMode, executors: PluginRegistry[Executor]) -> list[Rule]:
     """The domain rules that run in WRITE or READ, in running order (docs/semantics.md §2); none when
     the rule set's `enableAt` leaves it to the server."""
     if mode not in (RuleMode.WRITE, RuleMode.READ):
         raise ContractError(f"mode must be WRITE or READ, not {mode.value}", subject=version.subject)
     rule_set = version.schema.rules
-    return running_order(rule_set.domain_rules, mode) if rule_set.runs_on_client else []
+    return running_order(rule_set.domain_rules, mode, executors) if rule_set.runs_on_client else []
 
 
-def migration_rules_for(version: ContractVersion, mode: RuleMode) -> list[Rule]:
+def migration_rules_for(
+    version: ContractVersion, mode: RuleMode, executors: PluginRegistry[Executor]
+) -> list[Rule]:
     """The migration rules of `version` that run in UPGRADE or DOWNGRADE, in running order; none
     when the rule set's `enableAt` leaves it to the server."""
     rule_set = version.schema.rules
-    return running_order(rule_set.migration_rules, mode) if rule_set.runs_on_client else []
+    return running_order(rule_set.migration_rules, mode, executors) if rule_set.runs_on_client else []
 
 
-def skipped_rules(version: ContractVersion, mode: RuleMode) -> list[Rule]:
+def skipped_rules(
+    version: ContractVersion, mode: RuleMode, executors: PluginRegistry[Executor]
+) -> list[Rule]:
     """The domain rules of WRITE or READ that the rule set's `enableAt` makes a client skip (none
     when the set runs on clients), in running order."""
     rule_set = version.schema.rules
-    return [] if rule_set.runs_on_client else running_order(rule_set.domain_rules, mode)
+    return [] if rule_set.runs_on_client else running_order(rule_set.domain_rules, mode, executors)
 
 
-def running_order(rules: Sequence[Rule], mode: RuleMode) -> list[Rule]:
+def running_order(rules: Sequence[Rule], mode: RuleMode, executors: PluginRegistry[Executor]) -> list[Rule]:
     """The rules of one ruleSet list that run in `mode`, in running order.
 
-    READ and DOWNGRADE run the list backwards. A CEL_FIELD transform superseded by another with
-    the same tags is dropped, judged on the whole list as the reference does — disabled rules
-    and other modes included — before those are filtered out (docs/semantics.md §2, §4).
+    READ and DOWNGRADE run the list backwards. A rule its executor says is superseded by another
+    (CEL_FIELD's transforms with the same tags) is dropped, judged on the whole list as the
+    reference does — disabled rules and other modes included — before those are filtered out
+    (docs/semantics.md §2, §4.5).
     """
     ordered = list(rules)[::-1] if mode in (RuleMode.READ, RuleMode.DOWNGRADE) else list(rules)
-    superseded = superseded_field_transforms(ordered, mode)
+    superseded = superseded_rules(ordered, mode, executors)
     return [
         rule
         for index, rule in enumerate(ordered)
         if index not in superseded and not rule.disabled and rule.mode.matches(mode)
     ]
+
+
+def superseded_rules(
+    rules: Sequence[Rule], mode: RuleMode, executors: PluginRegistry[Executor]
+) -> frozenset[int]:
+    """Indexes of the rules (in running order for `mode`) that another one supersedes: in WRITE and
+    UPGRADE a rule that runs before it, in READ and DOWNGRADE one that runs after it (the list is
+    reversed there, so the reference's "earlier" is the original order's), as each rule's executor
+    judges (`supersedes`); no supersession in the other modes."""
+    if mode in (RuleMode.WRITE, RuleMode.UPGRADE):
+        others = lambda index: range(index)  # noqa: E731
+    elif mode in (RuleMode.READ, RuleMode.DOWNGRADE):
+        others = lambda index: range(index + 1, len(rules))  # noqa: E731
+    else:
+        return frozenset()
+    superseded = set()
+    for index, rule in enumerate(rules):
+        executor = executors.find(rule.type, rule_name=rule.name)
+        if executor is not None and any(supersedes_rule(executor, rule, rules[o]) for o in others(index)):
+            superseded.add(index)
+    return frozenset(superseded)
 
 
 def rule_context(

@@ -16,6 +16,8 @@ from contracts.errors import ContractError
 from contracts.model import Rule, RuleKind, RuleMode
 from contracts.planning.loader import ContractVersion, compile_rules, migration_rules_for
 from contracts.planning.plan import Plan, build_plan
+from contracts.plugins import PluginRegistry
+from executors.protocol import Executor
 
 Resolver = Callable[[str, Any], Any]
 _SHOWN_LENGTH = 80
@@ -23,7 +25,7 @@ _SHOWN_LENGTH = 80
 
 
 def migration_steps(
-    versions: Mapping[int, ContractVersion], writer: int, target: int
+    versions: Mapping[int, ContractVersion], writer: int, target: int, executors: PluginRegistry[Executor]
 ) -> list[tuple[ContractVersion, RuleMode, list[Rule]]]:
     """The (version whose rules run, direction, rules in running order) from `writer` to `target`."""
     low, high = sorted((writer, target))
@@ -40,7 +42,7 @@ def migration_steps(
     steps = []
     for newer in newer_versions if mode is RuleMode.UPGRADE else reversed(newer_versions):
         version = versions[newer]
-        rules = migration_rules_for(version, mode)
+        rules = migration_rules_for(version, mode, executors)
         if rules:
             steps.append((version, mode, rules))
     return steps
@@ -56,7 +58,7 @@ def migration_plans(
     """One compiled plan per migration step, in running order, each rule compiled against the
     record it receives (`received_records`)."""
     plans = []
-    steps = migration_steps(versions, writer, target)
+    steps = migration_steps(versions, writer, target, executors)
     for (version, mode, rules), received in zip(
         steps, received_records(versions, writer, steps), strict=True
     ):

@@ -11,9 +11,7 @@ field keeps the rule in Python, which makes such a record undecodable rather tha
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from contracts.model import Rule, RuleKind, RuleMode
+from contracts.model import Rule, RuleKind
 from executors.cel import _runtime
 from executors.cel._native_types import NotNativeCel
 from executors.cel_field.batch import CelFieldBatch
@@ -21,19 +19,33 @@ from executors.cel_field.native import NativePlanner
 from executors.cel_field.schema import schema_tree
 from executors.protocol import (
     BatchStep,
+    MigrationResult,
     NativeStep,
     RuleContext,
     Step,
     condition_failure_message,
 )
 
-__all__ = ["CelFieldExecutor", "superseded_field_transforms"]
+__all__ = ["CelFieldExecutor"]
 
 
 class CelFieldExecutor:
     """Compiles CEL_FIELD rules: natively when every visited field's expression compiles, else in Python."""
 
     type = "CEL_FIELD"
+    native_migration = MigrationResult.RECORD
+
+    def supersedes(self, rule: Rule, other: Rule) -> bool:
+        """A field transform is superseded by another of the same type and mode with the same
+        non-empty tags that runs before it (docs/semantics.md §4.5)."""
+        return (
+            bool(rule.tags)
+            and rule.kind is RuleKind.TRANSFORM
+            and other.kind is RuleKind.TRANSFORM
+            and rule.mode is other.mode
+            and rule.type == other.type
+            and tuple(rule.tags) == tuple(other.tags)
+        )
 
     def compile(self, ctx: RuleContext) -> Step:
         rule = ctx.rule
@@ -57,37 +69,3 @@ class CelFieldExecutor:
         except NotNativeCel:
             return batch
         return NativeStep(build, batch=batch)
-
-
-def superseded_field_transforms(rules: Sequence[Rule], mode: RuleMode) -> frozenset[int]:
-    """Indexes of CEL_FIELD rules that must not run because another TRANSFORM supersedes them.
-
-    `rules` is the rule list in running order for `mode`, as the reference builds it — every
-    rule of the ruleSet's list, disabled ones and other modes included, reversed for READ and
-    DOWNGRADE. Two TRANSFORM field rules of the same type, mode and identical non-empty tags:
-    in WRITE/UPGRADE a rule is dropped when an earlier one matches it, in READ/DOWNGRADE when a
-    later one does — even when that other rule is disabled (docs/semantics.md §4, FieldRuleExecutor).
-    """
-    if mode in (RuleMode.WRITE, RuleMode.UPGRADE):
-        others = lambda index: range(index)  # noqa: E731
-    elif mode in (RuleMode.READ, RuleMode.DOWNGRADE):
-        others = lambda index: range(index + 1, len(rules))  # noqa: E731
-    else:
-        return frozenset()
-    return frozenset(
-        index
-        for index, rule in enumerate(rules)
-        if rule.type.upper() == CelFieldExecutor.type
-        and any(_same_field_transform(rule, rules[other]) for other in others(index))
-    )
-
-
-def _same_field_transform(rule: Rule, other: Rule) -> bool:
-    return (
-        bool(rule.tags)
-        and rule.kind is RuleKind.TRANSFORM
-        and other.kind is RuleKind.TRANSFORM
-        and rule.mode is other.mode
-        and rule.type == other.type
-        and tuple(rule.tags) == tuple(other.tags)
-    )

@@ -15,7 +15,7 @@ from contracts.errors import ContractError
 from contracts.model import RuleMode
 from executors.jsonata.native import NotNativeJsonata, compile_rule
 from executors.jsonata.runtime import DEFAULT_MAX_DEPTH, DEFAULT_TIMEOUT_MS, Bounds, JsonataBatch, parse
-from executors.protocol import BatchStep, NativeStep, RuleContext, Step
+from executors.protocol import BatchStep, MigrationResult, NativeStep, RuleContext, Step
 
 TIMEOUT_PARAM = "jsonata.timeout.ms"
 MAX_DEPTH_PARAM = "jsonata.max.depth"
@@ -26,6 +26,7 @@ class JsonataExecutor:
     """Compiles JSONata rules to native Spark Columns where provably identical, else to a batch step."""
 
     type = "JSONATA"
+    native_migration = MigrationResult.JSON_VIEW
 
     def compile(self, ctx: RuleContext) -> Step:
         """Check syntax and bounds on the driver, then pick the native form when there is one."""

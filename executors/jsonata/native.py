@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from contracts.formats.avro import LOGICAL_TYPES_KEY, TYPE_KEY
-from contracts.formats.avro.json_view import canonical_type, has_json_view
+from contracts.formats.avro.json_view import SOURCE_KEY, has_json_view, source_type
 from contracts.model import RuleKind
 from executors.jsonata.values import (
     NotNativeJsonata,
@@ -32,7 +32,6 @@ from executors.jsonata.values import (
     field_schemas,
     is_null,
     negated,
-    non_null,
     plain,
     probing,
     spark_functions,
@@ -45,11 +44,9 @@ if TYPE_CHECKING:
     from pyspark.sql import Column
     from pyspark.sql.types import DataType, StructField
 
-__all__ = ["SOURCE_KEY", "NotNativeJsonata", "compile_rule", "source_type"]
+__all__ = ["NotNativeJsonata", "compile_rule"]
 
 Entries = dict[str, Value]
-SOURCE_KEY = "jsonata.source"
-"""Metadata of a migration result's field: the Avro type of the record field it copies, as JSON."""
 _INT_RANGE = (-(2**31), 2**31 - 1)
 
 
@@ -221,11 +218,6 @@ def _plain_struct(entries: Entries) -> Column:
         metadata = {SOURCE_KEY: json.dumps(source_type(value.source))} if value.source is not None else None
         fields.append(column.alias(name, metadata=metadata))
     return F.struct(*fields)
-
-
-def source_type(schema: Any) -> Any:
-    """An (expanded) Avro type as the data two types holding the same values share, null aside."""
-    return canonical_type(non_null(schema), schema)
 
 
 def _conforming_struct(entries: Entries, ctx: RuleContext, schema: Any) -> tuple[Any, Column]:

@@ -21,7 +21,8 @@ from hypothesis_profiles import examples
 
 from contracts.formats import avro
 from contracts.model import Rule, RuleKind, RuleMode
-from executors.cel_field.executor import CelFieldExecutor, superseded_field_transforms
+from contracts.planning.loader import superseded_rules
+from executors.cel_field.executor import CelFieldExecutor
 from executors.cel_field.schema import tag_matches
 from executors.protocol import BatchStep, NativeStep, RuleContext, Step
 
@@ -553,29 +554,42 @@ def _transform(name: str, mode: str, tags: tuple[str, ...] = ("PII",), **fields:
     return Rule(name, RuleKind.TRANSFORM, RuleMode(mode), "CEL_FIELD", "'x'", tags, **fields)
 
 
+def _superseded(rules: list[Rule], mode: RuleMode) -> frozenset[int]:
+    """What the loader drops with the built-in executors, found as the engine finds them."""
+    from operator import attrgetter
+
+    from contracts.plugins import PluginRegistry
+    from executors.cel import CelExecutor
+
+    executors: PluginRegistry[Any] = PluginRegistry(attrgetter("type"))
+    executors.register(CelFieldExecutor())
+    executors.register(CelExecutor())
+    return superseded_rules(rules, mode, executors)
+
+
 def test_same_tag_transforms_run_only_the_first_on_write() -> None:
     rules = [
         _transform("a", "WRITE", disabled=True),
         _transform("b", "WRITE"),
         _transform("c", "WRITE", ("PII", "X")),
     ]
-    assert superseded_field_transforms(rules, RuleMode.WRITE) == {1}
-    assert superseded_field_transforms(rules, RuleMode.UPGRADE) == {1}
+    assert _superseded(rules, RuleMode.WRITE) == {1}
+    assert _superseded(rules, RuleMode.UPGRADE) == {1}
 
 
 def test_same_tag_transforms_run_only_the_last_of_the_reversed_list_on_read() -> None:
     rules = [_transform("a", "READ"), _transform("b", "READ"), _transform("c", "WRITEREAD")]
-    assert superseded_field_transforms(rules, RuleMode.READ) == {0}
-    assert superseded_field_transforms(rules, RuleMode.DOWNGRADE) == {0}
+    assert _superseded(rules, RuleMode.READ) == {0}
+    assert _superseded(rules, RuleMode.DOWNGRADE) == {0}
 
 
 def test_untagged_conditions_and_other_types_are_never_superseded() -> None:
     condition = Rule("c", RuleKind.CONDITION, RuleMode.WRITE, "CEL_FIELD", "true", ("PII",))
     untagged = [_transform("a", "WRITE", ()), _transform("b", "WRITE", ())]
     other_type = Rule("o", RuleKind.TRANSFORM, RuleMode.WRITE, "CEL", "message", ("PII",))
-    assert superseded_field_transforms([condition, condition], RuleMode.WRITE) == frozenset()
-    assert superseded_field_transforms(untagged, RuleMode.WRITE) == frozenset()
-    assert superseded_field_transforms([other_type, _transform("b", "WRITE")], RuleMode.WRITE) == frozenset()
+    assert _superseded([condition, condition], RuleMode.WRITE) == frozenset()
+    assert _superseded(untagged, RuleMode.WRITE) == frozenset()
+    assert _superseded([other_type, _transform("b", "WRITE")], RuleMode.WRITE) == frozenset()
 
 
 def test_builtins_compile_natively(spark: Any) -> None:

@@ -503,3 +503,18 @@ def canonical_type(schema: AvroSchema, within: AvroSchema) -> Any:
         return out
 
     return canonical(schema)
+
+
+SOURCE_KEY = "json_view.source"
+"""Metadata of a field of a JSON-view result (a migration rule's native output): the Avro type of
+the record field it copies, as `source_type` gives it in JSON, so the way back can read it exactly."""
+
+
+def source_type(schema: AvroSchema) -> Any:
+    """An (expanded) Avro type as the data two types holding the same values share, null aside."""
+    inner = schema
+    if isinstance(schema, list):
+        branches = [branch for branch in schema if branch != "null"]
+        if len(branches) == 1:
+            inner = branches[0]
+    return canonical_type(inner, schema)
