@@ -116,10 +116,11 @@ class _ContractPlanner:
                 raise
             # A deleted version in between fails only the records whose migration crosses it.
             failure = f"cannot migrate from version {writer} to {target}: {e}"
-            return WriterVersion(writer, self.load(writer).avro_schema, failure=failure)
+            loaded = self.load(writer)
+            return WriterVersion(writer, loaded.avro_schema, loaded.format, failure=failure)
         plans = migration.migration_plans(versions, writer, target, self.executors, self.resolve_action)
         native = native_migration(versions, writer, target, self.executors, self.resolve_action)
-        return WriterVersion(writer, versions[writer].avro_schema, plans, native)
+        return WriterVersion(writer, versions[writer].avro_schema, versions[writer].format, plans, native)
 
     def writers(self) -> dict[int, WriterVersion]:
         """Every version of the subject by schema id, prefetched on the driver."""
@@ -254,7 +255,7 @@ class DataContract:
             migrated = serde.migrate_decoded(packed, writer, self.target)
         metrics, observation = self._observe(plan, df)
         staged = runner.run(plan, migrated, observation)
-        layout = DlqLayout(record_column=ORIGINAL, schema=writer.schema)
+        layout = DlqLayout(record_column=ORIGINAL, schema=writer.schema, schema_format=self.target.format)
         reasons = _migration_reasons({ORIGINAL: native})
         run = self._start_run(df, run_id)
         routed = self._route(staged, layout, plan, run, migrations=writer.migrations, reasons=reasons)
@@ -297,12 +298,14 @@ class DataContract:
             late=serde.LateWriters(self.registry, self.subject, self._compiler.writer),
             policy=serde.DecodePolicy(on_decode_error, decode_dlq_topic),
             value_column=value_col,
+            schema_format=self.target.format,
             native_types={version: native.writer_type.json() for version, native in natives.items()},
         )
         plan = self.plan(RuleMode.READ)
         layout = DlqLayout(
             record_column=RECORD,
             schema=self.target.avro_schema,
+            schema_format=self.target.format,
             value_column=value_col,
             key_column=_key_column(df, key_col),
             headers_column=_present(df, "headers"),
@@ -342,7 +345,7 @@ class DataContract:
         # Only what the encode pass reads enters it: not the original record, status or field columns.
         needed = [*[F.col(f"`{f.name}`") for f in passthrough], F.col(RECORD)]
         enforced = self._enforced(plan, df, self._start_run(df, run_id), needed)
-        encoded = serde.encode(enforced, self.target.avro_schema, self.schema_id, output)
+        encoded = serde.encode(enforced, self.target.avro_schema, self.schema_id, output, self.target.format)
         return with_metrics(encoded, metrics_of(enforced))
 
     def foreach_batch(
@@ -463,6 +466,7 @@ class DataContract:
         return DlqLayout(
             record_column=ORIGINAL if plan.has_transforms else RECORD,
             schema=self.target.avro_schema,
+            schema_format=self.target.format,
             key_column=_present(df, "key"),
             headers_column=_present(df, "headers"),
             topic_column=_present(df, "topic"),

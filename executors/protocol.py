@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from contracts import formats
+from contracts.formats.protocol import SchemaFormat
 from contracts.model import Rule, RuleKind, RuleMode
 
 if TYPE_CHECKING:
@@ -33,6 +35,8 @@ class RuleContext:
     metadata_tags: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     properties: Mapping[str, str] = field(default_factory=dict)
     named_schemas: tuple[str, ...] = ()
+    schema_format: SchemaFormat = field(default_factory=lambda: formats.get("AVRO"))
+    """The format `schema` is parsed by (its registry schemaType): records, JSON view, bodies."""
 
     @property
     def params(self) -> Mapping[str, str]:

@@ -9,15 +9,12 @@ and `planner.raise_failures` fails the job right after the pass, as a native ERR
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from fastavro import schemaless_reader, schemaless_writer
-from fastavro.validation import ValidationError, validate
 
 from actions.protocol import ActionContext, ActionPlan, Effect
 from contracts.bounded import BoundedCache
@@ -75,7 +72,8 @@ class _RowsInFlight:
         self.owner = owner
         self.batch = batch
         self.schema = owner.rules[0].ctx.schema
-        read = avro.read_struct(batch.column(RECORD), self.schema)
+        self.format = owner.rules[0].ctx.schema_format
+        read = self.format.read_struct(batch.column(RECORD), self.schema)
         self.records = read.records
         self.unreadable = read.unreadable
         self.statuses: list[dict[str, Any] | None] = batch.column(STATUS).to_pylist()
@@ -121,7 +119,7 @@ class _RowsInFlight:
         for arrow_field in arrow_schema:
             name = arrow_field.name
             if name == RECORD and self.records_changed:
-                packed = avro.records_to_struct(self.records, self.schema, arrow_field.type)
+                packed = self.format.to_struct(self.records, self.schema, arrow_field.type)
                 columns.append(_keeping(packed, self.batch.column(RECORD), self.unreadable))
             elif name == STATUS:
                 columns.append(pa.array(self.statuses, type=arrow_field.type))
@@ -195,24 +193,15 @@ def _conforming(rule: PlannedRule, result: Outcome, schema: Any) -> Outcome:
     reference's serializer raises after the rule ran, so no action handles it."""
     if not result.passed or rule.rule.kind is not RuleKind.TRANSFORM:
         return result
+    ctx = rule.ctx
     try:
-        validate(result.record, schema, raise_errors=True)
-    except (ValidationError, TypeError, ValueError) as e:
-        ctx = rule.ctx
+        written = ctx.schema_format.conform(result.record, schema)
+    except (TypeError, ValueError) as e:
         raise SerializationError(
             f"the result of TRANSFORM rule {rule.rule.name!r} ({ctx.mode.value}) does not match the"
             f" schema of subject {ctx.subject!r} version {ctx.version}: {e}"
         ) from e
-    return Outcome(True, _as_written(result.record, schema), result.reason)
-
-
-def _as_written(record: Any, schema: Any) -> Any:
-    """The record as the reference's writer stores it: written and read back with fastavro, so a
-    missing field takes its default (or null), as fastavro's writer does."""
-    buffer = io.BytesIO()
-    schemaless_writer(buffer, schema, record)
-    buffer.seek(0)
-    return schemaless_reader(buffer, schema, None)
+    return Outcome(True, written, result.reason)
 
 
 def _keeping(packed: pa.Array, original: pa.Array, rows: Mapping[int, str]) -> pa.Array:

@@ -15,7 +15,6 @@ import pyarrow as pa
 
 from contracts.engine import python_pass
 from contracts.engine.frame import RECORD, STATUS
-from contracts.formats import avro
 from contracts.planning.plan import Plan, PlannedRule
 from executors.protocol import NativeStep
 
@@ -61,8 +60,8 @@ class NativeReasons:
         refined = list(statuses)
         for key, rows in pending.items():
             rule = twins[key]
-            seen = pa.RecordBatch.from_struct_array(records.take(pa.array(rows, type=pa.int64())))
-            read = avro.read_records(seen, self.plan.rules[0].ctx.schema)
+            ctx = self.plan.rules[0].ctx
+            read = ctx.schema_format.read_struct(records.take(pa.array(rows, type=pa.int64())), ctx.schema)
             # A record the twin cannot read (a string that is not UTF-8) keeps the native reason.
             readable = [n for n in range(len(rows)) if n not in read.unreadable]
             outcomes = python_pass.evaluator_for(self.plan.plan_id, rule)([read.records[n] for n in readable])

@@ -13,17 +13,18 @@ import json
 import math
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from actions.dlq.sink import DlqRecord, DlqSink, DlqWriter, writer_id
+from contracts import formats
 from contracts.engine.frame import PARTITION, RECORD, STATUS
 from contracts.engine.reasons import NativeReasons
 from contracts.engine.runner import field_columns, keeps_field_columns
-from contracts.formats import avro
+from contracts.formats.protocol import SchemaFormat
 from contracts.planning.plan import Plan
 
 if TYPE_CHECKING:
@@ -44,11 +45,12 @@ class DlqLayout:
     """Where a DLQ record's parts come from in the staged rows (docs/semantics.md §7).
 
     `value_column` names a column of original bytes (READ side); when None the value is the
-    record as JSON, read from `record_column` with the Avro schema (WRITE side).
+    record as JSON, read from `record_column` with the parsed `schema` by its format (WRITE side).
     """
 
     record_column: str
     schema: Any
+    schema_format: SchemaFormat = field(default_factory=lambda: formats.get("AVRO"))
     value_column: str | None = None
     key_column: str | None = None
     headers_column: str | None = None
@@ -157,9 +159,7 @@ class Router:
             return [_bytes(value) for value in rejected.column(layout.value_column).to_pylist()]
         # A string that is not UTF-8 is written with each such byte as U+FFFD: the row goes to its
         # topic all the same, and JSON (UTF-8 text) can hold nothing else.
-        read = avro.read_records(
-            pa.RecordBatch.from_struct_array(rejected.column(layout.record_column)), layout.schema
-        )
+        read = layout.schema_format.read_struct(rejected.column(layout.record_column), layout.schema)
         return [record_value_bytes(record) for record in read.records]
 
 

@@ -11,17 +11,16 @@ on request.
 
 from __future__ import annotations
 
-import io
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from fastavro import schemaless_reader, schemaless_writer
 
+from contracts import formats
 from contracts.codes import NOT_REGISTERED
 from contracts.engine import migrate
 from contracts.engine.frame import (
@@ -38,7 +37,7 @@ from contracts.engine.native_migration import NativeMigration
 from contracts.engine.routing import Router, with_partition
 from contracts.errors import RegistryError, SerializationError
 from contracts.formats import avro
-from contracts.formats.avro.sizes import size_check
+from contracts.formats.protocol import SchemaFormat
 from contracts.formats.wire import decode_frame, encode_frame
 from contracts.planning.loader import ContractVersion
 from contracts.planning.plan import Plan
@@ -63,6 +62,7 @@ class WriterVersion:
 
     version: int
     schema: Any
+    schema_format: SchemaFormat
     migrations: tuple[Plan, ...] = ()
     native: NativeMigration | None = None
     failure: str | None = None
@@ -70,13 +70,8 @@ class WriterVersion:
 
     @cached_property
     def chooses_branches(self) -> bool:
-        """Whether a plain value may not tell its union branch (see avro.chooses_union_branches)."""
-        return avro.chooses_union_branches(self.schema)
-
-    @cached_property
-    def size_check(self) -> Callable[[bytes], None] | None:
-        """Bounds the sizes a body declares before fastavro reads it (None: fastavro bounds them)."""
-        return size_check(self.schema)
+        """Whether a plain value may not tell its type (an Avro union's branch): see `needs_tags`."""
+        return self.schema_format.needs_tags(self.schema)
 
 
 @dataclass(frozen=True)
@@ -128,6 +123,8 @@ class Decoder:
     late: LateWriters
     policy: DecodePolicy
     value_column: str
+    schema_format: SchemaFormat = field(default_factory=lambda: formats.get("AVRO"))
+    """The format of the subject's schemas, which decodes their bodies."""
     native_types: Mapping[int, str] = field(default_factory=dict)
     """Writer versions migrated natively after the pass, with their Spark record types (JSON):
     their records leave the pass in their own shape, in `writer_column(version)`."""
@@ -286,11 +283,12 @@ def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) ->
         status_column = pa.array(statuses, type=status_arrow)
     else:
         status_column = pa.nulls(batch.num_rows, status_arrow)
-    record_column = avro.records_to_struct(
+    schema_format = decoder.schema_format
+    record_column = schema_format.to_struct(
         records,
         decoder.target_schema,
         output.field(RECORD).type,
-        avro.chooses_union_branches(decoder.target_schema),
+        schema_format.needs_tags(decoder.target_schema),
     )
     failure_column = pa.array(failures, type=output.field(FAILURE).type)
     columns = [*batch.columns, *writers, record_column, status_column, failure_column]
@@ -304,7 +302,7 @@ def _packed_rows(
     `record_type`, null elsewhere."""
     chosen = set(rows)
     chosen_records = [r if i in chosen else None for i, r in enumerate(records)]
-    return avro.records_to_struct(chosen_records, writer.schema, record_type, tagged)
+    return writer.schema_format.to_struct(chosen_records, writer.schema, record_type, tagged)
 
 
 def _read(decoder: Decoder, frame: Any) -> tuple[WriterVersion, Any]:
@@ -314,15 +312,13 @@ def _read(decoder: Decoder, frame: Any) -> tuple[WriterVersion, Any]:
     if writer.failure is not None:
         raise SerializationError(writer.failure)
     reader = decoder.target_schema if writer.version == decoder.target_version else None
-    check = writer.size_check
+    tagged = writer.chooses_branches and decoder.keeps_branches(writer)
+    schema_format = decoder.schema_format
     try:
-        if check is not None:
-            check(body)
-        if writer.chooses_branches and decoder.keeps_branches(writer):
-            return writer, schemaless_reader(io.BytesIO(body), writer.schema, reader, return_named_type=True)
-        return writer, schemaless_reader(io.BytesIO(body), writer.schema, reader)
+        return writer, schema_format.decode(body, writer.schema, reader, tagged)
     except Exception as e:
-        raise SerializationError(f"Avro body of schema id {schema_id} cannot be decoded: {e}") from e
+        kind = schema_format.schema_type.title()
+        raise SerializationError(f"{kind} body of schema id {schema_id} cannot be decoded: {e}") from e
 
 
 def _migrate_rows(
@@ -449,7 +445,7 @@ class _MigratePass:
         output = avro.arrow_schema(StructType.fromJson(json.loads(self.output_json)))
         rows_before = 0
         for batch in batches:
-            read = avro.read_records(_fields(batch.column(RECORD)), self.writer.schema)
+            read = self.writer.schema_format.read_struct(batch.column(RECORD), self.writer.schema)
             records = read.records
             statuses: list[dict[str, Any] | None] = batch.column(STATUS).to_pylist()
             failures: list[str | None] = [None] * batch.num_rows
@@ -464,7 +460,8 @@ class _MigratePass:
                     projected[i] = migrate.project(record, self.target_schema, made_by[i])
                 except SerializationError as e:
                     failures[i] = str(e)  # the job fails with why, as a native migration fails it
-            record_column = avro.records_to_struct(projected, self.target_schema, output.field(RECORD).type)
+            target_type = output.field(RECORD).type
+            record_column = self.writer.schema_format.to_struct(projected, self.target_schema, target_type)
             columns = [
                 record_column
                 if f.name == RECORD
@@ -510,14 +507,11 @@ def _refuse_unread(
     )
 
 
-def _fields(column: pa.Array) -> pa.RecordBatch:
-    """A record struct column as a batch of its fields, the shape the Avro codecs read."""
-    return pa.RecordBatch.from_struct_array(column)
-
-
-def encode(staged: DataFrame, schema: Any, schema_id: int, output: StructType) -> DataFrame:
-    """Replace the record struct with a `value` column of Confluent frames (schema id + Avro body)."""
-    return staged.mapInArrow(_EncodePass(schema, schema_id, output.json()), output)
+def encode(
+    staged: DataFrame, schema: Any, schema_id: int, output: StructType, schema_format: SchemaFormat
+) -> DataFrame:
+    """Replace the record struct with a `value` column of Confluent frames (schema id + body)."""
+    return staged.mapInArrow(_EncodePass(schema, schema_id, output.json(), schema_format), output)
 
 
 @dataclass(frozen=True)
@@ -525,6 +519,7 @@ class _EncodePass:
     schema: Any
     schema_id: int
     output_json: str
+    schema_format: SchemaFormat
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.types import StructType
@@ -532,7 +527,7 @@ class _EncodePass:
         output = avro.arrow_schema(StructType.fromJson(json.loads(self.output_json)))
         rows_before = 0
         for batch in batches:
-            read = avro.read_records(_fields(batch.column(RECORD)), self.schema, union_branches=True)
+            read = self.schema_format.read_struct(batch.column(RECORD), self.schema, tagged=True)
             _refuse_unread(
                 batch, rows_before, read.unreadable, None, None, f"encoded with schema id {self.schema_id}"
             )
@@ -542,9 +537,8 @@ class _EncodePass:
             yield pa.RecordBatch.from_arrays(columns, schema=output)
 
     def _frame(self, record: Any) -> bytes:
-        body = io.BytesIO()
         try:
-            schemaless_writer(body, self.schema, record, strict=True)
+            body = self.schema_format.encode(record, self.schema)
         except Exception as e:
             raise SerializationError(f"record cannot be encoded with schema id {self.schema_id}: {e}") from e
-        return encode_frame(self.schema_id, body.getvalue())
+        return encode_frame(self.schema_id, body)

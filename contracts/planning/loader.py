@@ -9,11 +9,12 @@ record (docs/semantics.md §2.1), and so does the plan.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from contracts import formats
 from contracts.errors import ContractError, RegistryError
-from contracts.formats import avro
+from contracts.formats.protocol import SchemaFormat
 from contracts.model import RegisteredSchema, Rule, RuleMode, Schema
 from contracts.plugins import PluginRegistry
 from contracts.registry import Registry
@@ -25,7 +26,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ContractVersion:
-    """One registered version of a subject, parsed: its Avro schema, Spark type and rules."""
+    """One registered version of a subject, parsed by its format: the parsed schema (`avro_schema`
+    for the AVRO format, whatever the format's `parse` returns for another), Spark type and rules."""
 
     subject: str
     version: int
@@ -34,6 +36,7 @@ class ContractVersion:
     avro_schema: Any
     named_schemas: tuple[str, ...]
     spark_type: StructType
+    format: SchemaFormat = field(default_factory=lambda: formats.get("AVRO"))
 
     @property
     def properties(self) -> dict[str, str]:
@@ -61,22 +64,23 @@ def resolve(
 
 
 def load_version(registry: Registry, registered: RegisteredSchema) -> ContractVersion:
-    """Parse a registered version (with its references) into Avro and Spark types."""
+    """Parse a registered version (with its references) with the format of its schema type."""
     schema = registered.schema
     where = {"subject": registered.subject, "version": registered.version}
-    if schema.schema_type.upper() != "AVRO":
-        raise ContractError(f"schema type {schema.schema_type} is not supported (only AVRO)", **where)
     try:
+        schema_format = formats.get(schema.schema_type)
         named = tuple(_referenced_schemas(registry, schema))
     except ContractError as e:
         raise e.at(**where) from e.__cause__
     try:
-        parsed = avro.parse_schema(schema.schema_str, named)
-        spark_type = avro.struct_type(parsed)
+        parsed = schema_format.parse(schema.schema_str, named)
+        spark_type = schema_format.spark_type(parsed)
     except ContractError as e:
         raise e.at(**where) from e.__cause__
     except Exception as e:
-        raise ContractError(f"invalid Avro schema: {e}", position="schema", **where) from e
+        raise ContractError(
+            f"invalid {schema_format.schema_type} schema: {e}", position="schema", **where
+        ) from e
     return ContractVersion(
         subject=registered.subject,
         version=registered.version,
@@ -85,6 +89,7 @@ def load_version(registry: Registry, registered: RegisteredSchema) -> ContractVe
         avro_schema=parsed,
         named_schemas=named,
         spark_type=spark_type,
+        format=schema_format,
     )
 
 
@@ -189,6 +194,7 @@ def rule_context(
         metadata_tags=version.metadata_tags,
         properties=version.properties,
         named_schemas=shape.named_schemas,
+        schema_format=shape.format,
     )
 
 

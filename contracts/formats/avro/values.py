@@ -30,6 +30,7 @@ from contracts.formats.avro.types import (
     non_null_branches,
     spark_type,
 )
+from contracts.formats.protocol import Records
 
 Convert = Callable[[Any], Any]
 _UTC = datetime.timezone.utc
@@ -508,17 +509,6 @@ def arrow_ready(schema: AvroSchema, union_branches: bool = False) -> bool:
 def _column_values(rows: list[Mapping[str, Any]], column: _Column) -> list[Any]:
     name, convert = column.name, column.node.to_arrow
     return [r[name] for r in rows] if convert is None else [convert(r[name]) for r in rows]
-
-
-@dataclass(frozen=True)
-class Records:
-    """Records read from Arrow (None for a null struct). Spark's strings may hold any bytes: a row
-    with a string that is not valid UTF-8 holds it with each such byte replaced by U+FFFD, and
-    `unreadable` gives its index and why (the field holding it), so each caller decides what the
-    row does."""
-
-    records: list[Any]
-    unreadable: dict[int, str]
 
 
 def arrow_to_records(

@@ -1,0 +1,90 @@
+"""Avro as a `SchemaFormat`: fastavro parses schemas and reads and writes bodies; the Spark types,
+Arrow conversions and JSON view are this package's (types, values, json_view, sizes)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from fastavro import schemaless_reader, schemaless_writer
+from fastavro.validation import ValidationError, validate
+
+from contracts.bounded import BoundedCache
+from contracts.formats.avro.json_view import from_json_view, to_json_view
+from contracts.formats.avro.sizes import size_check
+from contracts.formats.avro.types import AvroSchema, parse_schema, struct_type
+from contracts.formats.avro.values import chooses_union_branches, read_struct, records_to_struct
+from contracts.formats.protocol import Records
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql.types import StructType
+
+_SIZE_CHECKS: BoundedCache[int, tuple[AvroSchema, Callable[[bytes], None] | None]] = BoundedCache(256)
+"""Per process: each writer schema's declared-size check (keyed by id, holding the schema)."""
+
+
+class AvroFormat:
+    """The AVRO schema type (docs/semantics.md §1.4, §5.1, §8)."""
+
+    schema_type = "AVRO"
+
+    def parse(self, schema_str: str, references: Sequence[str]) -> AvroSchema:
+        return parse_schema(schema_str, tuple(references))
+
+    def spark_type(self, parsed: AvroSchema) -> StructType:
+        return struct_type(parsed)
+
+    def read_struct(self, column: pa.Array, parsed: AvroSchema, tagged: bool = False) -> Records:
+        """With `tagged`, a multi-branch union's value carries its branch, as a writer needs it."""
+        return read_struct(column, parsed, union_branches=tagged)
+
+    def needs_tags(self, parsed: AvroSchema) -> bool:
+        return chooses_union_branches(parsed)
+
+    def to_struct(
+        self, records: list[Any], parsed: AvroSchema, record_type: pa.DataType, tagged: bool = False
+    ) -> pa.Array:
+        return records_to_struct(records, parsed, record_type, tagged)
+
+    def conform(self, record: Any, parsed: AvroSchema) -> Any:
+        """Validated as fastavro validates (its message names the field), then written and read
+        back with fastavro's writer, which fills defaults as the reference's serializer does."""
+        try:
+            validate(record, parsed, raise_errors=True)
+        except ValidationError as e:
+            raise ValueError(str(e)) from e
+        buffer = io.BytesIO()
+        schemaless_writer(buffer, parsed, record)
+        buffer.seek(0)
+        return schemaless_reader(buffer, parsed, None)
+
+    def to_json_view(self, record: Any, parsed: AvroSchema) -> Any:
+        return to_json_view(record, parsed)
+
+    def from_json_view(self, value: Any, parsed: AvroSchema) -> Any:
+        return from_json_view(value, parsed)
+
+    def decode(self, body: bytes, writer: AvroSchema, reader: AvroSchema | None, tagged: bool = False) -> Any:
+        """The body's declared sizes are bounded first (docs/semantics.md §8.5); with `tagged`, a
+        multi-branch union's value is read with its branch name."""
+        check = _size_check(writer)
+        if check is not None:
+            check(body)
+        return schemaless_reader(io.BytesIO(body), writer, reader, return_named_type=tagged)
+
+    def encode(self, record: Any, parsed: AvroSchema) -> bytes:
+        body = io.BytesIO()
+        schemaless_writer(body, parsed, record, strict=True)
+        return body.getvalue()
+
+    def __repr__(self) -> str:
+        return "AvroFormat()"
+
+
+def _size_check(schema: AvroSchema) -> Callable[[bytes], None] | None:
+    hit = _SIZE_CHECKS.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    return _SIZE_CHECKS.put(id(schema), (schema, size_check(schema)))[1]

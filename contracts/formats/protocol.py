@@ -1,0 +1,86 @@
+"""The format protocol: what the engine needs of a registry `schemaType` (AVRO, and more to come).
+
+A format parses a registered schema (with the texts of its references) into its own parsed form,
+gives the Spark type of its records, converts between records (plain Python values, as the
+reference clients hand them to rules) and Arrow batches for the Python passes, gives JSONata the
+record's JSON view and reads it back, and decodes and encodes record bodies (the bytes after the
+wire format's header). Everything the engine does between those points is format-independent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql.types import StructType
+
+
+@dataclass(frozen=True)
+class Records:
+    """Records read from Arrow (None for a null struct). Spark's strings may hold any bytes: a row
+    with a string that is not valid UTF-8 holds it with each such byte replaced by U+FFFD, and
+    `unreadable` gives its index and why (the field holding it), so each caller decides what the
+    row does."""
+
+    records: list[Any]
+    unreadable: dict[int, str]
+
+
+@runtime_checkable
+class SchemaFormat(Protocol):
+    """One registry schema type. `parsed` is whatever `parse` returns; it must pickle (it ships to
+    Spark's workers inside plans) and is passed back to every other method."""
+
+    schema_type: str
+    """The registry's `schemaType` this format reads, upper case ("AVRO")."""
+
+    def parse(self, schema_str: str, references: Sequence[str]) -> Any:
+        """The schema text, its references' texts given dependencies first; ContractError if invalid."""
+        ...
+
+    def spark_type(self, parsed: Any) -> StructType:
+        """The Spark type of one record: the DataFrame's columns."""
+        ...
+
+    def read_struct(self, column: pa.Array, parsed: Any, tagged: bool = False) -> Records:
+        """A struct column of `spark_type(parsed)` as records (None where the struct is null).
+
+        `tagged` (here and below): values carry the type tags the format has, where a plain value
+        cannot tell its type (Avro: the branch of a union), so a record converts back exactly.
+        A format without such tags ignores it."""
+        ...
+
+    def needs_tags(self, parsed: Any) -> bool:
+        """Whether some value of `parsed` cannot tell its type when plain (Avro: a union of several
+        non-null branches), so records read to go back to Spark exactly are read `tagged`."""
+        ...
+
+    def to_struct(
+        self, records: list[Any], parsed: Any, record_type: pa.DataType, tagged: bool = False
+    ) -> pa.Array:
+        """Records (None for rows without one) as a struct column of `record_type`."""
+        ...
+
+    def conform(self, record: Any, parsed: Any) -> Any:
+        """A TRANSFORM rule's result as the writer stores it (missing fields take their defaults);
+        raises ValueError (or TypeError) naming what does not fit when it is no record of `parsed`."""
+        ...
+
+    def to_json_view(self, record: Any, parsed: Any) -> Any:
+        """The record as the JSON value JSONata reads (docs/semantics.md §5.1)."""
+        ...
+
+    def from_json_view(self, value: Any, parsed: Any) -> Any:
+        """A JSON value a rule returned, read back as a record of `parsed` (docs/semantics.md §5.2)."""
+        ...
+
+    def decode(self, body: bytes, writer: Any, reader: Any | None, tagged: bool = False) -> Any:
+        """A record body written with `writer`, read as `reader` (None: as written); raises on bad bytes."""
+        ...
+
+    def encode(self, record: Any, parsed: Any) -> bytes:
+        """A record's body; raises when the record does not fit `parsed`."""
+        ...
