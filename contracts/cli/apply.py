@@ -41,8 +41,12 @@ class ApplyJob:
     version: int | None = None
     allow_unknown_rule_types: bool = False
     run_id: str | None = None
+    use_latest_with_metadata: tuple[tuple[str, str], ...] = ()
+    """The target: the latest version whose metadata properties hold these pairs (not with version)."""
 
     def __post_init__(self) -> None:
+        if self.use_latest_with_metadata and self.version is not None:
+            raise ValueError("give either --version or --use-latest-with-metadata, not both")
         if self.mode not in ("WRITE", "READ"):
             raise ValueError(f"mode must be WRITE or READ, not {self.mode!r}")
         if self.format not in FORMATS:
@@ -61,7 +65,13 @@ def run_apply(job: ApplyJob, spark: SparkSession, out: TextIO, err: TextIO) -> i
     job runs once (the valid rows and the DLQ in one pass); errors propagate to the caller, after
     the run id that a rerun replacing this run's output needs."""
     sink = LocalTopicSink(job.dlq_dir)
-    contract = DataContract(open_registry(job.registry), job.subject, version=job.version, dlq_sink=sink)
+    contract = DataContract(
+        open_registry(job.registry),
+        job.subject,
+        version=job.version,
+        use_latest_with_metadata=dict(job.use_latest_with_metadata) or None,
+        dlq_sink=sink,
+    )
     unhandled = unhandled_rules(contract, job)
     for rule in unhandled:
         err.write(f"spark-contracts apply: warning: {describe_unhandled(rule)}\n")

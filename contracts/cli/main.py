@@ -123,6 +123,17 @@ def _lint(args: argparse.Namespace, spark: Any, out: TextIO, err: TextIO) -> int
     return 1 if failing else 0
 
 
+def _pairs(texts: list[str]) -> tuple[tuple[str, str], ...]:
+    """`KEY=VALUE` arguments as pairs; ValueError naming the one without `=` or key."""
+    pairs = []
+    for text in texts:
+        key, sep, value = text.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--use-latest-with-metadata takes KEY=VALUE, not {text!r}")
+        pairs.append((key, value))
+    return tuple(pairs)
+
+
 def _apply(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, err: TextIO) -> int:
     try:
         job = ApplyJob(
@@ -136,6 +147,7 @@ def _apply(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, er
             version=args.version,
             allow_unknown_rule_types=args.allow_unknown_rule_types,
             run_id=args.run_id,
+            use_latest_with_metadata=_pairs(args.use_latest_with_metadata),
         )
     except ValueError as error:
         raise _UsageError(str(error)) from error
@@ -212,6 +224,14 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("--registry", required=True, help="a LocalRegistry directory or a registry URL")
     apply.add_argument("--subject", required=True)
     apply.add_argument("--version", type=int, help="the contract version (default: the latest)")
+    apply.add_argument(
+        "--use-latest-with-metadata",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="target the latest version whose metadata properties hold KEY=VALUE (repeatable), as"
+        " Confluent's use.latest.with.metadata",
+    )
     apply.add_argument("--mode", required=True, type=str.upper, choices=("WRITE", "READ"))
     apply.add_argument("--input", required=True, help="the input dataset path")
     apply.add_argument(

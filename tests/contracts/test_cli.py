@@ -110,7 +110,7 @@ def server() -> Iterator[RegistryServer]:
 
 
 def python_m_cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """`python -m contracts.cli.main ARGV` in a fresh interpreter that imports this checkout."""
+    """`python -m contracts.cli ARGV` in a fresh interpreter that imports this checkout."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     return subprocess.run(
         [sys.executable, "-m", "contracts.cli", *argv],
@@ -876,3 +876,42 @@ def test_examples_directory_is_left_untouched_by_lint(tmp_path: Path) -> None:
     before = {p.relative_to(copy): p.read_bytes() for p in copy.rglob("*") if p.is_file()}
     assert cli("lint", str(copy)).status == 0
     assert {p.relative_to(copy): p.read_bytes() for p in copy.rglob("*") if p.is_file()} == before
+
+
+def test_apply_targets_the_latest_version_with_the_metadata_asked(spark: Any, tmp_path: Path) -> None:
+    """`--use-latest-with-metadata KEY=VALUE` picks the version as Confluent's use.latest.with.metadata:
+    here major 1 (version 1, whose rule rejects minors) over the newer major 2 (no rules)."""
+    registry = tmp_path / "registry"
+    major1 = {**contract_payload([cel("adult", "message.age >= 18", onFailure="DLQ",
+                                      params={"dlq.topic": "minors"})]),
+              "metadata": {"properties": {"major": "1"}}}  # fmt: skip
+    write_version(registry, SUBJECT, 1, major1)
+    write_version(registry, SUBJECT, 2, {**contract_payload([]), "metadata": {"properties": {"major": "2"}}})
+    source = tmp_path / "users.parquet"
+    rows = [("ann", 30, "ann@example.com"), ("bob", 12, "bob@example.com")]
+    spark.createDataFrame(rows, "name string, age int, email string").write.parquet(str(source))
+    ran = cli(
+        "apply", "--registry", str(registry), "--subject", SUBJECT, "--mode", "WRITE",
+        "--use-latest-with-metadata", "major=1",
+        "--input", str(source), "--format", "parquet", "--output", str(tmp_path / "valid"),
+        "--dlq-dir", str(tmp_path / "dlq"), spark=spark,
+    )  # fmt: skip
+    assert ran.status == 0, ran.err
+    assert [row.name for row in spark.read.parquet(str(tmp_path / "valid")).collect()] == ["ann"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--use-latest-with-metadata", "major"], "takes KEY=VALUE, not 'major'"),
+        (["--use-latest-with-metadata", "major=1", "--version", "1"], "either --version or"),
+    ],
+)
+def test_apply_refuses_metadata_it_cannot_use(
+    users_dir: Path, tmp_path: Path, extra: list[str], message: str
+) -> None:
+    ran = cli(
+        "apply", "--registry", str(users_dir), "--subject", SUBJECT, "--mode", "WRITE",
+        "--input", "x", "--format", "json", "--output", str(tmp_path / "out"), *extra,
+    )  # fmt: skip
+    assert ran.status == 2 and message in ran.err
