@@ -31,7 +31,7 @@ _TOPIC_CHARS = re.compile(r"[a-zA-Z0-9._-]+")
 # A run id chosen by a caller: no '.', which separates it from the rest of a writer id.
 _RUN_ID = re.compile(r"[a-zA-Z0-9_-]{1,100}")
 # What follows "<run id>." in a writer id: an optional pass name, micro-batch id, then the partition.
-_WRITER_SUFFIX = re.compile(r"(?:[a-z]+\.)?(?:b[0-9]+\.)?[0-9]{5,}")
+_WRITER_SUFFIX = re.compile(r"(?:[a-z]+\.)?(?:b[0-9]+\.)?[0-9]{5,}(?:p[0-9]{5,})?")
 
 
 class DlqError(DataContractError):
@@ -75,14 +75,26 @@ def validate_topic(topic: str) -> str:
     return topic
 
 
-def writer_id(run_id: str, partition: int, *, batch_id: str | None = None, stage: str | None = None) -> str:
-    """The writer id of one task of a run: `<run id>[.<stage>][.b<batch id>].<partition>`.
+def writer_id(
+    run_id: str,
+    partition: int,
+    *,
+    batch_id: str | None = None,
+    stage: str | None = None,
+    input_partition: int | None = None,
+) -> str:
+    """The writer id of one task of a run: `<run id>[.<stage>][.b<batch id>].<partition>[p<input>]`.
 
     Every attempt of the task gets the same id; `stage` tells apart the passes of one job that
-    route rows (the decode pass of `deserialize`), `batch_id` the micro-batches of a stream.
+    route rows (the decode pass of `deserialize`), `batch_id` the micro-batches of a stream, and
+    `input_partition`, when it is not the task's own, the input partitions one task computes (a
+    `coalesce` after the contract).
     """
     parts = [run_id, *([stage] if stage else []), *([f"b{batch_id}"] if batch_id is not None else [])]
-    return ".".join([*parts, f"{partition:05d}"])
+    last = f"{partition:05d}"
+    if input_partition is not None and input_partition != partition:
+        last += f"p{input_partition:05d}"
+    return ".".join([*parts, last])
 
 
 def is_run_id(text: object) -> bool:

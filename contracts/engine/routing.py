@@ -163,14 +163,18 @@ class Router:
         return [record_value_bytes(record) for record in read.records]
 
 
-def _writer_id(run_id: str, stage: str | None, partition: int) -> str:
-    """The same for every attempt of the task computing an input partition: run id, pass and input
-    partition, and in a streaming query the micro-batch id too (each micro-batch reuses the ids)."""
+def _writer_id(run_id: str, stage: str | None, input_partition: int) -> str:
+    """The same for every attempt of the task computing an input partition: run id, pass, the
+    task's partition and the input partition, and in a streaming query the micro-batch id too
+    (each micro-batch reuses the ids). Both partitions, as either alone can repeat: one task may
+    compute several input partitions (`coalesce`), and Spark computes `spark_partition_id()` on the
+    driver, as 0, for a projection of driver-local rows (a LocalRelation) that tasks then split."""
     from pyspark import TaskContext
 
     task = TaskContext.get()
+    partition = task.partitionId() if task is not None else 0
     batch_id = task.getLocalProperty(STREAMING_BATCH_ID) if task is not None else None
-    return writer_id(run_id, partition, batch_id=batch_id, stage=stage)
+    return writer_id(run_id, partition, batch_id=batch_id, stage=stage, input_partition=input_partition)
 
 
 def record_value_bytes(record: Any) -> bytes | None:

@@ -240,6 +240,8 @@ def test_a_corrupt_file_is_a_clear_error(sink: LocalTopicSink) -> None:
 def test_writer_ids_name_the_run_and_nothing_else_claims_them() -> None:
     assert writer_id("r1", 3) == "r1.00003"
     assert writer_id("r1", 3, batch_id="12", stage="decode") == "r1.decode.b12.00003"
+    assert writer_id("r1", 3, input_partition=3) == "r1.00003"
+    assert writer_id("r1", 0, input_partition=7) == "r1.00000p00007"
     assert in_run("r1.decode.b12.00003", "r1")
     # Run ids sharing a prefix, a foreach_batch run id, and foreign names are not run r1's.
     for other in ("r1-2.00000", "r.00000", "r1x.00000", "r1-b4.00000", "r1.00000.extra", "r1.x.y.00000"):
@@ -249,7 +251,12 @@ def test_writer_ids_name_the_run_and_nothing_else_claims_them() -> None:
 def test_beginning_a_run_removes_what_it_committed_before_in_every_topic_only(sink: LocalTopicSink) -> None:
     assert isinstance(sink, RunScopedSink)
     earlier = sink.begin_run("r1")
-    run = [writer_id("r1", 0), writer_id("r1", 7), writer_id("r1", 0, stage="decode")]
+    run = [
+        writer_id("r1", 0),
+        writer_id("r1", 7),
+        writer_id("r1", 0, stage="decode"),
+        writer_id("r1", 0, input_partition=2),
+    ]
     others = [writer_id("r1-2", 0), writer_id("r", 0), writer_id("r1-b4", 0), "x"]
     for name in run + others:
         with (earlier if name in run else sink).open(name) as writer:
