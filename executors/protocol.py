@@ -32,6 +32,10 @@ class RuleContext:
     metadata_tags: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     properties: Mapping[str, str] = field(default_factory=dict)
     named_schemas: tuple[str, ...] = ()
+    # The contract's registry, for executors keeping state there (ENCRYPT's DEKs), and its
+    # rule_config (secrets included: never printed; executors/config.py).
+    registry: Any = field(default=None, repr=False, compare=False)
+    rule_config: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def params(self) -> Mapping[str, str]:

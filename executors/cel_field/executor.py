@@ -27,7 +27,10 @@ from executors.protocol import (
     condition_failure_message,
 )
 
-__all__ = ["CelFieldExecutor", "superseded_field_transforms"]
+__all__ = ["FIELD_RULE_TYPES", "CelFieldExecutor", "superseded_field_transforms"]
+
+FIELD_RULE_TYPES = frozenset({"CEL_FIELD", "ENCRYPT"})
+"""The reference's FieldRuleExecutor types, whose same-tag TRANSFORMs supersede one another."""
 
 
 class CelFieldExecutor:
@@ -60,7 +63,7 @@ class CelFieldExecutor:
 
 
 def superseded_field_transforms(rules: Sequence[Rule], mode: RuleMode) -> frozenset[int]:
-    """Indexes of CEL_FIELD rules that must not run because another TRANSFORM supersedes them.
+    """Indexes of field rules (CEL_FIELD, ENCRYPT) that must not run: another TRANSFORM supersedes them.
 
     `rules` is the rule list in running order for `mode`, as the reference builds it — every
     rule of the ruleSet's list, disabled ones and other modes included, reversed for READ and
@@ -77,7 +80,7 @@ def superseded_field_transforms(rules: Sequence[Rule], mode: RuleMode) -> frozen
     return frozenset(
         index
         for index, rule in enumerate(rules)
-        if rule.type.upper() == CelFieldExecutor.type
+        if rule.type.upper() in FIELD_RULE_TYPES
         and any(_same_field_transform(rule, rules[other]) for other in others(index))
     )
 
