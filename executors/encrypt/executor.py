@@ -23,6 +23,7 @@ from executors.cel_field.schema import Field, Leaf, schema_tree
 from executors.encrypt.cryptor import Cryptor
 from executors.encrypt.keys import EncryptionKeyError, KeyRing, KeySpec, ensure_dek
 from executors.encrypt.kms import KmsDriver
+from executors.encrypt.localkms import LocalKmsDriver
 from executors.encrypt.walk import FieldWalk
 from executors.protocol import BatchEvaluator, BatchStep, Outcome, RuleContext, Step
 
@@ -35,13 +36,14 @@ _VERSION_PREFIX = 0  # the reference's magic byte before a rotated DEK's version
 
 
 class EncryptExecutor:
-    """Compiles ENCRYPT rules. `kms_drivers` adds KMS types beyond the installed entry points;
-    `clock` (epoch milliseconds) judges DEK expiry."""
+    """Compiles ENCRYPT rules. `kms_drivers` adds KMS types beyond local-kms and the installed
+    entry points; `clock` (epoch milliseconds) judges DEK expiry."""
 
     type = "ENCRYPT"
 
     def __init__(self, kms_drivers: Iterable[KmsDriver] = (), clock: Any = None) -> None:
-        self.kms_drivers = tuple(kms_drivers)
+        # local-kms is built in; drivers given here come first, installed ones after (kms.py).
+        self.kms_drivers = (*kms_drivers, LocalKmsDriver())
         self.clock = clock or _now_millis
 
     def __repr__(self) -> str:
