@@ -14,6 +14,7 @@ from contracts.model import (
     SchemaReference,
 )
 from contracts.registry import LocalRegistry, Registry, SchemaRegistryClient
+from contracts.registry.dek import Dek, DekRegistry, Kek
 
 __version__ = "0.2.0"
 """The project's version (the package's too: pyproject.toml reads it from here); see CHANGELOG.md."""
@@ -24,13 +25,19 @@ __all__ = [
     "ContractError",
     "DataContract",
     "DataContractError",
+    "Dek",
+    "DekRegistry",
     "DlqAction",
     "DlqError",
     "DlqRecord",
     "DlqSink",
     "Effect",
+    "EncryptExecutor",
     "ErrorAction",
     "KafkaTopicSink",
+    "Kek",
+    "KmsDriver",
+    "LocalKmsDriver",
     "LocalRegistry",
     "LocalTopicSink",
     "Metadata",
@@ -76,6 +83,9 @@ _LAZY = {
     "DlqSink": "actions.dlq.sink",
     "decode_dlq": "actions.dlq.frame",
     "remap_schema_ids": "contracts.remap",
+    "EncryptExecutor": "executors.encrypt",
+    "KmsDriver": "executors.encrypt",
+    "LocalKmsDriver": "executors.encrypt",
 }
 
 

@@ -22,6 +22,10 @@ INVALID_SUBJECT = 42208
 STORE_ERROR = 50001
 OPERATION_TIMEOUT = 50002
 FORWARDING_ERROR = 50003
+KEY_NOT_FOUND = 40470
+"""The DEK registry's: no KEK, or no DEK, by that name/version."""
+DEK_ALREADY_EXISTS = 40972
+"""The DEK registry's: a KEK or DEK version is already there (and differs)."""
 
 NOT_REGISTERED = frozenset({SUBJECT_NOT_FOUND, SCHEMA_NOT_FOUND})
 """The codes that say a subject or schema is not in the registry (as opposed to an outage)."""

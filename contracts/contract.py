@@ -7,7 +7,7 @@ import dataclasses
 import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,7 @@ from contracts.registry import Registry
 from contracts.replay import RuleSkippingRegistry, replay
 from contracts.streaming import MicroBatchWriter
 from executors import as_executor
+from executors.config import RuleConfig
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -69,6 +70,10 @@ class _ContractPlanner:
     target: loader.ContractVersion
     executors: PluginRegistry[Any]
     actions: PluginRegistry[Any]
+    # What executors get besides the schema: the rule config (its values never print) and the
+    # registry holding the DEKs (the contract's own, also when a replay wraps `registry`).
+    rule_config: RuleConfig = field(default_factory=RuleConfig)
+    keys: Registry | None = field(default=None, repr=False)
 
     def resolve_action(self, name: str, ctx: ActionContext) -> ActionPlan:
         action = self.actions.find(name)
@@ -91,9 +96,9 @@ class _ContractPlanner:
 
     def plan(self, mode: RuleMode) -> Plan:
         version = self.target
-        compiled = loader.compile_rules(
-            version, mode, loader.rules_for(version, mode, self.executors), self.executors
-        )
+        rules = loader.rules_for(version, mode, self.executors)
+        keys = self.keys if self.keys is not None else self.registry
+        compiled = loader.compile_rules(version, mode, rules, self.executors, None, keys, self.rule_config)
         skipped = tuple(rule.name for rule in loader.skipped_rules(version, mode, self.executors))
         where = (version.subject, version.version, mode, version.spark_type)
         note = SkippedRuleSet(version.schema.rules.enable_at, skipped) if skipped else None
@@ -142,7 +147,8 @@ class DataContract:
     Each call's per-rule counts belong to its result: `RuleResult.metrics`, or
     `contracts.metrics_of(df)` for the DataFrame a call returned; the contract keeps none.
     `collect_metrics=False` skips them (both are then None), which also spares evaluating a rule
-    whose outcome changes no row (onFailure NONE).
+    whose outcome changes no row (onFailure NONE). `rule_config` is passed to every executor, as
+    the reference's `rule_conf` (e.g. the local KMS's `secret`); its values never print.
     """
 
     def __init__(
@@ -155,6 +161,7 @@ class DataContract:
         actions: Iterable[Action] | None = None,
         dlq_sink: DlqSink | None = None,
         collect_metrics: bool = True,
+        rule_config: Mapping[str, str] | None = None,
     ) -> None:
         self.registry = registry
         self.collect_metrics = collect_metrics
@@ -167,6 +174,8 @@ class DataContract:
             self.target,
             _executor_registry(executors),
             with_overrides(load_group(ACTION_GROUP, attrgetter("name")), actions),
+            RuleConfig(rule_config),
+            registry,
         )
         self._dlq_sink = dlq_sink
         self._run_id: str | None = None

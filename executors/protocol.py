@@ -37,6 +37,10 @@ class RuleContext:
     named_schemas: tuple[str, ...] = ()
     schema_format: SchemaFormat = field(default_factory=lambda: formats.get("AVRO"))
     """The format `schema` is parsed by (its registry schemaType): records, JSON view, bodies."""
+    # The contract's registry, for executors keeping state there (ENCRYPT's DEKs), and its
+    # rule_config (secrets included: never printed; executors/config.py).
+    registry: Any = field(default=None, repr=False, compare=False)
+    rule_config: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def params(self) -> Mapping[str, str]:

@@ -35,6 +35,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from contracts.errors import ContractError, RegistryError
 from contracts.model import Schema
 from contracts.registry import Registry
+from contracts.registry.dek import DekRegistry
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
@@ -547,6 +548,57 @@ def _set_subject_config(registry: Registry, request: RecordedRequest, args: list
 def _compatibility(registry: Registry, request: RecordedRequest, args: list[str]) -> Any:
     schema = _schema_body(request)
     return {"is_compatible": registry.test_compatibility(args[0], schema, _version_arg(args[1]))}
+
+
+@_route_for("POST", "/dek-registry/v1/keks")
+def _register_kek(registry: Registry, request: RecordedRequest, args: list[str]) -> Any:
+    body = _json_body(request)
+    kek = _deks(registry).register_kek(
+        body.get("name", ""),
+        body.get("kmsType", ""),
+        body.get("kmsKeyId", ""),
+        bool(body.get("shared", False)),
+        body.get("kmsProps"),
+        body.get("doc"),
+        request.query.get("context", [None])[-1],
+    )
+    return kek.to_dict()
+
+
+@_route_for("GET", f"/dek-registry/v1/keks/{_SEGMENT}")
+def _get_kek(registry: Registry, request: RecordedRequest, args: list[str]) -> Any:
+    context = request.query.get("context", [None])[-1]
+    return _deks(registry).get_kek(args[0], _flag(request, "deleted"), context).to_dict()
+
+
+@_route_for("POST", f"/dek-registry/v1/keks/{_SEGMENT}/deks/{_SEGMENT}")
+def _register_dek(registry: Registry, request: RecordedRequest, args: list[str]) -> Any:
+    body = _json_body(request)
+    if body.get("subject") != args[1]:
+        raise _ApiError(422, 42201, "the body's subject differs from the path's")
+    dek = _deks(registry).register_dek(
+        args[0],
+        args[1],
+        body.get("encryptedKeyMaterial"),
+        body.get("algorithm", "AES256_GCM"),
+        body.get("version", 1),
+    )
+    return dek.to_dict()
+
+
+@_route_for("GET", f"/dek-registry/v1/keks/{_SEGMENT}/deks/{_SEGMENT}/versions/{_SEGMENT}")
+def _get_dek(registry: Registry, request: RecordedRequest, args: list[str]) -> Any:
+    version = -1 if args[2] in ("latest", "-1") else int(args[2]) if args[2].isdigit() else 0
+    if version == 0:
+        raise _ApiError(422, 42202, f"The specified version '{args[2]}' is not a valid version id.")
+    algorithm = request.query.get("algorithm", ["AES256_GCM"])[-1]
+    return _deks(registry).get_dek(args[0], args[1], algorithm, version, _flag(request, "deleted")).to_dict()
+
+
+def _deks(registry: Registry) -> DekRegistry:
+    if not isinstance(registry, DekRegistry):
+        raise _ApiError(404, 404, "HTTP 404 Not Found")
+    return registry
 
 
 def _config_answer(config: dict[str, Any]) -> dict[str, Any]:

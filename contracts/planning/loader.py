@@ -179,10 +179,16 @@ def superseded_rules(
 
 
 def rule_context(
-    version: ContractVersion, mode: RuleMode, rule: Rule, record: ContractVersion | None = None
+    version: ContractVersion,
+    mode: RuleMode,
+    rule: Rule,
+    record: ContractVersion | None = None,
+    registry: Registry | None = None,
+    rule_config: Mapping[str, str] | None = None,
 ) -> RuleContext:
     """The context of `rule`, registered in `version`, over records of `record` (by default the
-    version's own; a migration rule runs on the record it migrates)."""
+    version's own; a migration rule runs on the record it migrates), with the contract's registry
+    and rule config."""
     shape = record or version
     return RuleContext(
         rule=rule,
@@ -195,6 +201,8 @@ def rule_context(
         properties=version.properties,
         named_schemas=shape.named_schemas,
         schema_format=shape.format,
+        registry=registry,
+        rule_config=rule_config if rule_config is not None else {},
     )
 
 
@@ -204,6 +212,8 @@ def compile_rules(
     rules: list[Rule],
     executors: PluginRegistry[Executor],
     record: ContractVersion | None = None,
+    registry: Registry | None = None,
+    rule_config: Mapping[str, str] | None = None,
 ) -> list[tuple[RuleContext, Step | None]]:
     """Compile each rule once with the executor for its name or type; None where there is none.
 
@@ -211,7 +221,7 @@ def compile_rules(
     migration rule runs on the record of the version it migrates from."""
     compiled: list[tuple[RuleContext, Step | None]] = []
     for rule in rules:
-        ctx = rule_context(version, mode, rule, record)
+        ctx = rule_context(version, mode, rule, record, registry, rule_config)
         executor = executors.find(rule.type, rule_name=rule.name)
         if executor is None:
             compiled.append((ctx, None))

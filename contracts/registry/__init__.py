@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from contracts.registry.dek import Dek, DekRegistry, Kek
 from contracts.registry.http import SchemaRegistryClient
 from contracts.registry.local import LocalRegistry
 from contracts.registry.protocol import Registry
 
-__all__ = ["LocalRegistry", "Registry", "SchemaRegistryClient"]
+__all__ = ["Dek", "DekRegistry", "Kek", "LocalRegistry", "Registry", "SchemaRegistryClient"]

@@ -9,17 +9,19 @@ import random
 import ssl
 import threading
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
-from urllib.parse import quote
 
 import httpx
 
 from contracts.codes import SUBJECT_CONFIG_NOT_FOUND
 from contracts.errors import RegistryError
 from contracts.model import RegisteredSchema, Schema
+from contracts.registry import http_dek
 from contracts.registry.cache import LoadingCache
+from contracts.registry.dek import DEFAULT_ALGORITHM, Dek, Kek
 from contracts.registry.http_answers import Answer, decoded, error_from, read_answer, retry_after
+from contracts.registry.http_urls import api_path as _path
 from contracts.registry.http_urls import split_urls
 from contracts.registry.layout import is_id
 from contracts.registry.transport import DeadlineTransport, deadline, environment_proxy
@@ -244,6 +246,51 @@ class SchemaRegistryClient:
             raise _unexpected("POST /compatibility/…", "an object with is_compatible", answer)
         return answer["is_compatible"]
 
+    # -- the DEK registry (contracts.registry.dek.DekRegistry), uncached: ENCRYPT caches per worker
+
+    def register_kek(
+        self,
+        name: str,
+        kms_type: str,
+        kms_key_id: str,
+        shared: bool = False,
+        kms_props: Mapping[str, str] | None = None,
+        doc: str | None = None,
+        context: str | None = None,
+    ) -> Kek:
+        """POST /dek-registry/v1/keks: create a KEK."""
+        return http_dek.register_kek(
+            self._request, name, kms_type, kms_key_id, shared, kms_props, doc, context
+        )
+
+    def get_kek(self, name: str, deleted: bool = False, context: str | None = None) -> Kek:
+        """GET /dek-registry/v1/keks/{name}; RegistryError 40470 if none."""
+        return http_dek.get_kek(self._request, name, deleted, context)
+
+    def register_dek(
+        self,
+        kek_name: str,
+        subject: str,
+        encrypted_key_material: str | None,
+        algorithm: str = DEFAULT_ALGORITHM,
+        version: int = 1,
+    ) -> Dek:
+        """POST /dek-registry/v1/keks/{name}/deks/{subject}: create a DEK version (wrapped, base64)."""
+        return http_dek.register_dek(
+            self._request, kek_name, subject, encrypted_key_material, algorithm, version
+        )
+
+    def get_dek(
+        self,
+        kek_name: str,
+        subject: str,
+        algorithm: str = DEFAULT_ALGORITHM,
+        version: int = 1,
+        deleted: bool = False,
+    ) -> Dek:
+        """GET /dek-registry/v1/keks/{name}/deks/{subject}/versions/{version} (-1: the newest)."""
+        return http_dek.get_dek(self._request, kek_name, subject, algorithm, version, deleted)
+
     # -- one REST call per protocol method ---------------------------------------------------
 
     def _register(self, subject: str, schema: Schema, normalize: bool) -> int:
@@ -435,23 +482,6 @@ def _check_count(name: str, value: object, least: int) -> None:
 def _origin(url: str) -> str:
     """`scheme://host[:port]` of a base URL: the key an httpx mount matches."""
     return "/".join(url.split("/", 3)[:3])
-
-
-def _path(*segments: object) -> str:
-    """An API path with each segment percent-encoded (subjects may contain '/', ':' or spaces); a
-    segment `.` or `..` has its dots encoded too, as URL normalization would otherwise drop it
-    (the subject "." would address /subjects/versions, the subject "versions")."""
-    return "/" + "/".join(_segment(str(segment)) for segment in segments)
-
-
-def _segment(text: str) -> str:
-    try:
-        encoded = quote(text, safe="")
-    except UnicodeEncodeError as error:
-        raise RegistryError(
-            f"{text!r} cannot be sent to the registry: it is not Unicode text ({error})"
-        ) from error
-    return encoded.replace(".", "%2E") if encoded in (".", "..") else encoded
 
 
 def _version_number(version: int | str) -> int | None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
+
+from contracts.errors import RegistryError
 
 _NEXT_URL = re.compile(r",\s*(?=[A-Za-z][A-Za-z0-9+.-]*://)")
 _BLANK_OR_CONTROL = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
@@ -67,3 +69,20 @@ def _base_url(item: str) -> tuple[str, tuple[str, str] | None]:
             f"the credentials in {shown!r} do not percent-decode to UTF-8 text; give them as"
             " basic_auth=(user, password)"
         ) from None
+
+
+def api_path(*segments: object) -> str:
+    """An API path with each segment percent-encoded (subjects may contain '/', ':' or spaces); a
+    segment `.` or `..` has its dots encoded too, as URL normalization would otherwise drop it
+    (the subject "." would address /subjects/versions, the subject "versions")."""
+    return "/" + "/".join(_segment(str(segment)) for segment in segments)
+
+
+def _segment(text: str) -> str:
+    try:
+        encoded = quote(text, safe="")
+    except UnicodeEncodeError as error:
+        raise RegistryError(
+            f"{text!r} cannot be sent to the registry: it is not Unicode text ({error})"
+        ) from error
+    return encoded.replace(".", "%2E") if encoded in (".", "..") else encoded

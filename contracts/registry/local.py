@@ -59,6 +59,7 @@ from contracts.model import (
     merge_rule_sets,
 )
 from contracts.registry.compatibility import Compatibility, ParsedAvro, compatibility_errors, parse_avro
+from contracts.registry.dek import DEFAULT_ALGORITHM, Dek, Kek
 from contracts.registry.layout import (
     CONFIG_FILE,
     MAX_ID,
@@ -76,6 +77,7 @@ from contracts.registry.layout import (
     write_high_water,
     write_json,
 )
+from contracts.registry.local_dek import LocalDekStore
 
 _DEFAULT_CONFIG: dict[str, Any] = {"compatibility": Compatibility.BACKWARD.value}
 _CONFIG_KEYS = frozenset(
@@ -273,6 +275,7 @@ class LocalRegistry:
         self._held = False
         self._state = _State()
         self._signature: tuple[Any, ...] | None = None  # None: never read
+        self._deks = LocalDekStore(self._path, self.exclusive)
         if self._path is not None:
             try:
                 self._path.mkdir(parents=True, exist_ok=True)
@@ -290,7 +293,7 @@ class LocalRegistry:
 
     def __getstate__(self) -> dict[str, Any]:
         with self._lock:
-            return {"path": self._path, "state": None if self._path else self._state}
+            return {"path": self._path, "state": None if self._path else self._state, "deks": self._deks}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._path = state["path"]
@@ -298,6 +301,8 @@ class LocalRegistry:
         self._held = False
         self._state = state["state"] or _State()
         self._signature = None
+        self._deks = state["deks"]
+        self._deks.bind(self.exclusive)
         if self._path is not None:
             self._refresh()
 
@@ -506,6 +511,47 @@ class LocalRegistry:
             return not self._incompatibilities(candidate, against, config)
 
     # -- registration helpers ----------------------------------------------------------------
+
+    # -- the DEK registry (contracts.registry.dek.DekRegistry) -------------------------------
+
+    def register_kek(
+        self,
+        name: str,
+        kms_type: str,
+        kms_key_id: str,
+        shared: bool = False,
+        kms_props: Mapping[str, str] | None = None,
+        doc: str | None = None,
+        context: str | None = None,
+    ) -> Kek:
+        """Create a KEK (an identical one already there is returned); 40972 if a different one is."""
+        return self._deks.register_kek(name, kms_type, kms_key_id, shared, kms_props, doc, context)
+
+    def get_kek(self, name: str, deleted: bool = False, context: str | None = None) -> Kek:
+        """The KEK called `name`; RegistryError 40470 if none."""
+        return self._deks.get_kek(name, deleted, context)
+
+    def register_dek(
+        self,
+        kek_name: str,
+        subject: str,
+        encrypted_key_material: str | None,
+        algorithm: str = DEFAULT_ALGORITHM,
+        version: int = 1,
+    ) -> Dek:
+        """Store a DEK version, wrapped (base64); plaintext key material is never stored."""
+        return self._deks.register_dek(kek_name, subject, encrypted_key_material, algorithm, version)
+
+    def get_dek(
+        self,
+        kek_name: str,
+        subject: str,
+        algorithm: str = DEFAULT_ALGORITHM,
+        version: int = 1,
+        deleted: bool = False,
+    ) -> Dek:
+        """One DEK version (-1: the newest); RegistryError 40470 if none."""
+        return self._deks.get_dek(kek_name, subject, algorithm, version, deleted)
 
     def _prepare(
         self, schema: Schema, config: Mapping[str, Any], previous: Schema | None, normalize: bool

@@ -26,7 +26,20 @@ from executors.protocol import (
     condition_failure_message,
 )
 
-__all__ = ["CelFieldExecutor"]
+__all__ = ["CelFieldExecutor", "same_tag_transforms"]
+
+
+def same_tag_transforms(rule: Rule, other: Rule) -> bool:
+    """The reference's field rules (CEL_FIELD, ENCRYPT): a TRANSFORM is superseded by another of
+    the same type and mode with the same non-empty tags that runs before it (docs/semantics.md §4.5)."""
+    return (
+        bool(rule.tags)
+        and rule.kind is RuleKind.TRANSFORM
+        and other.kind is RuleKind.TRANSFORM
+        and rule.mode is other.mode
+        and rule.type == other.type
+        and tuple(rule.tags) == tuple(other.tags)
+    )
 
 
 class CelFieldExecutor:
@@ -36,16 +49,7 @@ class CelFieldExecutor:
     native_migration = MigrationResult.RECORD
 
     def supersedes(self, rule: Rule, other: Rule) -> bool:
-        """A field transform is superseded by another of the same type and mode with the same
-        non-empty tags that runs before it (docs/semantics.md §4.5)."""
-        return (
-            bool(rule.tags)
-            and rule.kind is RuleKind.TRANSFORM
-            and other.kind is RuleKind.TRANSFORM
-            and rule.mode is other.mode
-            and rule.type == other.type
-            and tuple(rule.tags) == tuple(other.tags)
-        )
+        return same_tag_transforms(rule, other)
 
     def compile(self, ctx: RuleContext) -> Step:
         rule = ctx.rule

@@ -1,0 +1,210 @@
+"""The ENCRYPT executor: field-level encryption of tagged string and bytes fields (docs/semantics.md §11).
+
+WRITE encrypts, READ decrypts (a WRITEREAD rule does each in its mode), as confluent-kafka's
+FieldEncryptionExecutor: a string field carries the base64 of the ciphertext, a bytes field the
+ciphertext itself; with `encrypt.dek.expiry.days` the ciphertext starts with a zero byte and the
+DEK's version (4 bytes, big-endian). The rule runs as a batch step: a worker fetches and unwraps
+each DEK once (`keys.KeyRing`); its plan and repr hold names and versions, never key material.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from contracts.errors import ContractError
+from contracts.model import Rule, RuleMode
+from contracts.registry.dek import DEFAULT_ALGORITHM, DEK_ALGORITHMS, DekRegistry
+from executors.cel_field.executor import same_tag_transforms
+from executors.cel_field.schema import Field, Leaf, schema_tree
+from executors.encrypt.cryptor import Cryptor
+from executors.encrypt.keys import EncryptionKeyError, KeyRing, KeySpec, ensure_dek
+from executors.encrypt.kms import KmsDriver
+from executors.encrypt.localkms import LocalKmsDriver
+from executors.encrypt.walk import FieldWalk
+from executors.protocol import BatchEvaluator, BatchStep, Outcome, RuleContext, Step
+
+KEK_NAME = "encrypt.kek.name"
+KMS_TYPE = "encrypt.kms.type"
+KMS_KEY_ID = "encrypt.kms.key.id"
+DEK_ALGORITHM = "encrypt.dek.algorithm"
+DEK_EXPIRY_DAYS = "encrypt.dek.expiry.days"
+_VERSION_PREFIX = 0  # the reference's magic byte before a rotated DEK's version
+
+
+class EncryptExecutor:
+    """Compiles ENCRYPT rules. `kms_drivers` adds KMS types beyond local-kms and the installed
+    entry points; `clock` (epoch milliseconds) judges DEK expiry."""
+
+    type = "ENCRYPT"
+
+    def __init__(self, kms_drivers: Iterable[KmsDriver] = (), clock: Any = None) -> None:
+        # local-kms is built in; drivers given here come first, installed ones after (kms.py).
+        self.kms_drivers = (*kms_drivers, LocalKmsDriver())
+        self.clock = clock or _now_millis
+
+    def supersedes(self, rule: Rule, other: Rule) -> bool:
+        return same_tag_transforms(rule, other)
+
+    def __repr__(self) -> str:
+        return f"EncryptExecutor(kms_drivers={[d.kms_type for d in self.kms_drivers]})"
+
+    def compile(self, ctx: RuleContext) -> Step:
+        spec = _spec(ctx)
+        registry = ctx.registry
+        if not isinstance(registry, DekRegistry):
+            raise ContractError(
+                f"ENCRYPT needs a registry with a DEK registry; {type(registry).__name__} has none",
+                position="registry",
+            )
+        version = None
+        failure = None
+        if ctx.mode is RuleMode.WRITE:
+            try:
+                version = ensure_dek(spec, registry, ctx.rule_config, self.kms_drivers, self.clock)
+            except EncryptionKeyError as e:
+                failure = f"ENCRYPT cannot get a DEK to encrypt with: {e}"
+        batch = EncryptBatch(
+            spec,
+            ctx.mode,
+            frozenset(ctx.rule.tags),
+            ctx.schema,
+            dict(ctx.metadata_tags),
+            registry,
+            ctx.rule_config,
+            self.kms_drivers,
+            version,
+            failure,
+        )
+        return BatchStep(batch)
+
+
+@dataclass(frozen=True)
+class EncryptBatch:
+    """Picklable factory of one ENCRYPT rule's evaluator: key names and versions, the registry and
+    the rule config (whose values never print); each worker unwraps the DEKs itself."""
+
+    spec: KeySpec
+    mode: RuleMode
+    tags: frozenset[str]
+    schema: Any = field(repr=False)
+    metadata_tags: Mapping[str, tuple[str, ...]] = field(repr=False)
+    registry: DekRegistry = field(repr=False)
+    config: Mapping[str, str] = field(repr=False)
+    drivers: tuple[KmsDriver, ...] = field(repr=False)
+    write_version: int | None = None
+    failure: str | None = None
+
+    def __call__(self) -> BatchEvaluator:
+        keys = KeyRing(self.spec, self.registry, self.config, self.drivers)
+        return _Evaluator(self, keys, schema_tree(self.schema, self.metadata_tags))
+
+
+class _FieldFailure(Exception):
+    """One field could not be encrypted or decrypted: the reason names the field."""
+
+
+class _Evaluator:
+    def __init__(self, batch: EncryptBatch, keys: KeyRing, tree: Any) -> None:
+        self.batch = batch
+        self.keys = keys
+        self.walk = FieldWalk(tree, batch.tags, self._write if batch.mode is RuleMode.WRITE else self._read)
+
+    def __call__(self, records: Sequence[Any]) -> Sequence[Outcome]:
+        return [self._one(record) for record in records]
+
+    def _one(self, record: Any) -> Outcome:
+        if self.batch.failure is not None:
+            return Outcome(False, record, self.batch.failure)
+        try:
+            return Outcome(True, self.walk(record))
+        except _FieldFailure as e:
+            return Outcome(False, record, str(e))
+
+    def _write(self, leaf: Leaf, field: Field, value: Any) -> Any:
+        if value is None:
+            return None
+        if leaf.type_name not in ("STRING", "BYTES"):
+            raise _FieldFailure(
+                f"ENCRYPT cannot encrypt field {field.full_name!r}: type {leaf.type_name} is not supported"
+            )
+        version = self.batch.write_version
+        assert version is not None
+        try:
+            plaintext = value.encode("utf-8") if leaf.type_name == "STRING" else bytes(value)
+            ciphertext = self._cryptor(version).encrypt(plaintext)
+        except EncryptionKeyError as e:
+            raise _FieldFailure(f"ENCRYPT cannot encrypt field {field.full_name!r}: {e}") from None
+        except Exception as e:
+            raise _FieldFailure(
+                f"ENCRYPT cannot encrypt field {field.full_name!r}: {type(e).__name__}"
+            ) from None
+        if self.batch.spec.rotated:
+            ciphertext = bytes([_VERSION_PREFIX]) + version.to_bytes(4, "big") + ciphertext
+        return base64.b64encode(ciphertext).decode("ascii") if leaf.type_name == "STRING" else ciphertext
+
+    def _read(self, leaf: Leaf, field: Field, value: Any) -> Any:
+        if value is None or leaf.type_name not in ("STRING", "BYTES"):
+            return value
+        where = f"ENCRYPT cannot decrypt field {field.full_name!r}"
+        try:
+            data = base64.b64decode(value, validate=True) if leaf.type_name == "STRING" else bytes(value)
+        except (binascii.Error, ValueError):
+            raise _FieldFailure(f"{where}: the value is not base64") from None
+        version = 1
+        if self.batch.spec.rotated:
+            if len(data) < 5:
+                raise _FieldFailure(f"{where}: no DEK version in the ciphertext")
+            version, data = int.from_bytes(data[1:5], "big"), data[5:]
+        try:
+            plaintext = self._cryptor(version).decrypt(data)
+        except EncryptionKeyError as e:
+            raise _FieldFailure(f"{where}: {e}") from None
+        except Exception as e:
+            reason = (
+                "wrong key or tampered ciphertext" if type(e).__name__ == "InvalidTag" else type(e).__name__
+            )
+            raise _FieldFailure(f"{where} with DEK version {version}: {reason}") from None
+        if leaf.type_name == "BYTES":
+            return plaintext
+        try:
+            return plaintext.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _FieldFailure(f"{where}: the plaintext is not UTF-8") from None
+
+    def _cryptor(self, version: int) -> Cryptor:
+        return self.keys.cryptor(version)
+
+
+def _spec(ctx: RuleContext) -> KeySpec:
+    params = ctx.params
+    kek_name = params.get(KEK_NAME)
+    if not kek_name:
+        raise ContractError(f"ENCRYPT needs the param {KEK_NAME}", position=f"params.{KEK_NAME}")
+    algorithm = params.get(DEK_ALGORITHM) or DEFAULT_ALGORITHM
+    if algorithm not in DEK_ALGORITHMS:
+        raise ContractError(
+            f"unknown {DEK_ALGORITHM} {algorithm!r} (known: {', '.join(DEK_ALGORITHMS)})",
+            position=f"params.{DEK_ALGORITHM}",
+        )
+    expiry = params.get(DEK_EXPIRY_DAYS)
+    try:
+        days = int(expiry) if expiry is not None else 0
+    except ValueError:
+        days = -1
+    if days < 0:
+        raise ContractError(
+            f"{DEK_EXPIRY_DAYS} must be a whole number of days, 0 or more, not {expiry!r}",
+            position=f"params.{DEK_EXPIRY_DAYS}",
+        )
+    return KeySpec(
+        kek_name, params.get(KMS_TYPE) or None, params.get(KMS_KEY_ID) or None, ctx.subject, algorithm, days
+    )
+
+
+def _now_millis() -> int:
+    return int(time.time() * 1000)

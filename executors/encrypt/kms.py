@@ -1,0 +1,64 @@
+"""KMS drivers: how a KEK in a KMS wraps and unwraps DEKs, found by KMS type through entry points.
+
+A driver is registered in the entry-point group `spark_data_contracts.kms` under its KMS type
+(`encrypt.kms.type`, e.g. `local-kms`), or passed as `EncryptExecutor(kms_drivers=[...])`. It
+makes an `Aead` for a key id from the rule config merged with the KEK's `kmsProps`, as the
+reference's `KmsDriver.new_kms_client` does (docs/semantics.md §11).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from importlib.metadata import entry_points
+from typing import Any, Protocol, runtime_checkable
+
+KMS_GROUP = "spark_data_contracts.kms"
+
+
+class KmsError(Exception):
+    """A KMS that cannot be reached, configured or asked to wrap or unwrap a DEK."""
+
+
+@runtime_checkable
+class Aead(Protocol):
+    """Authenticated encryption with one KEK: wraps and unwraps DEKs."""
+
+    def encrypt(self, plaintext: bytes, associated_data: bytes) -> bytes: ...
+
+    def decrypt(self, ciphertext: bytes, associated_data: bytes) -> bytes: ...
+
+
+@runtime_checkable
+class KmsDriver(Protocol):
+    """One KMS type: makes the Aead of a key id from configuration (secrets, credentials)."""
+
+    kms_type: str
+
+    def new_aead(self, config: Mapping[str, str], kms_key_id: str) -> Aead: ...
+
+
+def find_driver(kms_type: str, extra: Iterable[KmsDriver] = ()) -> KmsDriver:
+    """The driver for `kms_type`: one given to the executor first, else the entry point's."""
+    for driver in extra:
+        if driver.kms_type == kms_type:
+            return driver
+    driver = _installed().get(kms_type)
+    if driver is None:
+        known = ", ".join(sorted({*_installed(), *(d.kms_type for d in extra)})) or "none"
+        raise KmsError(f"no KMS driver for kms type {kms_type!r} (known: {known})")
+    return driver
+
+
+@lru_cache(maxsize=1)
+def _installed() -> dict[str, Any]:
+    """The drivers of the entry-point group, once per process."""
+    drivers: dict[str, Any] = {}
+    for point in entry_points(group=KMS_GROUP):
+        try:
+            loaded = point.load()
+            drivers[point.name] = loaded() if inspect.isclass(loaded) else loaded
+        except Exception as e:
+            raise KmsError(f"cannot load KMS driver {point.name!r} from {point.value!r}: {e}") from e
+    return drivers

@@ -1,0 +1,156 @@
+"""ENCRYPT never shows a key, and a field it cannot decrypt is a rule failure naming the field.
+
+No KEK secret or plaintext DEK in the Spark plan (`explain(True)` text), in repr() or str() of
+the contract, its plans, steps and executor, in an exception, or in DLQ records; a wrong KEK or
+a tampered ciphertext sends the record to the rule's DLQ (or fails the job on ERROR) with a
+reason naming the field, and leaves the ciphertext in the DLQ record, never plaintext.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+from encrypt_oracle import SUBJECT, contract_payload
+
+from actions.dlq.local_topic import LocalTopicSink
+from contracts import DataContract, LocalRegistry, Schema
+from executors.encrypt.cryptor import parse_key
+from executors.encrypt.localkms import LocalKmsDriver
+
+SECRET = "s3cret-kek-passphrase"
+SCHEMA = {
+    "type": "record",
+    "name": "Person",
+    "fields": [
+        {"name": "name", "type": "string"},
+        {"name": "ssn", "type": "string", "confluent:tags": ["PII"]},
+        {"name": "card", "type": "bytes", "confluent:tags": ["PII"]},
+    ],
+}
+PARAMS = {"encrypt.kek.name": "kek1", "encrypt.kms.type": "local-kms", "encrypt.kms.key.id": "key1"}
+PLAINTEXT = "999-88-7777"
+
+
+def _payload(on_failure: str = "DLQ") -> dict[str, Any]:
+    payload = contract_payload(SCHEMA, {**PARAMS, "dlq.topic": "people-dlq"})
+    payload["ruleSet"]["domainRules"][0]["onFailure"] = on_failure
+    return payload
+
+
+def _secrets(registry: LocalRegistry) -> list[bytes]:
+    """Every form of key material to look for: the secret, and the DEK raw and as base64 and hex."""
+    dek = registry.get_dek("kek1", SUBJECT, "AES256_GCM", 1)
+    assert dek.encrypted_key_material is not None
+    aead = LocalKmsDriver().new_aead({"secret": SECRET}, "key1")
+    material = aead.decrypt(base64.b64decode(dek.encrypted_key_material), b"")
+    key = parse_key("AES256_GCM", material)
+    forms = [SECRET.encode(), key, base64.b64encode(key), key.hex().encode(), base64.b64encode(material)]
+    return [*forms, material]
+
+
+def _assert_clean(text: str | bytes, secrets: list[bytes]) -> None:
+    data = text.encode() if isinstance(text, str) else text
+    for secret in secrets:
+        assert secret not in data
+
+
+def _explained(df: Any) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        df.explain(True)
+    return out.getvalue()
+
+
+@pytest.fixture
+def written(spark: Any, tmp_path: Path) -> tuple[LocalRegistry, DataContract, list[bytes]]:
+    """A directory registry, the contract on it, and three records it encrypted."""
+    registry = LocalRegistry(tmp_path / "registry")
+    registry.register_schema(SUBJECT, Schema.from_dict(_payload()))
+    contract = DataContract(
+        registry, SUBJECT, rule_config={"secret": SECRET}, dlq_sink=LocalTopicSink(tmp_path / "dlq")
+    )
+    df = spark.createDataFrame(
+        [(f"p{i}", PLAINTEXT, bytes([i, 1, 2])) for i in range(3)], "name string, ssn string, card binary"
+    )
+    frames = [bytes(row["value"]) for row in contract.serialize(df).collect()]
+    return registry, contract, frames
+
+
+def test_no_key_material_in_plans_reprs_or_files(spark: Any, tmp_path: Path, written: Any) -> None:
+    registry, contract, frames = written
+    secrets = _secrets(registry)
+    assert all(PLAINTEXT.encode() not in frame for frame in frames)
+    kafka = spark.createDataFrame([(frame,) for frame in frames], "value binary")
+    decoded = contract.deserialize(kafka, key_col=None)
+    assert {row["ssn"] for row in decoded.collect()} == {PLAINTEXT}
+    for df in (decoded, contract.serialize(decoded.select("name", "ssn", "card"))):
+        _assert_clean(_explained(df), secrets)
+    for shown in (
+        repr(contract),
+        repr(contract._compiler),
+        str(contract.plan("WRITE")),
+        repr(contract.plan("WRITE")),
+        str(contract.plan("READ")),
+        repr(contract.plan("READ")),
+        *(repr(rule) for mode in ("WRITE", "READ") for rule in contract.plan(mode).rules),
+    ):
+        assert shown
+        _assert_clean(shown, secrets)
+    for path in (tmp_path / "registry").rglob("*"):
+        if path.is_file():
+            _assert_clean(path.read_bytes(), secrets)
+
+
+def test_a_wrong_kek_is_a_rule_failure_naming_the_field(spark: Any, tmp_path: Path, written: Any) -> None:
+    registry, _, frames = written
+    secrets = _secrets(registry)
+    sink = LocalTopicSink(tmp_path / "dlq-wrong")
+    reader = DataContract(registry, SUBJECT, rule_config={"secret": "not-the-secret"}, dlq_sink=sink)
+    kafka = spark.createDataFrame([(frame,) for frame in frames], "value binary")
+    assert reader.deserialize(kafka, key_col=None).count() == 0
+    records = sink.read("people-dlq")
+    assert len(records) == 3
+    for record in records:
+        text = repr(record.headers).encode()
+        assert b"Person.ssn" in text or b"Person.card" in text, text
+        assert b"could not unwrap a DEK" in text
+        _assert_clean(repr(record).encode(), secrets)
+        assert PLAINTEXT.encode() not in repr(record).encode()
+
+
+def test_a_tampered_ciphertext_is_a_rule_failure_naming_the_field(
+    spark: Any, tmp_path: Path, written: Any
+) -> None:
+    registry, contract, frames = written
+    secrets = _secrets(registry)
+    tampered = bytearray(frames[0])
+    tampered[-3] ^= 0x01  # inside the last field's ciphertext: the bytes field `card`
+    kafka = spark.createDataFrame([(bytes(tampered),), (frames[1],)], "value binary")
+    rows = contract.deserialize(kafka, key_col=None).collect()
+    assert [row["name"] for row in rows] == ["p1"]
+    (record,) = LocalTopicSink(tmp_path / "dlq").read("people-dlq")
+    text = repr(record.headers)
+    assert "Person.card" in text and "wrong key or tampered ciphertext" in text
+    assert record.value == bytes(tampered)
+    _assert_clean(repr(record), secrets)
+
+
+def test_on_error_the_job_fails_naming_the_field_without_key_material(spark: Any, tmp_path: Path) -> None:
+    registry = LocalRegistry()
+    registry.register_schema(SUBJECT, Schema.from_dict(_payload("ERROR")))
+    writer = DataContract(registry, SUBJECT, rule_config={"secret": SECRET})
+    df = spark.createDataFrame([("a", PLAINTEXT, b"\x01")], "name string, ssn string, card binary")
+    frames = [bytes(row["value"]) for row in writer.serialize(df).collect()]
+    secrets = _secrets(registry)
+    reader = DataContract(registry, SUBJECT, rule_config={"secret": "wrong"})
+    kafka = spark.createDataFrame([(frames[0],)], "value binary")
+    with pytest.raises(Exception) as caught:
+        reader.deserialize(kafka, key_col=None).collect()
+    message = str(caught.value)
+    assert "encryptPII" in message and "Person.ssn" in message
+    _assert_clean(message, secrets)

@@ -1,0 +1,107 @@
+"""The reference's field encryption as an oracle: confluent-kafka 2.16.1's AvroSerializer and
+AvroDeserializer with its FieldEncryptionExecutor, LocalKmsDriver and mock DEK registry.
+
+KEKs and DEKs move between its mock DEK registry and one of ours only in their stored form
+(the KEK's KMS coordinates, the DEK wrapped), as two clients of one registry would share them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+SUBJECT = "people-value"
+TOPIC = "people"
+
+
+class ReferenceEncryption:
+    """The reference's serdes over one registered contract (schema id 1) and one local KMS secret."""
+
+    def __init__(self, payload: Mapping[str, Any], secret: str, clock_millis: int | None = None) -> None:
+        from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+        from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+        from confluent_kafka.schema_registry.rule_registry import RuleRegistry
+        from confluent_kafka.schema_registry.rules.encryption.encrypt_executor import (
+            Clock,
+            FieldEncryptionExecutor,
+        )
+        from confluent_kafka.schema_registry.rules.encryption.localkms.local_driver import LocalKmsDriver
+
+        LocalKmsDriver.register()
+
+        class _Fixed(Clock):
+            def now(self) -> int:
+                return clock_millis if clock_millis is not None else super().now()
+
+        self.client = SchemaRegistryClient.new_client({"url": f"mock://{id(self)}"})
+        assert self.client.register_schema(SUBJECT, Schema.from_dict(dict(payload))) == 1
+        rules = RuleRegistry()
+        self.executor = FieldEncryptionExecutor(_Fixed())
+        rules.register_executor(self.executor)
+        conf = {"secret": secret}
+        self.serializer = AvroSerializer(
+            self.client,
+            None,
+            conf={"auto.register.schemas": False, "use.latest.version": True},
+            rule_conf=conf,
+            rule_registry=rules,
+        )
+        self.deserializer = AvroDeserializer(
+            self.client, conf={"use.latest.version": True}, rule_conf=conf, rule_registry=rules
+        )
+        assert self.deks is not None  # the serdes configured the executor, which made its client
+
+    def serialize(self, record: Mapping[str, Any]) -> bytes:
+        from confluent_kafka.serialization import MessageField, SerializationContext
+
+        data = self.serializer(dict(record), SerializationContext(TOPIC, MessageField.VALUE))
+        assert data is not None
+        return data
+
+    def deserialize(self, data: bytes) -> Any:
+        from confluent_kafka.serialization import MessageField, SerializationContext
+
+        return self.deserializer(data, SerializationContext(TOPIC, MessageField.VALUE))
+
+    @property
+    def deks(self) -> Any:
+        """The reference executor's own (mock) DEK registry client."""
+        return self.executor.executor.client
+
+    def export_keys(self, registry: Any) -> None:
+        """Copy the reference's KEKs and wrapped DEKs into `registry` (a DekRegistry of ours)."""
+        for kek_id, kek in self.deks._kek_cache.keks.items():
+            registry.register_kek(
+                kek.name, kek.kms_type, kek.kms_key_id, bool(kek.shared), context=kek_id.context
+            )
+        for dek in self.deks._dek_cache.deks.values():
+            registry.register_dek(
+                dek.kek_name, dek.subject, dek.encrypted_key_material, str(dek.algorithm), dek.version
+            )
+
+    def import_keys(self, registry: Any, kek_name: str, algorithm: str, versions: range) -> None:
+        """Copy our KEK and these wrapped DEK versions into the reference's mock DEK registry."""
+        from confluent_kafka.schema_registry.rules.encryption.dek_registry.dek_registry_client import (
+            DekAlgorithm,
+        )
+
+        kek = registry.get_kek(kek_name)
+        self.deks.register_kek(kek.name, kek.kms_type, kek.kms_key_id, kek.shared)
+        for version in versions:
+            dek = registry.get_dek(kek_name, SUBJECT, algorithm, version)
+            self.deks.register_dek(
+                kek_name, SUBJECT, dek.encrypted_key_material, DekAlgorithm(algorithm), version
+            )
+
+
+def contract_payload(
+    schema: Mapping[str, Any], params: Mapping[str, str], mode: str = "WRITEREAD"
+) -> dict[str, Any]:
+    """A registry payload: `schema` with one ENCRYPT rule on the PII tag."""
+    rule = {"name": "encryptPII", "kind": "TRANSFORM", "mode": mode, "type": "ENCRYPT", "tags": ["PII"]}
+    return {
+        "schemaType": "AVRO",
+        "schema": json.dumps(schema),
+        "ruleSet": {"domainRules": [{**rule, "params": dict(params)}]},
+    }
