@@ -17,13 +17,14 @@ from actions.dlq.sink import DlqSink, RunScopedSink, is_run_id
 from actions.protocol import Action, ActionContext, ActionPlan, Effect
 from contracts.codes import VERSION_NOT_FOUND
 from contracts.engine import runner, serde
+from contracts.engine.counts import Gatherer
 from contracts.engine.frame import ORIGINAL, RECORD, STATUS, refuse_reserved_columns
 from contracts.engine.native_migration import NativeMigration, native_migration
 from contracts.engine.reasons import NativeReasons, with_exact_reasons
 from contracts.engine.routing import DlqLayout, Router, route_rejected
 from contracts.engine.serde import WriterVersion
 from contracts.errors import ContractError, RegistryError
-from contracts.metrics import RuleMetrics, metrics_of, new_metrics, with_metrics
+from contracts.metrics import CollectMetrics, RuleMetrics, metrics_of, new_metrics, with_metrics
 from contracts.model import RegisteredSchema, RuleMode
 from contracts.planning import loader, migration
 from contracts.planning.plan import Plan, SkippedRuleSet, build_plan
@@ -35,7 +36,7 @@ from executors import as_executor
 from executors.config import RuleConfig
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, Observation, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
 DEFAULT_DLQ_DIR = "dlq-topics"
@@ -146,8 +147,12 @@ class DataContract:
     name; `dlq_sink` receives rejected rows (default: a LocalTopicSink under ./dlq-topics).
     Each call's per-rule counts belong to its result: `RuleResult.metrics`, or
     `contracts.metrics_of(df)` for the DataFrame a call returned; the contract keeps none.
-    `collect_metrics=False` skips them (both are then None), which also spares evaluating a rule
-    whose outcome changes no row (onFailure NONE). `rule_config` is passed to every executor, as
+    By default a batch call whose rules all run as Spark expressions counts them on demand (the
+    first `get()` runs one aggregate job; the call's own query stays as fast as the rules alone),
+    other calls during the first action on the result (Spark's `observe()`);
+    `collect_metrics="observe"` always observes (for an input that would not read the same rows
+    twice), `collect_metrics=False` skips them (both are then None), which also spares evaluating a
+    rule whose outcome changes no row (onFailure NONE). `rule_config` is passed to every executor, as
     the reference's `rule_conf` (e.g. the local KMS's `secret`); its values never print.
     """
 
@@ -160,9 +165,13 @@ class DataContract:
         executors: Iterable[Any] | Mapping[str, Any] | None = None,
         actions: Iterable[Action] | None = None,
         dlq_sink: DlqSink | None = None,
-        collect_metrics: bool = True,
+        collect_metrics: CollectMetrics = True,
         rule_config: Mapping[str, str] | None = None,
     ) -> None:
+        if collect_metrics not in (True, False, "observe"):
+            raise ContractError(
+                f"collect_metrics must be True, False or 'observe', not {collect_metrics!r}", subject=subject
+            )
         self.registry = registry
         self.collect_metrics = collect_metrics
         self.subject = subject
@@ -216,9 +225,9 @@ class DataContract:
     def apply(self, df: DataFrame, mode: str | RuleMode = RuleMode.WRITE) -> RuleResult:
         """Run the rules of `mode` lazily: nothing executes until an action on the result."""
         plan = self.plan(mode)
-        metrics, observation = self._observe(plan, df)
-        staged = runner.stage(plan, df, observation)
-        valid = _output(plan, staged.filter(_status().isNull()), _valid_columns(df, plan), observation)
+        metrics, gatherer = self._metrics(plan, df, runs_on_input=True)
+        staged = runner.stage(plan, df, gatherer)
+        valid = _output(plan, staged.filter(_status().isNull()), _valid_columns(df, plan), gatherer)
         rejected = with_exact_reasons(staged.filter(_status().isNotNull()), plan)
         return RuleResult(
             valid=with_metrics(valid, metrics),
@@ -262,14 +271,14 @@ class DataContract:
             migrated = native.apply(staged, ORIGINAL, lambda reason: F.raise_error(reason))
         else:
             migrated = serde.migrate_decoded(packed, writer, self.target)
-        metrics, observation = self._observe(plan, df)
-        staged = runner.run(plan, migrated, observation)
+        metrics, gatherer = self._metrics(plan, df, runs_on_input=False)
+        staged = runner.run(plan, migrated, gatherer)
         layout = DlqLayout(record_column=ORIGINAL, schema=writer.schema, schema_format=self.target.format)
         reasons = _migration_reasons({ORIGINAL: native})
         run = self._start_run(df, run_id)
         routed = self._route(staged, layout, plan, run, migrations=writer.migrations, reasons=reasons)
         columns = _record_then_passthrough(df, writer_plan.spark_type, self.spark_schema)
-        return with_metrics(_output(plan, routed, columns, observation), metrics)
+        return with_metrics(_output(plan, routed, columns, gatherer), metrics)
 
     def deserialize(
         self,
@@ -331,14 +340,14 @@ class DataContract:
         for version, native in natives.items():
             column = serde.writer_column(version)
             decoded = native.apply(decoded, column, unreadable, otherwise=F.col(RECORD))
-        metrics, observation = self._observe(plan, df)
-        staged = serde.release_tombstones(runner.run(plan, decoded, observation))
+        metrics, gatherer = self._metrics(plan, df, runs_on_input=False)
+        staged = serde.release_tombstones(runner.run(plan, decoded, gatherer))
         reasons = _migration_reasons({serde.writer_column(v): native for v, native in natives.items()})
         migrations = natives.values()
         routed = self._route(staged, layout, plan, run, migrations, reasons, route_always=unreadable_dlq)
         passthrough = [name for name in df.columns if name != value_col]
         columns = _record_then_passthrough_names(passthrough, self.spark_schema)
-        return with_metrics(_output(plan, routed, columns, observation), metrics)
+        return with_metrics(_output(plan, routed, columns, gatherer), metrics)
 
     def serialize(self, df: DataFrame, *, run_id: str | None = None) -> DataFrame:
         """WRITE rules, then the record as a `value` column in Confluent framing with this version's
@@ -411,7 +420,6 @@ class DataContract:
         variant.target = loader.load_version(registry, registry.get_version(self.subject, self.version))
         variant._compiler = dataclasses.replace(self._compiler, registry=registry, target=variant.target)
         variant._resolved = {}
-        variant._last_metrics = None
         variant._plans = {mode: variant._compiler.plan(mode) for mode in (RuleMode.WRITE, RuleMode.READ)}
         return variant
 
@@ -460,15 +468,18 @@ class DataContract:
 
     def _enforced(self, plan: Plan, df: DataFrame, run: _Run, columns: list[Column]) -> DataFrame:
         """`plan` run on `df` with its rejected rows routed, as `columns`, answering `metrics_of`."""
-        metrics, observation = self._observe(plan, df)
-        routed = self._route(runner.stage(plan, df, observation), self._json_layout(df, plan), plan, run)
-        return with_metrics(_output(plan, routed, columns, observation), metrics)
+        metrics, gatherer = self._metrics(plan, df, runs_on_input=True)
+        routed = self._route(runner.stage(plan, df, gatherer), self._json_layout(df, plan), plan, run)
+        return with_metrics(_output(plan, routed, columns, gatherer), metrics)
 
-    def _observe(self, plan: Plan, df: DataFrame) -> tuple[RuleMetrics | None, Observation | str | None]:
-        """One call's counts of `plan` on `df`, and what gathers them (None, None when metrics are off)."""
-        if not self.collect_metrics:
+    def _metrics(
+        self, plan: Plan, df: DataFrame, runs_on_input: bool
+    ) -> tuple[RuleMetrics | None, Gatherer | None]:
+        """One call's counts of `plan` on `df`, and what gathers them (None, None when metrics are
+        off); `runs_on_input` as in `new_metrics`."""
+        if self.collect_metrics is False:
             return None, None
-        return new_metrics(plan, df)
+        return new_metrics(plan, df, self.collect_metrics, runs_on_input)
 
     def _json_layout(self, df: DataFrame, plan: Plan) -> DlqLayout:
         """DLQ records whose value is the record as it arrived, as JSON (docs/semantics.md §7)."""
@@ -520,17 +531,15 @@ def _mode(mode: str | RuleMode) -> RuleMode:
     return chosen
 
 
-def _output(
-    plan: Plan, frame: DataFrame, columns: list[Column], observation: Observation | str | None
-) -> DataFrame:
+def _output(plan: Plan, frame: DataFrame, columns: list[Column], gatherer: Gatherer | None) -> DataFrame:
     """`frame` as `columns`, observed with the per-rule counts when the plan counts them on its
     output (runner.counts_at_output): its outcome columns carried to the top and dropped there."""
     from pyspark.sql import functions as F
 
-    if observation is None or not runner.counts_at_output(plan):
+    if gatherer is None or not runner.counts_at_output(plan, gatherer):
         return frame.select(*columns)
     carried = frame.select(*columns, *(F.col(name) for name in runner.outcome_columns(plan)))
-    return runner.observe_output(plan, carried, observation)
+    return runner.observe_output(plan, carried, gatherer)
 
 
 def _migration_reasons(

@@ -1,6 +1,6 @@
 """Per-rule counts of one call, reachable from that call's own result.
 
-Each `apply`, `write`, `read`, `serialize` or `deserialize` call observes its counts under a name
+Each `apply`, `write`, `read`, `serialize` or `deserialize` call gathers its counts under a name
 of its own and ties them to the DataFrame it returns: `RuleResult.metrics`, or `metrics_of(df)`
 for the DataFrame-returning calls (a weak-key map, so the counts live as long as that DataFrame
 and no longer; nothing is kept on the contract). Two calls never share counts, and the batch a
@@ -15,9 +15,9 @@ import weakref
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, wait
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from contracts.engine.runner import rule_counts
+from contracts.engine.counts import CountOnDemand, Gatherer, rule_counts
 from contracts.errors import ContractError
 
 if TYPE_CHECKING:
@@ -26,7 +26,11 @@ if TYPE_CHECKING:
     from contracts.planning.plan import Plan
 
 DEFAULT_METRICS_TIMEOUT_S = 2.0
-"""How long `RuleMetrics.get` waits for the first action on a batch result to finish."""
+"""How long `RuleMetrics.get` waits for the first action on an observed batch result to finish."""
+
+CollectMetrics: TypeAlias = "bool | Literal['observe']"
+"""A contract's `collect_metrics`: True counts each call the cheapest exact way, "observe" always
+during the first action, False not at all."""
 
 
 @dataclass(frozen=True)
@@ -41,17 +45,21 @@ class RuleCounts:
 
 
 class RuleMetrics:
-    """Per-rule outcome counts of one call, gathered with Spark's `observe()` by the first action
-    on its result.
+    """Per-rule outcome counts of one call.
 
+    A batch call whose rules all run as Spark expressions counts on demand: the first `get()` runs
+    one aggregate job over the same input and rules, so the call's own query stays as fast as the
+    rules alone (its input must read the same rows again, as Spark's sources, caches and
+    checkpoints do; a non-deterministic input wants `collect_metrics="observe"`). Other batch calls
+    gather them with Spark's `observe()` during the first action on the result.
     On a streaming DataFrame each micro-batch reports its own counts: they appear in the query's
     progress under `observedMetrics[metrics.name]`, and `get(query.lastProgress)` reads them.
     """
 
-    def __init__(self, plan: Plan, name: str, observation: Observation | None) -> None:
+    def __init__(self, plan: Plan, name: str, source: Observation | CountOnDemand | None) -> None:
         self._plan = plan
         self._name = name
-        self._observation = observation
+        self._source = source
         self._lock = threading.Lock()
         self._waiting: Future[Mapping[str, Any]] | None = None
 
@@ -65,9 +73,10 @@ class RuleMetrics:
     ) -> dict[str, RuleCounts]:
         """Counts per rule name.
 
-        Batch: the counts of the first Spark action on the result. When no action has finished
-        within `timeout` seconds (raise it to wait for one running in another thread) this is a
-        ContractError, where Spark's own `Observation.get` would wait forever.
+        Counted on demand: computed by the first call (one Spark job), then kept.
+        Observed batch: the counts of the first Spark action on the result. When no action has
+        finished within `timeout` seconds (raise it to wait for one running in another thread) this
+        is a ContractError, where Spark's own `Observation.get` would wait forever.
         Streaming: the counts of the micro-batch whose `progress` (e.g. `query.lastProgress`) is given.
         """
         if not self._plan.rules:
@@ -85,8 +94,10 @@ class RuleMetrics:
         return counts
 
     def _observed(self, progress: Any, timeout: float) -> Mapping[str, Any]:
-        if self._observation is not None:
-            return self._first_action(self._observation, timeout)
+        if isinstance(self._source, CountOnDemand):
+            return self._source.counts()
+        if self._source is not None:
+            return self._first_action(self._source, timeout)
         if progress is None:
             raise ContractError(
                 "these metrics come from a streaming query: pass its progress, e.g."
@@ -156,10 +167,15 @@ def with_metrics(df: DataFrame, metrics: RuleMetrics | None) -> DataFrame:
     return df
 
 
-def new_metrics(plan: Plan, df: DataFrame) -> tuple[RuleMetrics, Observation | str | None]:
-    """Counts for one call of `plan` on `df`, under a name generated for it, and what gathers them:
-    an Observation on a batch DataFrame; on a streaming one (which Observation does not support)
-    the name its query's progress reports them under; nothing when the plan has no rules."""
+def new_metrics(
+    plan: Plan, df: DataFrame, how: CollectMetrics, runs_on_input: bool
+) -> tuple[RuleMetrics, Gatherer | None]:
+    """Counts for one call of `plan` on `df`, under a name generated for it, and what gathers them.
+
+    On a streaming DataFrame (which Observation does not support): the name its query's progress
+    reports them under. On a batch one: a CountOnDemand when `how` allows it, every rule runs as
+    Spark expressions and the rules read `df` itself (`runs_on_input`: no decode or migration pass
+    before them), else an Observation. Nothing when the plan has no rules."""
     from pyspark.sql import Observation
 
     name = f"contract_{plan.plan_id}_{uuid.uuid4().hex[:8]}"
@@ -167,6 +183,9 @@ def new_metrics(plan: Plan, df: DataFrame) -> tuple[RuleMetrics, Observation | s
         return RuleMetrics(plan, name, None), None
     if df.isStreaming:
         return RuleMetrics(plan, name, None), name
+    if how is True and runs_on_input and plan.all_native:
+        on_demand = CountOnDemand(plan.rules)
+        return RuleMetrics(plan, name, on_demand), on_demand
     observation = Observation(name)
     return RuleMetrics(plan, name, observation), observation
 

@@ -1,6 +1,6 @@
 """Runs a plan on a DataFrame: packs the record, evaluates runs of native rules as Column
 expressions and consecutive Python rules in one `mapInArrow` pass, in the plan's order, and
-observes the per-rule counts (docs/semantics.md §2.6, §2.7).
+gathers the per-rule counts (docs/semantics.md §2.6, §2.7).
 
 ERROR actions fail the job natively (`raise_error`) when the failing row is computed, those of
 rules evaluated in Python too: the pass marks the row and `raise_failures` raises right after it.
@@ -8,11 +8,11 @@ rules evaluated in Python too: the pass marks the row and `raise_failures` raise
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from actions.protocol import Effect
 from contracts.engine import python_pass
+from contracts.engine.counts import CountOnDemand, Gatherer, gather
 from contracts.engine.frame import (
     FIELD_PREFIX,
     ORIGINAL,
@@ -28,7 +28,7 @@ from contracts.planning.plan import Plan, PlannedRule, has_transforms, native_tr
 from executors.protocol import NativeStep
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, Observation
+    from pyspark.sql import Column, DataFrame
 
 
 def field_columns(plan: Plan) -> dict[str, str]:
@@ -43,14 +43,16 @@ def keeps_field_columns(plan: Plan) -> bool:
     return bool(groups and field_columns(plan)) and native_transforms(groups[-1])
 
 
-def counts_at_output(plan: Plan) -> bool:
-    """Whether the per-rule counts are observed on the output rather than inside the query: no
-    rule can reject a row, so every row a rule evaluated reaches the output (rows the rules
-    skipped, rejected earlier by a decode or a migration, have no outcome and are not counted).
-    `run` then keeps the outcome columns for `observe_output`. Spark's CollectMetrics has no
-    generated code: in the middle of a plan it splits the query in two, with the rules' status
-    and filter on one side; on the output it sees one boolean per rule (docs/semantics.md §2.6)."""
-    return bool(plan.rules) and not plan.can_reject
+def counts_at_output(plan: Plan, gatherer: Gatherer | None) -> bool:
+    """Whether the per-rule counts are observed on the output rather than inside the query: they
+    are observed (not counted on demand), and no rule can reject a row, so every row a rule
+    evaluated reaches the output (rows the rules skipped, rejected earlier by a decode or a
+    migration, have no outcome and are not counted). `run` then keeps the outcome columns for
+    `observe_output`. Spark's CollectMetrics has no generated code: in the middle of a plan it
+    splits the query in two, with the rules' status and filter on one side; on the output it sees
+    one boolean per rule (docs/semantics.md §2.6)."""
+    observed = gatherer is not None and not isinstance(gatherer, CountOnDemand)
+    return observed and bool(plan.rules) and not plan.can_reject
 
 
 def outcome_columns(plan: Plan) -> list[str]:
@@ -58,10 +60,10 @@ def outcome_columns(plan: Plan) -> list[str]:
     return [OUTCOME_PREFIX + str(rule.index) for rule in plan.rules]
 
 
-def observe_output(plan: Plan, output: DataFrame, observation: Observation | str) -> DataFrame:
+def observe_output(plan: Plan, output: DataFrame, gatherer: Gatherer) -> DataFrame:
     """`output`, which carries the outcome columns of a plan whose `counts_at_output`, observed
     with the per-rule counts and without those columns."""
-    return output.observe(observation, *_metric_columns(plan.rules)).drop(*outcome_columns(plan))
+    return gather(output, plan.rules, gatherer).drop(*outcome_columns(plan))
 
 
 def record_field(plan: Plan, name: str) -> Column:
@@ -76,12 +78,12 @@ def record_field(plan: Plan, name: str) -> Column:
     return F.col(RECORD).getField(name)
 
 
-def stage(plan: Plan, df: DataFrame, observation: Observation | str | None = None) -> DataFrame:
+def stage(plan: Plan, df: DataFrame, gatherer: Gatherer | None = None) -> DataFrame:
     """Run every rule lazily: the record packed into one struct column, plus `_contract`;
-    `observation` as in `run`."""
+    `gatherer` as in `run`."""
     groups = plan.groups()
     as_fields = bool(groups and field_columns(plan)) and native_transforms(groups[0])
-    return _run(plan, pack(plan, df, as_fields), observation, packed_as_fields=as_fields)
+    return _run(plan, pack(plan, df, as_fields), gatherer, packed_as_fields=as_fields)
 
 
 def pack(plan: Plan, df: DataFrame, as_fields: bool = False) -> DataFrame:
@@ -107,19 +109,16 @@ def pack(plan: Plan, df: DataFrame, as_fields: bool = False) -> DataFrame:
     return df.select(*columns)
 
 
-def run(plan: Plan, staged: DataFrame, observation: Observation | str | None = None) -> DataFrame:
+def run(plan: Plan, staged: DataFrame, gatherer: Gatherer | None = None) -> DataFrame:
     """Apply the rules to a packed DataFrame; rows whose `_contract` is already set are skipped.
 
-    `observation` gathers the per-rule counts: an Observation, or on a streaming DataFrame
-    the name its query reports them under (`observedMetrics` of each progress). When the plan
+    `gatherer` gathers the per-rule counts (contracts.engine.counts). When the plan
     `counts_at_output` it is not used here: the outcome columns stay, for `observe_output` on
     the caller's output (which drops them)."""
-    return _run(plan, staged, observation, packed_as_fields=False)
+    return _run(plan, staged, gatherer, packed_as_fields=False)
 
 
-def _run(
-    plan: Plan, staged: DataFrame, observation: Observation | str | None, packed_as_fields: bool
-) -> DataFrame:
+def _run(plan: Plan, staged: DataFrame, gatherer: Gatherer | None, packed_as_fields: bool) -> DataFrame:
     groups = plan.groups()
     for position, (native, rules) in enumerate(groups):
         if native:
@@ -128,10 +127,10 @@ def _run(
             staged = _apply_native_run(staged, rules, field_columns(plan), from_fields, keep_fields=last)
         else:
             staged = python_pass.apply_batch_rules(staged, tuple(rules), plan.plan_id)
-    if counts_at_output(plan):
+    if counts_at_output(plan, gatherer):
         return staged
-    if observation is not None and plan.rules:
-        staged = staged.observe(observation, *_metric_columns(plan.rules))
+    if gatherer is not None and plan.rules:
+        staged = gather(staged, plan.rules, gatherer)
     return staged.drop(*outcome_columns(plan)) if plan.rules else staged
 
 
@@ -202,24 +201,3 @@ def native_status(rule: PlannedRule, outcome: Column) -> Column:
             status = F.when(fired, status_literal(value)).otherwise(status)
     # `fired` is null for rows already rejected, so `when` leaves their status as it was.
     return status
-
-
-def _metric_columns(rules: Sequence[PlannedRule]) -> list[Column]:
-    """Per rule: rows it passed and rows it evaluated (rows already rejected are not, so are not
-    counted); failed is their difference. Two counts of the outcome column alone, the least work
-    per row for CollectMetrics, which runs them without generated code."""
-    from pyspark.sql import functions as F
-
-    columns = []
-    for rule in rules:
-        outcome = F.col(OUTCOME_PREFIX + str(rule.index))
-        columns.append(F.count_if(outcome).alias(f"{rule.index}.passed"))
-        columns.append(F.count(outcome).alias(f"{rule.index}.evaluated"))
-    return columns
-
-
-def rule_counts(observed: Mapping[str, Any], rule: PlannedRule) -> tuple[int, int]:
-    """(passed, failed) of `rule`, read from the counts `_metric_columns` observed."""
-    passed = int(observed.get(f"{rule.index}.passed", 0) or 0)
-    evaluated = int(observed.get(f"{rule.index}.evaluated", 0) or 0)
-    return passed, evaluated - passed

@@ -147,6 +147,12 @@ class Plan:
     def has_transforms(self) -> bool:
         return has_transforms(self.rules)
 
+    @property
+    def all_native(self) -> bool:
+        """Whether every rule runs as Spark expressions, with no Python pass (no rule run in
+        Python, no custom action callback)."""
+        return all(native for native, _ in self.operations())
+
     def groups(self) -> list[tuple[bool, list[PlannedRule]]]:
         """The operations grouped into runs: (True, native rules) or (False, one Python pass's rules)."""
         return [

@@ -208,8 +208,11 @@ def test_a_row_rejected_goes_no_further(sink: LocalTopicSink, users: Any) -> Non
     assert metrics["positiveAge"].by_action == {"NONE": 1, "DLQ": 2}
 
 
-def test_metrics_asked_before_any_action_fail_fast_saying_why(sink: LocalTopicSink, users: Any) -> None:
-    result = make_contract(sink, [rule("positiveAge", "message.age > 0", onFailure="NONE")]).apply(users)
+def test_observed_metrics_asked_before_any_action_fail_fast_saying_why(
+    sink: LocalTopicSink, users: Any
+) -> None:
+    rules = [rule("positiveAge", "message.age > 0", onFailure="NONE")]
+    result = make_contract(sink, rules, collect_metrics="observe").apply(users)
     assert result.metrics is not None
     answers: list[Any] = []
 
@@ -316,7 +319,7 @@ def test_counts_of_a_plan_that_cannot_reject_are_observed_on_the_output(
     """No rule can reject a row, so every row a rule evaluated reaches the output: the outcome
     columns travel to the top of the query and are counted there, exactly."""
     masks = [{**rule("mask", "name == 'name' ; 'x'"), "type": "CEL_FIELD", "kind": "TRANSFORM"}]
-    contract = make_contract(sink, masks)
+    contract = make_contract(sink, masks, collect_metrics="observe")
     written = contract.write(users)
     assert sorted(row["name"] for row in written.collect()) == ["x", "x", "x"]
     metrics = metrics_of(written)
@@ -325,7 +328,9 @@ def test_counts_of_a_plan_that_cannot_reject_are_observed_on_the_output(
     assert (counts.passed, counts.failed, counts.by_action) == (3, 0, {"NONE": 3, "ERROR": 0})
     assert observed_on_output(optimized_plan(written, capsys))
 
-    checked = make_contract(sink, [*masks, rule("adult", "message.age > 0", onFailure="NONE")])
+    checked = make_contract(
+        sink, [*masks, rule("adult", "message.age > 0", onFailure="NONE")], collect_metrics="observe"
+    )
     for output in (checked.write(users), checked.apply(users).valid):
         output.collect()
         counted = metrics_of(output)
@@ -353,7 +358,7 @@ def test_transforms_are_counted_on_the_output_unless_a_rule_can_reject(
     ]
     payload = {"schema": json.dumps(note), "ruleSet": {"domainRules": rules}}
     registry.register_schema("notes-value", Schema.from_dict(payload))
-    contract = DataContract(registry, "notes-value", dlq_sink=sink)
+    contract = DataContract(registry, "notes-value", dlq_sink=sink, collect_metrics="observe")
     assert "(native)" in contract.explain()
     notes = spark.range(1, 4).selectExpr("id", "concat('n', id) AS text")
     written = contract.write(notes)
@@ -371,13 +376,57 @@ def test_transforms_are_counted_on_the_output_unless_a_rule_can_reject(
     for before, texts, first_counts, observed_on_top in cases:
         rule_set = {"domainRules": [*before, transform]}
         registry.register_schema("risky-value", Schema.from_dict({**payload, "ruleSet": rule_set}))
-        counted = DataContract(registry, "risky-value", dlq_sink=sink)
+        counted = DataContract(registry, "risky-value", dlq_sink=sink, collect_metrics="observe")
         assert "(native)" in counted.explain()
         written = counted.write(longer)
         assert sorted(row["text"] for row in written.collect()) == texts
         counts = metrics_of(written).get()  # type: ignore[union-attr]
         assert (counts["first"].passed, counts["first"].failed) == first_counts
         assert observed_on_output(optimized_plan(written, capsys)) is observed_on_top
+
+
+def test_native_rules_are_counted_on_demand_outside_the_query(
+    sink: LocalTopicSink, users: Any, capsys: Any
+) -> None:
+    """Rules that all run as Spark expressions leave the call's query as it would be without
+    counts (no CollectMetrics); the first `get()` counts them in a job of its own, before or after
+    any action, without delivering a DLQ record twice."""
+    rules = [
+        rule("positiveAge", "message.age > 0", onFailure="DLQ", params={"dlq.topic": "age"}),
+        rule("hasName", "message.name != ''", onFailure="NONE"),
+    ]
+    contract = make_contract(sink, rules)
+    written = contract.write(users)
+    metrics = metrics_of(written)
+    assert metrics is not None
+    counts = metrics.get()
+    assert (counts["positiveAge"].passed, counts["positiveAge"].failed) == (1, 2)
+    assert (counts["hasName"].passed, counts["hasName"].failed) == (1, 0)
+    assert sink.count("age") == 0, "counting delivered DLQ records"
+    assert ids(written) == [1] and sink.count("age") == 2
+    assert metrics.get() == counts and sink.count("age") == 2
+    assert "CollectMetrics" not in optimized_plan(written, capsys)
+    result = contract.apply(users)
+    assert "CollectMetrics" not in optimized_plan(result.valid, capsys)
+    assert result.metrics is not None and result.metrics.get()["positiveAge"].by_action == {"NONE": 1, "DLQ": 2}
+
+
+def test_rules_run_in_python_are_observed_during_the_first_action(
+    sink: LocalTopicSink, users: Any, capsys: Any
+) -> None:
+    """A Python pass would run again to count on demand: its counts are observed instead."""
+    rules = [rule("positiveAge", "message.age > 0", onFailure="NONE")]
+    python = make_contract(sink, rules, executors={"positiveAge": PythonOnly(CelExecutor())})
+    written = python.write(users)
+    assert "CollectMetrics" in optimized_plan(written, capsys)
+    assert ids(written) == [1, 2, 3]
+    counts = metrics_of(written).get()["positiveAge"]  # type: ignore[union-attr]
+    assert (counts.passed, counts.failed) == (1, 2)
+
+
+def test_collect_metrics_takes_true_false_or_observe(sink: LocalTopicSink) -> None:
+    with pytest.raises(ContractError, match="collect_metrics must be True, False or 'observe', not 'yes'"):
+        make_contract(sink, [], collect_metrics="yes")
 
 
 def _suffix(name: str, suffix: str, mode: str = "WRITEREAD") -> dict[str, Any]:

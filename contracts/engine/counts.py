@@ -1,0 +1,80 @@
+"""How one call's per-rule counts are gathered: by Spark's `observe()` during the first action on
+the result, or on demand by an aggregate of their own (docs/semantics.md §2.6).
+
+Spark's CollectMetrics has no generated code: every row of an observed query passes through it
+one at a time, which halves the speed of a cheap native rule wherever it sits. A batch call whose
+rules all run as Spark expressions therefore counts on demand instead: its query stays one
+generated stage, and the counts are one more job (the same rules, aggregated) when first asked.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from contracts.engine.frame import OUTCOME_PREFIX
+from contracts.planning.plan import PlannedRule
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, Observation
+
+
+class CountOnDemand:
+    """The counts of one call, computed when first asked from the frame the rules produced (its
+    outcome columns), then kept. Only for rules that run as Spark expressions: computing them again
+    costs time and nothing else (no Python pass, no DLQ delivery, no action callback runs twice)."""
+
+    def __init__(self, rules: Sequence[PlannedRule]) -> None:
+        self._rules = tuple(rules)
+        self._frame: DataFrame | None = None
+        self._counts: dict[str, Any] | None = None
+        self._lock = threading.Lock()
+
+    def attach(self, frame: DataFrame) -> None:
+        """Count on `frame`, which holds the outcome column of every rule."""
+        self._frame = frame
+
+    def counts(self) -> Mapping[str, Any]:
+        """The counts `metric_columns` name, computed by one aggregate job the first time."""
+        with self._lock:
+            if self._counts is None:
+                if self._frame is None:
+                    raise RuntimeError("CountOnDemand.counts() before the rules' frame was attached")
+                (row,) = self._frame.agg(*metric_columns(self._rules)).collect()
+                self._counts = row.asDict()
+            return self._counts
+
+
+Gatherer: TypeAlias = "Observation | str | CountOnDemand"
+"""What gathers a call's counts: an Observation (batch, first action), the name a streaming query's
+progress reports them under, or a CountOnDemand."""
+
+
+def gather(frame: DataFrame, rules: Sequence[PlannedRule], gatherer: Gatherer) -> DataFrame:
+    """`frame`, holding the rules' outcome columns, with their counts gathered by `gatherer`."""
+    if isinstance(gatherer, CountOnDemand):
+        gatherer.attach(frame)
+        return frame
+    return frame.observe(gatherer, *metric_columns(rules))
+
+
+def metric_columns(rules: Sequence[PlannedRule]) -> list[Column]:
+    """Per rule: rows it passed and rows it evaluated (rows already rejected are not, so are not
+    counted); failed is their difference. Two counts of the outcome column alone, the least work
+    per row for CollectMetrics, which runs them without generated code."""
+    from pyspark.sql import functions as F
+
+    columns = []
+    for rule in rules:
+        outcome = F.col(OUTCOME_PREFIX + str(rule.index))
+        columns.append(F.count_if(outcome).alias(f"{rule.index}.passed"))
+        columns.append(F.count(outcome).alias(f"{rule.index}.evaluated"))
+    return columns
+
+
+def rule_counts(gathered: Mapping[str, Any], rule: PlannedRule) -> tuple[int, int]:
+    """(passed, failed) of `rule`, read from the counts `metric_columns` gathered."""
+    passed = int(gathered.get(f"{rule.index}.passed", 0) or 0)
+    evaluated = int(gathered.get(f"{rule.index}.evaluated", 0) or 0)
+    return passed, evaluated - passed
