@@ -21,7 +21,7 @@ from contracts.engine.counts import CountOnDemand, Gatherer, rule_counts
 from contracts.errors import ContractError
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, Observation
+    from pyspark.sql import DataFrame, Observation, SparkSession
 
     from contracts.planning.plan import Plan
 
@@ -31,6 +31,11 @@ DEFAULT_METRICS_TIMEOUT_S = 2.0
 CollectMetrics: TypeAlias = "bool | Literal['observe']"
 """A contract's `collect_metrics`: True counts each call the cheapest exact way, "observe" always
 during the first action, False not at all."""
+
+
+COUNTS_COLUMNS = ("rule", "mode", "passed", "failed", "by_action")
+COUNTS_SCHEMA = "rule string, mode string, passed long, failed long, by_action map<string, long>"
+"""The columns of `RuleMetrics.to_df` and `to_pandas`: a row per rule."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,50 @@ class RuleMetrics:
             )
         return counts
 
+    def to_df(
+        self,
+        spark: SparkSession | None = None,
+        progress: Any = None,
+        *,
+        timeout: float = DEFAULT_METRICS_TIMEOUT_S,
+    ) -> DataFrame:
+        """The counts as a small DataFrame, a row per rule in running order: `rule`, `mode`,
+        `passed`, `failed` and `by_action` (a map from action name to rows); `progress` and
+        `timeout` as in `get`. Made on `spark` (default: the active session) from driver-side values."""
+        from pyspark.sql import SparkSession
+
+        session = spark or SparkSession.active()
+        rows = [
+            (c.rule, c.mode, c.passed, c.failed, c.by_action)
+            for c in self.get(progress, timeout=timeout).values()
+        ]
+        return session.createDataFrame(rows, COUNTS_SCHEMA)
+
+    def to_pandas(self, progress: Any = None, *, timeout: float = DEFAULT_METRICS_TIMEOUT_S) -> Any:
+        """The counts as a pandas DataFrame with the columns of `to_df` (needs pandas installed)."""
+        try:
+            import pandas as pd
+        except ImportError as missing:
+            raise ContractError(
+                "RuleMetrics.to_pandas needs pandas, which is not installed: pip install pandas",
+                subject=self._plan.subject,
+            ) from missing
+        return pd.DataFrame(self._rows(progress, timeout), columns=list(COUNTS_COLUMNS))
+
+    def _rows(self, progress: Any, timeout: float) -> list[tuple[str, str, int, int, dict[str, int]]]:
+        """A tuple per rule, in the order of COUNTS_COLUMNS."""
+        counts = self.get(progress, timeout=timeout).values()
+        return [(c.rule, c.mode, c.passed, c.failed, c.by_action) for c in counts]
+
+    def summary(self, progress: Any = None, *, timeout: float = DEFAULT_METRICS_TIMEOUT_S) -> str:
+        """The counts as a text table (rule, mode, passed, failed, actions that ran), as the CLI
+        prints them."""
+        return counts_table(self.get(progress, timeout=timeout))
+
+    def show(self, progress: Any = None, *, timeout: float = DEFAULT_METRICS_TIMEOUT_S) -> None:
+        """Print `summary()`, as `DataFrame.show()` prints rows."""
+        print(self.summary(progress, timeout=timeout), end="")
+
     def _observed(self, progress: Any, timeout: float) -> Mapping[str, Any]:
         if isinstance(self._source, CountOnDemand):
             return self._source.counts()
@@ -141,6 +190,35 @@ class RuleMetrics:
     def __repr__(self) -> str:
         rules = [r.rule.name for r in self._plan.rules]
         return f"RuleMetrics({self._plan.mode.value}, {self._name!r}, rules={rules})"
+
+
+def counts_table(counts: Mapping[str, RuleCounts]) -> str:
+    """Per rule, in running order: mode, rows passed, rows failed, rows per action that ran."""
+    header = ("rule", "mode", "passed", "failed", "actions")
+    rows = [
+        (
+            c.rule,
+            c.mode,
+            str(c.passed),
+            str(c.failed),
+            " ".join(f"{action}={n}" for action, n in c.by_action.items() if n) or "-",
+        )
+        for c in counts.values()
+    ]
+    if not rows:
+        return "no rules ran\n"
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+    numeric = {2, 3}
+
+    def render(row: tuple[str, ...]) -> str:
+        cells = (
+            cell.rjust(w) if i in numeric else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        )
+        return "  ".join(cells).rstrip()
+
+    rule_line = "  ".join("-" * w for w in widths)
+    return "\n".join([render(header), rule_line, *(render(row) for row in rows)]) + "\n"
 
 
 _COUNTS: weakref.WeakKeyDictionary[DataFrame, RuleMetrics] = weakref.WeakKeyDictionary()

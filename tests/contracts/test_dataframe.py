@@ -408,7 +408,10 @@ def test_native_rules_are_counted_on_demand_outside_the_query(
     assert "CollectMetrics" not in optimized_plan(written, capsys)
     result = contract.apply(users)
     assert "CollectMetrics" not in optimized_plan(result.valid, capsys)
-    assert result.metrics is not None and result.metrics.get()["positiveAge"].by_action == {"NONE": 1, "DLQ": 2}
+    assert result.metrics is not None and result.metrics.get()["positiveAge"].by_action == {
+        "NONE": 1,
+        "DLQ": 2,
+    }
 
 
 def test_rules_run_in_python_are_observed_during_the_first_action(
@@ -422,6 +425,34 @@ def test_rules_run_in_python_are_observed_during_the_first_action(
     assert ids(written) == [1, 2, 3]
     counts = metrics_of(written).get()["positiveAge"]  # type: ignore[union-attr]
     assert (counts.passed, counts.failed) == (1, 2)
+
+
+def test_counts_as_a_dataframe_a_pandas_frame_and_a_table(
+    sink: LocalTopicSink, users: Any, spark: Any, capsys: Any
+) -> None:
+    rules = [
+        rule("positiveAge", "message.age > 0", onFailure="DLQ", params={"dlq.topic": "age"}),
+        rule("hasName", "message.name != ''", onFailure="NONE"),
+    ]
+    metrics = make_contract(sink, rules).apply(users).metrics
+    assert metrics is not None
+    frame = metrics.to_df(spark)
+    assert frame.columns == ["rule", "mode", "passed", "failed", "by_action"]
+    assert [(r.rule, r.mode, r.passed, r.failed, r.by_action) for r in frame.collect()] == [
+        ("positiveAge", "WRITE", 1, 2, {"NONE": 1, "DLQ": 2}),
+        ("hasName", "WRITE", 1, 0, {"NONE": 1}),
+    ]
+    table = metrics.to_pandas()
+    assert table["rule"].tolist() == ["positiveAge", "hasName"] and table["failed"].tolist() == [2, 0]
+    metrics.show()
+    shown = capsys.readouterr().out
+    assert shown == metrics.summary()
+    assert shown.splitlines() == [
+        "rule         mode   passed  failed  actions",
+        "-----------  -----  ------  ------  ------------",
+        "positiveAge  WRITE       1       2  NONE=1 DLQ=2",
+        "hasName      WRITE       1       0  NONE=1",
+    ]
 
 
 def test_collect_metrics_takes_true_false_or_observe(sink: LocalTopicSink) -> None:

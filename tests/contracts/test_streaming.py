@@ -112,6 +112,14 @@ def test_write_on_a_stream_keeps_every_row_across_a_restart(
     assert metrics.name in query.lastProgress["observedMetrics"]
     counts = metrics.get(query.lastProgress)["adult"]
     assert (counts.passed, counts.failed) == (len(adults(first)), len(minors(first)))
+    table = metrics.to_pandas(query.lastProgress)
+    assert table[["rule", "passed", "failed"]].values.tolist() == [["adult", counts.passed, counts.failed]]
+    assert metrics.summary(query.lastProgress).splitlines()[2].split()[:4] == [
+        "adult",
+        "WRITE",
+        str(counts.passed),
+        str(counts.failed),
+    ]
     drop_json(source, "b.json", second)
     start()  # a new run of the same query: the checkpoint says a.json is done
     written = sorted(row["id"] for row in spark.read.parquet(str(output)).collect())
@@ -161,7 +169,8 @@ def write_batch_directory(root: str, counts_root: str | None = None) -> Any:
         if counts_root is not None:
             metrics = metrics_of(valid)
             assert metrics is not None, "the micro-batch's valid rows carry no counts"
-            counts = {name: [c.passed, c.failed] for name, c in metrics.get(timeout=60).items()}
+            frame = metrics.to_df(valid.sparkSession, timeout=60)
+            counts = {row.rule: [row.passed, row.failed] for row in frame.collect()}
             Path(counts_root, f"{batch_id}.json").write_text(json.dumps(counts))
 
     return write
