@@ -103,7 +103,11 @@ class _ContractPlanner:
         skipped = tuple(rule.name for rule in loader.skipped_rules(version, mode, self.executors))
         where = (version.subject, version.version, mode, version.spark_type)
         note = SkippedRuleSet(version.schema.rules.enable_at, skipped) if skipped else None
-        return build_plan(*where, compiled, self.resolve_action, skipped=note)
+        left_out = [
+            (rule.name, why)
+            for rule, why in loader.left_out_rules(version.schema.rules.domain_rules, mode, self.executors)
+        ]
+        return build_plan(*where, compiled, self.resolve_action, skipped=note, left_out=left_out)
 
     def load(self, version: int) -> loader.ContractVersion:
         if version == self.target.version:
@@ -219,8 +223,27 @@ class DataContract:
         """The compiled plan for WRITE or READ; `print(contract.plan("WRITE"))` explains it."""
         return self._plans[_mode(mode)]
 
-    def explain(self, mode: str | RuleMode = RuleMode.WRITE) -> str:
-        return self.plan(mode).explain()
+    def explain(self, mode: str | RuleMode = RuleMode.WRITE, writer_version: int | None = None) -> str:
+        """What the engine decided for `mode`: each rule in running order with its actions, how it
+        runs (native, or in Python and why) and what it touches, and the rules that do not run.
+        With `writer_version`, first the migration of that version's records to the target: its
+        UPGRADE/DOWNGRADE steps and whether they run as Spark expressions."""
+        plan = self.plan(mode).explain()
+        if writer_version is None or writer_version == self.version:
+            return plan
+        return f"{self._explain_migration(writer_version)}\n{plan}"
+
+    def _explain_migration(self, writer_version: int) -> str:
+        writer = self._compiler.writer(self.registry.get_version(self.subject, writer_version))
+        header = f"Migration of subject {self.subject!r} from version {writer_version} to {self.version}"
+        if writer.failure is not None:
+            return f"{header}: impossible, {writer.failure}"
+        if not any(plan.rules for plan in writer.migrations):
+            return f"{header}: no migration rules"
+        how = "as Spark expressions" if writer.native is not None else "in Python (a mapInArrow pass)"
+        steps = [plan.explain() for plan in writer.migrations if plan.rules]
+        indented = ["  " + line for step in steps for line in step.splitlines()]
+        return "\n".join([f"{header}, run {how}:", *indented])
 
     def apply(self, df: DataFrame, mode: str | RuleMode = RuleMode.WRITE) -> RuleResult:
         """Run the rules of `mode` lazily: nothing executes until an action on the result."""

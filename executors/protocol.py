@@ -84,6 +84,8 @@ class NativeStep:
     build: Callable[[Column], NativeOutcome]
     batch: BatchStep | None = None
     native: bool = field(default=True, init=False)
+    explain: str | None = None
+    """What `explain()` adds about this rule, e.g. the fields a CEL_FIELD rule touches."""
 
 
 class BatchEvaluator(Protocol):
@@ -98,6 +100,10 @@ class BatchStep:
 
     factory: Callable[[], BatchEvaluator]
     native: bool = field(default=False, init=False)
+    explain: str | None = None
+    """What `explain()` adds about this rule, as for NativeStep."""
+    why_not_native: str | None = None
+    """Why the rule has no native form, for `explain()` (e.g. the function it calls)."""
 
 
 Step = NativeStep | BatchStep

@@ -148,13 +148,37 @@ def running_order(rules: Sequence[Rule], mode: RuleMode, executors: PluginRegist
     reference does — disabled rules and other modes included — before those are filtered out
     (docs/semantics.md §2, §4.5).
     """
-    ordered = list(rules)[::-1] if mode in (RuleMode.READ, RuleMode.DOWNGRADE) else list(rules)
+    ordered = _in_running_order(rules, mode)
     superseded = superseded_rules(ordered, mode, executors)
     return [
         rule
         for index, rule in enumerate(ordered)
         if index not in superseded and not rule.disabled and rule.mode.matches(mode)
     ]
+
+
+def left_out_rules(
+    rules: Sequence[Rule], mode: RuleMode, executors: PluginRegistry[Executor]
+) -> list[tuple[Rule, str]]:
+    """The rules of one ruleSet list written for `mode` that do not run in it, with why: disabled,
+    or superseded by another rule (named), in running order — what `explain()` lists besides the
+    rules that run."""
+    ordered = _in_running_order(rules, mode)
+    superseding = superseding_rules(ordered, mode, executors)
+    left_out = []
+    for index, rule in enumerate(ordered):
+        if not rule.mode.matches(mode):
+            continue
+        if rule.disabled:
+            left_out.append((rule, "disabled"))
+        elif index in superseding:
+            left_out.append((rule, f"superseded by rule {ordered[superseding[index]].name!r}"))
+    return left_out
+
+
+def _in_running_order(rules: Sequence[Rule], mode: RuleMode) -> list[Rule]:
+    """READ and DOWNGRADE run a ruleSet list backwards, WRITE and UPGRADE forwards."""
+    return list(rules)[::-1] if mode in (RuleMode.READ, RuleMode.DOWNGRADE) else list(rules)
 
 
 def superseded_rules(
@@ -164,18 +188,28 @@ def superseded_rules(
     UPGRADE a rule that runs before it, in READ and DOWNGRADE one that runs after it (the list is
     reversed there, so the reference's "earlier" is the original order's), as each rule's executor
     judges (`supersedes`); no supersession in the other modes."""
+    return frozenset(superseding_rules(rules, mode, executors))
+
+
+def superseding_rules(
+    rules: Sequence[Rule], mode: RuleMode, executors: PluginRegistry[Executor]
+) -> dict[int, int]:
+    """`superseded_rules`, each with the index of the first rule that supersedes it."""
     if mode in (RuleMode.WRITE, RuleMode.UPGRADE):
         others = lambda index: range(index)  # noqa: E731
     elif mode in (RuleMode.READ, RuleMode.DOWNGRADE):
         others = lambda index: range(index + 1, len(rules))  # noqa: E731
     else:
-        return frozenset()
-    superseded = set()
+        return {}
+    superseding = {}
     for index, rule in enumerate(rules):
         executor = executors.find(rule.type, rule_name=rule.name)
-        if executor is not None and any(supersedes_rule(executor, rule, rules[o]) for o in others(index)):
-            superseded.add(index)
-    return frozenset(superseded)
+        if executor is None:
+            continue
+        by = next((o for o in others(index) if supersedes_rule(executor, rule, rules[o])), None)
+        if by is not None:
+            superseding[index] = by
+    return superseding
 
 
 def rule_context(

@@ -91,12 +91,16 @@ class PlannedRule:
             how += ", custom action in python"
         if self.step is None:
             how = "no executor: fails every record, later rules skipped"
+        notes = [] if self.step is None else [self.step.explain]
+        if isinstance(self.step, BatchStep):
+            notes.insert(0, self.step.why_not_native)
+        said = "".join(f"; {note}" for note in notes if note)
         failure = self.on_failure.name
         if self.on_failure.topic:
             failure += f" -> {self.on_failure.topic}"
         return (
             f"{self.index + 1}. {self.rule.name} [{self.rule.type} {self.rule.kind.value}, mode"
-            f" {self.ctx.mode.value}] on success {self.on_success.name}, on failure {failure} ({how})"
+            f" {self.ctx.mode.value}] on success {self.on_success.name}, on failure {failure} ({how}){said}"
         )
 
 
@@ -125,14 +129,17 @@ class Plan:
     rules: tuple[PlannedRule, ...]
     plan_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     skipped: SkippedRuleSet | None = None
+    left_out: tuple[tuple[str, str], ...] = ()
+    """Rules written for this mode that do not run, by name, with why (disabled, superseded)."""
 
     def explain(self) -> str:
         header = f"Plan {self.mode.value} for subject {self.subject!r} version {self.version}"
         if self.skipped is not None:
             return f"{header}: no rules, {self.skipped.describe()}"
+        not_run = [f"  not run: {name} ({why})" for name, why in self.left_out]
         if not self.rules:
-            return f"{header}: no rules"
-        return "\n".join([f"{header}:", *(f"  {rule.describe()}" for rule in self.rules)])
+            return "\n".join([f"{header}: no rules", *not_run])
+        return "\n".join([f"{header}:", *(f"  {rule.describe()}" for rule in self.rules), *not_run])
 
     def __repr__(self) -> str:
         return self.explain()
@@ -182,9 +189,11 @@ def build_plan(
     rules: Sequence[tuple[RuleContext, Step | None]],
     resolve_action: Any,
     skipped: SkippedRuleSet | None = None,
+    left_out: Sequence[tuple[str, str]] = (),
 ) -> Plan:
     """Resolve each rule's actions and truncate after a rule without executor (docs/semantics.md §2.1);
-    `skipped` names the rules the rule set's `enableAt` leaves out, for `explain`."""
+    `skipped` names the rules the rule set's `enableAt` leaves out and `left_out` the disabled and
+    superseded ones, for `explain`."""
     planned: list[PlannedRule] = []
     for index, (ctx, step) in enumerate(rules):
         action_ctx = ActionContext(ctx.rule, subject, version, mode, ctx.properties)
@@ -199,7 +208,9 @@ def build_plan(
         )
         if step is None:
             break
-    return Plan(subject, version, mode, record_type, tuple(planned), skipped=skipped)
+    return Plan(
+        subject, version, mode, record_type, tuple(planned), skipped=skipped, left_out=tuple(left_out)
+    )
 
 
 def has_transforms(rules: Sequence[PlannedRule]) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,8 +26,8 @@ class CelExecutor:
         batch = BatchStep(_CelBatch(expr, ctx.rule.kind))
         try:
             build = compile_rule(expr, ctx.rule.kind, ctx.spark_type)
-        except NotNativeCel:
-            return batch
+        except NotNativeCel as unsupported:
+            return dataclasses.replace(batch, why_not_native=f"no native form for {unsupported}")
         return NativeStep(build, batch=batch)
 
 

@@ -11,6 +11,8 @@ field keeps the rule in Python, which makes such a record undecodable rather tha
 
 from __future__ import annotations
 
+import dataclasses
+
 from contracts.model import Rule, RuleKind
 from executors.cel import _runtime
 from executors.cel._native_types import NotNativeCel
@@ -70,6 +72,11 @@ class CelFieldExecutor:
         try:
             planner = NativePlanner(expr, rule.kind, frozenset(rule.tags), fitting_only=ctx.mode.is_migration)
             build = planner.plan(tree, ctx.spark_type)
-        except NotNativeCel:
-            return batch
-        return NativeStep(build, batch=batch)
+        except NotNativeCel as unsupported:
+            walked = f"fields tagged {', '.join(sorted(rule.tags))}" if rule.tags else "every field"
+            return dataclasses.replace(
+                batch,
+                explain=f"touches {walked} its guard accepts, decided per record",
+                why_not_native=f"no native form for {unsupported}",
+            )
+        return NativeStep(build, batch=batch, explain=f"touches {', '.join(planner.touched) or 'no field'}")

@@ -342,6 +342,8 @@ class NativePlanner:
         self.kind = kind
         self.rule_tags = rule_tags
         self.fitting_only = fitting_only
+        self.touched: list[str] = []
+        """The full names of the fields the rule's expression runs on, in schema order (after `plan`)."""
 
     def plan(self, root: Node, spark_type: StructType) -> Callable[[Column], NativeOutcome]:
         """The native step's build function for records of the `root` schema (Spark type `spark_type`)."""
@@ -503,6 +505,8 @@ class NativePlanner:
                     if self.fitting_only and not slot.always_fits(variant.body.type.kind):
                         raise NotNativeCel("a migration result that may not fit its field")
                 variants.append(variant)
+        if variants and field.full_name not in self.touched:
+            self.touched.append(field.full_name)
         return _LeafPlan(variants, slot, self.kind) if variants else None
 
     def _variant(

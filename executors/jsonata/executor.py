@@ -9,6 +9,7 @@ and depth (README.md), so a runaway expression fails its rule for that record.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 from contracts.errors import ContractError
@@ -36,8 +37,8 @@ class JsonataExecutor:
         batch = BatchStep(JsonataBatch(expr, ctx.rule.kind, bounds(ctx.params), ctx.schema, migration))
         try:
             build = compile_rule(parse(expr).ast, ctx, migration=migration)
-        except NotNativeJsonata:
-            return batch
+        except NotNativeJsonata as unsupported:
+            return dataclasses.replace(batch, why_not_native=f"no native form for {unsupported}")
         return NativeStep(build, batch=batch)
 
 
