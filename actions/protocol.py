@@ -1,9 +1,13 @@
 """The action protocol: what happens to a record after a rule passed or failed (docs/semantics.md §2.4).
 
 Actions are decided when the plan is built, so the engine can run them natively: NONE continues,
-ERROR fails the Spark job, DLQ rejects the row to a dead-letter topic. A custom action is a
-Python callback run for each record it fires on; processing then continues, and an exception
-it raises fails the job (never swallowed).
+ERROR fails the Spark job, DLQ rejects the row to a dead-letter topic. A custom action may:
+- continue with a `topic`: a copy of the record goes to that topic through the DLQ sink, once per
+  record per run (the routing pass's idempotent writers deliver it, however often Spark computes
+  the result), and processing continues;
+- run a Python `callback` for each record it fires on; processing then continues, and an exception
+  it raises fails the job (never swallowed). The callback runs each time Spark computes the rows:
+  three actions on one result call it three times per record.
 """
 
 from __future__ import annotations
@@ -43,7 +47,9 @@ class RecordCallback(Protocol):
 
 @dataclass(frozen=True)
 class ActionPlan:
-    """An action resolved for one rule: its name, effect, DLQ topic and optional per-record callback."""
+    """An action resolved for one rule: its name, effect, topic and optional per-record callback.
+
+    `topic` is where a REJECT sends the record, and where a CONTINUE sends a copy of it."""
 
     name: str
     effect: Effect

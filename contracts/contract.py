@@ -87,8 +87,8 @@ class _ContractPlanner:
                 position="onFailure/onSuccess",
             )
         planned = action.plan(ctx)
-        if planned.effect is Effect.REJECT and planned.topic is not None:
-            # A custom action's topic is checked as the DLQ action checks its own.
+        if planned.effect is not Effect.FAIL and planned.topic is not None:
+            # A custom action's topic (a DLQ, or a copy's) is checked as the DLQ action checks its own.
             position = f"actions.{name}.topic"
             checked_topic(
                 planned.topic, position, subject=ctx.subject, version=ctx.version, rule=ctx.rule.name
@@ -525,11 +525,13 @@ class DataContract:
         reasons: tuple[tuple[NativeReasons, str], ...] = (),
         route_always: bool = False,
     ) -> DataFrame:
-        """Rejected rows to their DLQ topics. When neither the plan nor the `migrations` that ran
-        before it can reject a row (and `route_always` is off: a decode policy that sends unreadable
-        rows to a DLQ) there is no Python pass, only the filter on `_contract` that makes Spark
-        evaluate it (an ERROR action fires there)."""
-        if not route_always and not any(p.can_reject for p in (plan, *migrations)):
+        """Rejected rows to their DLQ topics, and copies of the rows a copy action fired on to
+        theirs. When neither the plan nor the `migrations` that ran before it can reject a row, the
+        plan copies none (and `route_always` is off: a decode policy that sends unreadable rows to a
+        DLQ) there is no Python pass, only the filter on `_contract` that makes Spark evaluate it
+        (an ERROR action fires there)."""
+        routes = route_always or bool(plan.copies)
+        if not routes and not any(p.can_reject for p in (plan, *migrations)):
             return staged.filter(_status().isNull())
         return route_rejected(staged, run.sink, run.run_id, layout, plan, reasons)
 

@@ -21,11 +21,11 @@ import pyarrow.compute as pc
 
 from actions.dlq.sink import DlqRecord, DlqSink, DlqWriter, writer_id
 from contracts import formats
-from contracts.engine.frame import PARTITION, RECORD, STATUS
+from contracts.engine.frame import OUTCOME_PREFIX, PARTITION, RECORD, STATUS
 from contracts.engine.reasons import NativeReasons
 from contracts.engine.runner import field_columns, keeps_field_columns
 from contracts.formats.protocol import SchemaFormat
-from contracts.planning.plan import Plan
+from contracts.planning.plan import CopyAction, Plan
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -72,7 +72,7 @@ def route_rejected(
     from pyspark.sql import functions as F
 
     reasons = ((NativeReasons(plan), RECORD), *migration_reasons)
-    router = Router(sink, run_id, layout, reasons)
+    router = Router(sink, run_id, layout, reasons, copies=plan.copies)
     if not keeps_field_columns(plan):
         return with_partition(staged).mapInArrow(router, staged.schema)
     # The record's field columns stay out of the Python pass (RECORD holds the same values).
@@ -105,6 +105,9 @@ class Router:
     reasons: tuple[tuple[NativeReasons, str], ...] = ()
     stage: str | None = None
     """Names this pass in the writer ids when one job routes rows in two passes (decode, then rules)."""
+    copies: tuple[CopyAction, ...] = ()
+    """Copy actions: each row its rule gave the firing outcome (read from the rule's outcome column)
+    is also sent to the action's topic, whatever happens to the row after."""
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # The writer's own context commits on success or early close and aborts on an error.
@@ -117,6 +120,9 @@ class Router:
                         self.sink.open(_writer_id(self.run_id, self.stage, partition))
                     )
                 batch = partitioned.drop_columns([PARTITION])
+                if writer is not None:
+                    for record in self._copies(batch):
+                        writer.write(record)
                 rejected = pc.is_valid(batch.column(STATUS))
                 if writer is not None and pc.any(rejected).as_py():
                     for record in self._dlq_records(batch.filter(rejected)):
@@ -124,12 +130,34 @@ class Router:
                     batch = batch.filter(pc.invert(rejected))
                 yield batch
 
+    def _copies(self, batch: pa.RecordBatch) -> Iterator[DlqRecord]:
+        """The copies the copy actions send for this batch's rows, rule by rule."""
+        for copy in self.copies:
+            outcome = batch.column(OUTCOME_PREFIX + str(copy.rule.index))
+            fired = pc.fill_null(pc.equal(outcome, pa.scalar(copy.passed)), False)
+            if not pc.any(fired).as_py():
+                continue
+            rows = batch.filter(fired)
+            ctx = copy.rule.ctx
+            status = {
+                "rule": copy.rule.rule.name,
+                "mode": ctx.mode.value,
+                "subject": ctx.subject,
+                "topic": copy.action.topic,
+                "reason": copy.reason(),
+            }
+            yield from self._records(rows, [status] * rows.num_rows)
+
     def _dlq_records(self, rejected: pa.RecordBatch) -> Iterator[DlqRecord]:
 
-        layout = self.layout
         statuses = rejected.column(STATUS).to_pylist()
         for reasons, column in self.reasons:
             statuses = reasons.refine(statuses, rejected.column(column))
+        return self._records(rejected, statuses)
+
+    def _records(self, rejected: pa.RecordBatch, statuses: list[dict[str, Any]]) -> Iterator[DlqRecord]:
+        """A record per row, to the topic its status names, with the rule headers."""
+        layout = self.layout
         values = self._values(rejected)
         keys = _column(rejected, layout.key_column)
         incoming = _column(rejected, layout.headers_column)

@@ -131,7 +131,8 @@ def _run(plan: Plan, staged: DataFrame, gatherer: Gatherer | None, packed_as_fie
         return staged
     if gatherer is not None and plan.rules:
         staged = gather(staged, plan.rules, gatherer)
-    return staged.drop(*outcome_columns(plan)) if plan.rules else staged
+    # A copy action's rows are told by their rule's outcome, which the routing pass reads.
+    return staged.drop(*outcome_columns(plan)) if plan.rules and not plan.copies else staged
 
 
 def _apply_native_run(

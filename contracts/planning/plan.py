@@ -105,6 +105,20 @@ class PlannedRule:
 
 
 @dataclass(frozen=True)
+class CopyAction:
+    """A CONTINUE action with a topic: the routing pass sends a copy of each record `rule` gave the
+    outcome `passed` to `action.topic`, and the record goes on."""
+
+    rule: PlannedRule
+    passed: bool
+    action: ActionPlan
+
+    def reason(self) -> str | None:
+        """The `__rule.exception` header of a copy: the rule's failure reason when it failed."""
+        return None if self.passed else self.rule.failure_reason()
+
+
+@dataclass(frozen=True)
 class SkippedRuleSet:
     """Rules a plan leaves out because their rule set's `enableAt` is not for clients."""
 
@@ -153,6 +167,16 @@ class Plan:
     @property
     def has_transforms(self) -> bool:
         return has_transforms(self.rules)
+
+    @property
+    def copies(self) -> tuple[CopyAction, ...]:
+        """The actions that send a copy of the record to a topic and continue, with when they fire."""
+        return tuple(
+            CopyAction(rule, passed, action)
+            for rule in self.rules
+            for passed, action in ((True, rule.on_success), (False, rule.on_failure))
+            if action.effect is Effect.CONTINUE and action.topic is not None
+        )
 
     @property
     def all_native(self) -> bool:

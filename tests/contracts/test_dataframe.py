@@ -1290,3 +1290,65 @@ def test_rejected_rows_applied_again_after_dropping_the_status_are_checked_afres
     contract = make_contract(sink, rules)
     again = contract.apply(contract.apply(users).rejected.drop("_contract"))
     assert ids(again.valid) == [] and ids(again.rejected) == [2, 3]
+
+
+@dataclass(frozen=True)
+class CopyToAudit:
+    """A copy action: the record goes on, and a copy of it to the `audit` topic."""
+
+    name: str = "AUDIT"
+    topic: str = "audit"
+
+    def plan(self, ctx: ActionContext) -> ActionPlan:
+        return ActionPlan(self.name, Effect.CONTINUE, topic=self.topic)
+
+
+def audited(sink: LocalTopicSink) -> list[tuple[int, str, str | None]]:
+    """(id, rule, reason) of each record in the `audit` topic."""
+    records = []
+    for record in sink.read("audit"):
+        headers = dict(record.headers)
+        reason = headers.get("__rule.exception")
+        rule_name = headers["__rule.name"] or b""
+        value = json.loads(record.value or b"")
+        records.append((value["id"], rule_name.decode(), reason.decode() if reason else None))
+    return sorted(records)
+
+
+@pytest.mark.parametrize("runs_in", ["native", "python"])
+def test_a_copy_action_sends_each_record_once_however_often_spark_computes_it(
+    sink: LocalTopicSink, users: Any, runs_in: str
+) -> None:
+    rules = [rule("positiveAge", "message.age > 0", onFailure="AUDIT")]
+    executors = {"positiveAge": PythonOnly(CelExecutor())} if runs_in == "python" else None
+    contract = make_contract(sink, rules, actions=[CopyToAudit()], executors=executors)
+    assert f"({runs_in})" in contract.explain()
+    written = contract.write(users, run_id="audited-run")
+    assert ids(written) == [1, 2, 3]  # the record goes on
+    assert written.count() == 3
+    written.write.format("noop").mode("overwrite").save()
+    reason = "Rule expr failed: message.age > 0"
+    assert audited(sink) == [(2, "positiveAge", reason), (3, "positiveAge", reason)]
+    # A rerun under the same run id replaces the run's copies; apply() delivers none.
+    assert ids(contract.write(users, run_id="audited-run")) == [1, 2, 3]
+    assert ids(contract.apply(users).valid) == [1, 2, 3]
+    assert len(audited(sink)) == 2
+
+
+def test_a_row_copied_by_one_rule_and_rejected_by_the_next_goes_to_both_topics(
+    sink: LocalTopicSink, users: Any
+) -> None:
+    rules = [
+        rule("hasName", "message.name != ''", onSuccess="AUDIT", onFailure="NONE"),
+        rule("positiveAge", "message.age > 0", onFailure="DLQ", params={"dlq.topic": "age"}),
+    ]
+    written = make_contract(sink, rules, actions=[CopyToAudit()]).write(users)
+    assert ids(written) == [1]
+    assert [row[:2] for row in audited(sink)] == [(1, "hasName"), (2, "hasName")]
+    assert sorted(json.loads(r.value or b"")["id"] for r in sink.read("age")) == [2, 3]
+
+
+def test_a_copy_action_with_a_bad_topic_fails_at_load(sink: LocalTopicSink) -> None:
+    rules = [rule("positiveAge", "message.age > 0", onFailure="AUDIT")]
+    with pytest.raises(ContractError, match=r"actions\.AUDIT\.topic"):
+        make_contract(sink, rules, actions=[CopyToAudit(topic="no spaces")])
