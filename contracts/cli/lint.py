@@ -2,7 +2,8 @@
 
 Each version is parsed by the model, its schema by the loader and each rule compiled by the
 loader for every mode it runs in, so lint finds exactly what `DataContract` would — but one rule
-at a time, so a bad rule does not hide the next one.
+at a time, so a bad rule does not hide the next one. Each version's schema is also checked against
+the earlier ones of its subject under the subject's compatibility level, as registering it is.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+from fastavro.schema import SchemaParseException
+
 from contracts.contract import _ContractPlanner
 from contracts.errors import ContractError, DataContractError
 from contracts.model import Rule, RuleMode, Schema
@@ -22,6 +25,13 @@ from contracts.planning import loader, migration
 from contracts.planning.plan import build_plan
 from contracts.plugins import ACTION_GROUP, EXECUTOR_GROUP, PluginRegistry, load_group
 from contracts.registry import LocalRegistry, Registry
+from contracts.registry.compatibility import (
+    ParsedAvro,
+    checked_against,
+    compatibility_errors,
+    compatibility_level,
+    parse_avro,
+)
 from contracts.registry.layout import SUBJECT_FILE, subject_of, version_of
 from executors import as_executor
 
@@ -118,19 +128,87 @@ def lint_registry(
         except DataContractError as error:
             problems.append(_problem(error, subject, None))
             continue
+        compared: list[_Compared] = []
         for version in versions:
             path = (paths or {}).get((subject, version))
             try:
                 registered = registry.get_version(subject, version)
-                target = loader.load_version(registry, registered)
             except DataContractError as error:
                 problems.append(_problem(error, subject, version, path))
                 continue
+            try:
+                target = loader.load_version(registry, registered)
+            except DataContractError as error:
+                problems.append(_problem(error, subject, version, path))
+                compared.append(_Compared(version, registered.schema.properties, None, path))
+                continue
+            compared.append(_Compared(version, target.properties, _avro(target, problems, path), path))
             problems.extend(
                 Problem.of(error, path) for error in _rule_errors(registry, target, executors, actions)
             )
             problems.extend(_skipped_rule_set(target, path))
+        problems.extend(_incompatibilities(registry, subject, compared))
     return _unique(problems)
+
+
+@dataclass(frozen=True)
+class _Compared:
+    """A version as the compatibility check sees it: its metadata properties (for the
+    compatibilityGroup) and its Avro, None when it did not load (reported already) or is not Avro."""
+
+    version: int
+    properties: dict[str, str]
+    avro: ParsedAvro | None
+    path: str | None
+
+
+def _avro(target: loader.ContractVersion, problems: list[Problem], path: str | None) -> ParsedAvro | None:
+    """The version's Avro as the compatibility checker reads it, with its references' named types;
+    None for another schema type (this check covers Avro only) or, with a problem, Avro it refuses."""
+    if target.schema.schema_type.upper() != "AVRO":
+        return None
+    named: dict[str, Any] = {}
+    try:
+        for text in target.named_schemas:
+            named.update(parse_avro(json.loads(text), named).names)
+        return parse_avro(json.loads(target.schema.schema_str), named)
+    except (ValueError, TypeError, KeyError, SchemaParseException) as error:
+        reason = f"the compatibility check cannot read the schema: {error}"
+        problems.append(Problem(reason, target.subject, target.version, position="schema", path=path))
+        return None
+
+
+def _incompatibilities(registry: Registry, subject: str, compared: list[_Compared]) -> list[Problem]:
+    """Each version against the earlier ones its subject's compatibility level (falling back to the
+    global one) checks it against, as registering it would; a pair with a version that did not
+    load (reported already) is skipped."""
+    if len(compared) < 2:
+        return []
+    try:
+        config = registry.get_config(subject)
+    except DataContractError as error:
+        return [_problem(error, subject, None)]
+    try:
+        level = compatibility_level(config)
+    except ValueError:
+        reason = f"unknown compatibility level {config.get('compatibility')!r}"
+        return [Problem(reason, subject, position="compatibility")]
+    problems: list[Problem] = []
+    for index, new in enumerate(compared):
+        for old in checked_against(level, config.get("compatibilityGroup"), new, compared[:index]):
+            if new.avro is None or old.avro is None:
+                continue
+            problems.extend(
+                Problem(
+                    f"incompatible with version {old.version} under {level.value}: {message}",
+                    subject,
+                    new.version,
+                    position="schema",
+                    path=new.path,
+                )
+                for message in compatibility_errors(level, new.avro, [old.avro])
+            )
+    return problems
 
 
 def _skipped_rule_set(target: loader.ContractVersion, path: str | None) -> list[Problem]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from fastavro.schema import parse_schema
 
@@ -264,3 +264,31 @@ def compatibility_errors(
         if level.forward:
             errors.extend(f"old schema cannot read new: {e}" for e in reader_errors(old, new))
     return errors
+
+
+class _Versioned(Protocol):
+    """A version of a subject as far as choosing what to check it against goes: its metadata properties."""
+
+    @property
+    def properties(self) -> Mapping[str, str]: ...
+
+
+_V = TypeVar("_V", bound=_Versioned)
+
+
+def compatibility_level(config: Mapping[str, Any]) -> Compatibility:
+    """The level a subject's effective config sets; BACKWARD (Confluent's default) when it sets none.
+    ValueError when the level is unknown."""
+    return Compatibility(str(config.get("compatibility", Compatibility.BACKWARD.value)).upper())
+
+
+def checked_against(level: Compatibility, group: str | None, new: _V, earlier: Sequence[_V]) -> list[_V]:
+    """The earlier versions (oldest first) a registry checks `new` against: only those with its value
+    of the `group` metadata property (the config's compatibilityGroup), all of them under a transitive
+    level, else the newest; none under NONE."""
+    if level is Compatibility.NONE:
+        return []
+    if group:
+        value = new.properties.get(group)
+        earlier = [old for old in earlier if old.properties.get(group) == value]
+    return list(earlier if level.transitive else earlier[-1:])

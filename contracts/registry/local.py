@@ -58,7 +58,14 @@ from contracts.model import (
     merge_metadata,
     merge_rule_sets,
 )
-from contracts.registry.compatibility import Compatibility, ParsedAvro, compatibility_errors, parse_avro
+from contracts.registry.compatibility import (
+    Compatibility,
+    ParsedAvro,
+    checked_against,
+    compatibility_errors,
+    compatibility_level,
+    parse_avro,
+)
 from contracts.registry.dek import DEFAULT_ALGORITHM, Dek, Kek
 from contracts.registry.layout import (
     CONFIG_FILE,
@@ -590,23 +597,19 @@ class LocalRegistry:
         self, candidate: Schema, existing: list[_Version], config: Mapping[str, Any]
     ) -> list[str]:
         """Why `candidate` breaks the configured compatibility against `existing` versions."""
-        group = config.get("compatibilityGroup")
-        if group:
-            # Only versions in the same compatibility group (e.g. the same major version) are checked.
-            value = candidate.properties.get(group)
-            existing = [v for v in existing if v.schema.properties.get(group) == value]
         try:
-            level = Compatibility(str(config.get("compatibility", "BACKWARD")).upper())
+            level = compatibility_level(config)
         except ValueError as error:
             raise RegistryError(
                 f"Invalid compatibility level {config.get('compatibility')!r}",
                 status=422,
                 error_code=INVALID_COMPATIBILITY_LEVEL,
             ) from error
-        if level is Compatibility.NONE or not existing:
+        group = config.get("compatibilityGroup")
+        against = checked_against(level, group, candidate, [v.schema for v in existing])
+        if not against:
             return []
-        previous = [self._parse(v.schema) for v in existing]
-        errors = compatibility_errors(level, self._parse(candidate), previous)
+        errors = compatibility_errors(level, self._parse(candidate), [self._parse(s) for s in against])
         return [*errors, f"{{compatibility: '{level.value}'}}"] if errors else []
 
     def _live_or_404(self, subject: str) -> list[_Version]:
