@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -22,6 +22,7 @@ from pyspark.sql import types as T
 
 from contracts.bounded import BoundedCache
 from contracts.errors import SerializationError
+from contracts.formats.arrow_text import invalid_utf8_rows, sound_nulls, valid_utf8
 from contracts.formats.avro.types import (
     _NAMED,
     AvroSchema,
@@ -590,7 +591,7 @@ def _read_column(array: pa.Array | pa.ChunkedArray, column: _Column, unreadable:
         # Timestamps and dates become integers (whatever Spark's session time zone), large types
         # plain ones. The target is all nullable: pyarrow refuses to cast a null struct whose
         # non-nullable children hold nulls.
-        array = _sound_nulls(array.cast(column.readable))
+        array = sound_nulls(array.cast(column.readable))
     convert = column.node.from_arrow
     try:
         values = array.to_pylist()
@@ -604,8 +605,8 @@ def _read_invalid_utf8(
 ) -> list[Any]:
     """The slow path of a column holding strings that are not UTF-8: those bytes replaced, the rows
     named in `unreadable`, and a value its converter refuses after the replacement (a uuid) null."""
-    values = _valid_utf8(array).to_pylist()
-    invalid = dict(_invalid_utf8_rows(array))
+    values = valid_utf8(array).to_pylist()
+    invalid = dict(invalid_utf8_rows(array))
     for row, error in invalid.items():
         unreadable.setdefault(
             row,
@@ -623,77 +624,6 @@ def _converted(convert: Convert, value: Any) -> Any:
         return convert(value)
     except (TypeError, ValueError):
         return None
-
-
-def _invalid_utf8_rows(array: pa.Array | pa.ChunkedArray) -> Iterator[tuple[int, UnicodeDecodeError]]:
-    """Each row of the array holding a string that is not valid UTF-8, with the decoding error."""
-    for row in range(len(array)):
-        try:
-            array[row].as_py()
-        except UnicodeDecodeError as e:
-            yield row, e
-
-
-def _valid_utf8(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
-    """The array with every string's bytes that are not UTF-8 replaced by U+FFFD, nested ones too."""
-    if isinstance(array, pa.ChunkedArray):
-        return pa.chunked_array([_valid_utf8(chunk) for chunk in array.chunks], type=array.type)
-    kind = array.type
-    if pa.types.is_string(kind):
-        raw = array.cast(pa.binary()).to_pylist()
-        return pa.array([None if b is None else b.decode("utf-8", "replace") for b in raw], type=kind)
-    mask = array.is_null() if array.null_count else None
-    if pa.types.is_list(kind):
-        return pa.ListArray.from_arrays(array.offsets, _valid_utf8(array.values), type=kind, mask=mask)
-    if pa.types.is_map(kind):
-        keys, items = _valid_utf8(array.keys), _valid_utf8(array.items)
-        return pa.MapArray.from_arrays(array.offsets, keys, items, type=kind, mask=mask)
-    if pa.types.is_struct(kind):
-        children = [_valid_utf8(child) for child in array.flatten()]
-        return pa.StructArray.from_arrays(children, fields=list(kind), mask=mask)
-    return array
-
-
-def _sound_nulls(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
-    """The array with each null-typed child as long as its list offsets say. pyarrow's cast of a
-    nested list of nulls (e.g. list<list<null>>) keeps the inner null child at the wrong length,
-    which to_pylist then cannot read."""
-    if isinstance(array, pa.ChunkedArray):
-        if not _holds_null(array.type):
-            return array
-        return pa.chunked_array([_sound_nulls(chunk) for chunk in array.chunks], type=array.type)
-    kind = array.type
-    if not _holds_null(kind):
-        return array
-    if pa.types.is_null(kind):
-        return pa.nulls(len(array))
-    mask = array.is_null() if array.null_count else None
-    if pa.types.is_list(kind):
-        offsets = array.offsets
-        size = offsets[-1].as_py() if len(offsets) else 0
-        values = pa.nulls(size) if pa.types.is_null(kind.value_type) else _sound_nulls(array.values)
-        return pa.ListArray.from_arrays(offsets, values, type=kind, mask=mask)
-    if pa.types.is_map(kind):
-        offsets = array.offsets
-        size = offsets[-1].as_py() if len(offsets) else 0
-        items = pa.nulls(size) if pa.types.is_null(kind.item_type) else _sound_nulls(array.items)
-        return pa.MapArray.from_arrays(offsets, array.keys, items, type=kind, mask=mask)
-    if pa.types.is_struct(kind):
-        children = [_sound_nulls(child) for child in array.flatten()]
-        return pa.StructArray.from_arrays(children, fields=list(kind), mask=mask)
-    return array
-
-
-def _holds_null(kind: pa.DataType) -> bool:
-    if pa.types.is_null(kind):
-        return True
-    if pa.types.is_list(kind):
-        return _holds_null(kind.value_type)
-    if pa.types.is_map(kind):
-        return _holds_null(kind.item_type)
-    if pa.types.is_struct(kind):
-        return any(_holds_null(field.type) for field in kind)
-    return False
 
 
 def _record_codec(schema: AvroSchema, union_branches: bool = False) -> _Codec:

@@ -1,0 +1,79 @@
+"""Arrow arrays as Spark hands them to Python: strings that may not be UTF-8 (Spark does not
+require it) and null-typed children pyarrow casts at the wrong length. Shared by the formats."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+
+
+def invalid_utf8_rows(array: pa.Array | pa.ChunkedArray) -> Iterator[tuple[int, UnicodeDecodeError]]:
+    """Each row of the array holding a string that is not valid UTF-8, with the decoding error."""
+    for row in range(len(array)):
+        try:
+            array[row].as_py()
+        except UnicodeDecodeError as e:
+            yield row, e
+
+
+def valid_utf8(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """The array with every string's bytes that are not UTF-8 replaced by U+FFFD, nested ones too."""
+    if isinstance(array, pa.ChunkedArray):
+        return pa.chunked_array([valid_utf8(chunk) for chunk in array.chunks], type=array.type)
+    kind = array.type
+    if pa.types.is_string(kind):
+        raw = array.cast(pa.binary()).to_pylist()
+        return pa.array([None if b is None else b.decode("utf-8", "replace") for b in raw], type=kind)
+    mask = array.is_null() if array.null_count else None
+    if pa.types.is_list(kind):
+        return pa.ListArray.from_arrays(array.offsets, valid_utf8(array.values), type=kind, mask=mask)
+    if pa.types.is_map(kind):
+        keys, items = valid_utf8(array.keys), valid_utf8(array.items)
+        return pa.MapArray.from_arrays(array.offsets, keys, items, type=kind, mask=mask)
+    if pa.types.is_struct(kind):
+        children = [valid_utf8(child) for child in array.flatten()]
+        return pa.StructArray.from_arrays(children, fields=list(kind), mask=mask)
+    return array
+
+
+def sound_nulls(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """The array with each null-typed child as long as its list offsets say. pyarrow's cast of a
+    nested list of nulls (e.g. list<list<null>>) keeps the inner null child at the wrong length,
+    which to_pylist then cannot read."""
+    if isinstance(array, pa.ChunkedArray):
+        if not _holds_null(array.type):
+            return array
+        return pa.chunked_array([sound_nulls(chunk) for chunk in array.chunks], type=array.type)
+    kind = array.type
+    if not _holds_null(kind):
+        return array
+    if pa.types.is_null(kind):
+        return pa.nulls(len(array))
+    mask = array.is_null() if array.null_count else None
+    if pa.types.is_list(kind):
+        offsets = array.offsets
+        size = offsets[-1].as_py() if len(offsets) else 0
+        values = pa.nulls(size) if pa.types.is_null(kind.value_type) else sound_nulls(array.values)
+        return pa.ListArray.from_arrays(offsets, values, type=kind, mask=mask)
+    if pa.types.is_map(kind):
+        offsets = array.offsets
+        size = offsets[-1].as_py() if len(offsets) else 0
+        items = pa.nulls(size) if pa.types.is_null(kind.item_type) else sound_nulls(array.items)
+        return pa.MapArray.from_arrays(offsets, array.keys, items, type=kind, mask=mask)
+    if pa.types.is_struct(kind):
+        children = [sound_nulls(child) for child in array.flatten()]
+        return pa.StructArray.from_arrays(children, fields=list(kind), mask=mask)
+    return array
+
+
+def _holds_null(kind: pa.DataType) -> bool:
+    if pa.types.is_null(kind):
+        return True
+    if pa.types.is_list(kind):
+        return _holds_null(kind.value_type)
+    if pa.types.is_map(kind):
+        return _holds_null(kind.item_type)
+    if pa.types.is_struct(kind):
+        return any(_holds_null(field.type) for field in kind)
+    return False

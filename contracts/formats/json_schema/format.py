@@ -1,0 +1,146 @@
+"""JSON Schema as a `SchemaFormat` (docs/semantics.md §1.5, §8): records are the JSON values the
+reference clients hand to rules (dicts of plain values), bodies are UTF-8 JSON, and every record
+decoded, encoded or returned by a transform is validated against its schema with `jsonschema`,
+as the reference serializer and deserializer do by default.
+
+In Spark a property that is absent and one that is null are both a null field; read back, a null
+field is left out of the record unless the property's schema accepts null, so a record that was
+valid stays valid.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from contracts.bounded import BoundedCache
+from contracts.formats.arrow_text import invalid_utf8_rows, sound_nulls, valid_utf8
+from contracts.formats.json_schema.types import JsonSchema, Shape, parse_json_schema
+from contracts.formats.protocol import Records
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql.types import StructType
+
+_VALIDATORS: BoundedCache[str, Any] = BoundedCache(256)
+"""Per process: a compiled validator per schema text."""
+
+
+class JsonSchemaFormat:
+    """The JSON schema type: JSON Schema documents, UTF-8 JSON bodies."""
+
+    schema_type = "JSON"
+
+    def parse(self, schema_str: str, references: Sequence[str]) -> JsonSchema:
+        return parse_json_schema(schema_str, references)
+
+    def spark_type(self, parsed: JsonSchema) -> StructType:
+        return parsed.struct_type()
+
+    def read_struct(self, column: pa.Array, parsed: JsonSchema, tagged: bool = False) -> Records:
+        """Each struct as the JSON object it stands for (None for a null struct)."""
+        column = sound_nulls(column)
+        unreadable: dict[int, str] = {}
+        try:
+            values = column.to_pylist()
+        except UnicodeDecodeError:
+            values = valid_utf8(column).to_pylist()
+            for row, error in invalid_utf8_rows(column):
+                unreadable[row] = (
+                    f"a string that is not valid UTF-8 ({error.reason} at byte {error.start}"
+                    f" of {error.object[:16]!r})"
+                )
+        records = [None if value is None else _from_spark(value, parsed.shape) for value in values]
+        return Records(records, unreadable)
+
+    def needs_tags(self, parsed: JsonSchema) -> bool:
+        return False
+
+    def to_struct(
+        self, records: list[Any], parsed: JsonSchema, record_type: pa.DataType, tagged: bool = False
+    ) -> pa.Array:
+        import pyarrow as pa
+
+        from contracts.errors import SerializationError
+
+        values = [None if record is None else _to_spark(record, parsed.shape) for record in records]
+        try:
+            return pa.array(values, type=record_type)
+        except (TypeError, ValueError, pa.ArrowException) as e:
+            raise SerializationError(f"records do not match the JSON Schema's Spark type: {e!r}") from e
+
+    def conform(self, record: Any, parsed: JsonSchema) -> Any:
+        """The record as it is, once valid (JSON Schema has no defaults a writer fills in)."""
+        validate(record, parsed)
+        return record
+
+    def to_json_view(self, record: Any, parsed: JsonSchema) -> Any:
+        return record
+
+    def from_json_view(self, value: Any, parsed: JsonSchema) -> Any:
+        return value
+
+    def decode(self, body: bytes, writer: JsonSchema, reader: JsonSchema | None, tagged: bool = False) -> Any:
+        """The body's JSON value, validated against the writer's schema (JSON has no schema
+        resolution: a reader sees the record as written)."""
+        record = json.loads(body.decode("utf-8"))
+        validate(record, writer)
+        return record
+
+    def encode(self, record: Any, parsed: JsonSchema) -> bytes:
+        """Compact UTF-8 JSON, as the reference serializer writes it, once valid."""
+        validate(record, parsed)
+        return json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+    def __repr__(self) -> str:
+        return "JsonSchemaFormat()"
+
+
+def validate(record: Any, parsed: JsonSchema) -> None:
+    """ValueError naming the first place `record` breaks the schema, and why."""
+    validator = _VALIDATORS.get(parsed.text)
+    if validator is None:
+        from jsonschema.validators import validator_for
+
+        validator = _VALIDATORS.put(parsed.text, validator_for(parsed.document)(parsed.document))
+    error = next(iter(validator.iter_errors(record)), None)
+    if error is not None:
+        where = "/".join(str(part) for part in error.absolute_path)
+        raise ValueError(f"the record does not match its JSON Schema at /{where}: {error.message}")
+
+
+def _from_spark(value: Any, shape: Shape) -> Any:
+    """A Spark value (as pyarrow reads it) as the JSON value it stands for."""
+    if value is None:
+        return None
+    if shape.kind == "object":
+        record = {}
+        for name, field, _ in shape.fields:
+            item = value.get(name)
+            if item is not None or field.nullable:
+                record[name] = _from_spark(item, field)
+        return record
+    if shape.kind == "map":
+        assert shape.item is not None
+        pairs = value.items() if isinstance(value, Mapping) else value
+        return {key: _from_spark(item, shape.item) for key, item in pairs}
+    if shape.kind == "array":
+        assert shape.item is not None
+        return [_from_spark(item, shape.item) for item in value]
+    return value
+
+
+def _to_spark(value: Any, shape: Shape) -> Any:
+    """A JSON value as pyarrow takes it for the shape's Spark type (a map as key-value pairs)."""
+    if value is None:
+        return None
+    if shape.kind == "object" and isinstance(value, Mapping):
+        return {name: _to_spark(value.get(name), field) for name, field, _ in shape.fields}
+    if shape.kind == "map" and isinstance(value, Mapping):
+        assert shape.item is not None
+        return [(key, _to_spark(item, shape.item)) for key, item in value.items()]
+    if shape.kind == "array" and isinstance(value, list):
+        assert shape.item is not None
+        return [_to_spark(item, shape.item) for item in value]
+    return value

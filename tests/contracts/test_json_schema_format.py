@@ -1,0 +1,180 @@
+"""The JSON schema type: Spark types of JSON Schema records, Arrow both ways, bodies, validation."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import types as T
+
+from contracts import formats
+from contracts.errors import ContractError
+from contracts.formats.avro import arrow_type
+from contracts.formats.json_schema import JsonSchemaFormat, parse_json_schema
+
+ORDER: dict[str, Any] = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "title": "Order",
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer"},
+        "customer": {"type": "string", "minLength": 1},
+        "email": {"type": ["string", "null"]},
+        "amount": {"type": "number", "minimum": 0},
+        "paid": {"type": "boolean"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "address": {"$ref": "#/definitions/Address"},
+        "extras": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "status": {"enum": ["NEW", "PAID"]},
+        "note": {"oneOf": [{"type": "null"}, {"type": "string"}]},
+    },
+    "required": ["id", "customer", "amount"],
+    "definitions": {
+        "Address": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "zip": {"type": "string"}},
+            "required": ["city"],
+        }
+    },
+}
+JSON = JsonSchemaFormat()
+
+
+def parsed(schema: dict[str, Any]) -> Any:
+    return JSON.parse(json.dumps(schema), ())
+
+
+def test_the_json_format_is_registered() -> None:
+    assert isinstance(formats.get("json"), JsonSchemaFormat)
+    assert "JSON" in formats.known()
+
+
+def test_records_have_the_spark_type_the_schema_implies() -> None:
+    assert JSON.spark_type(parsed(ORDER)) == T.StructType(
+        [
+            T.StructField("id", T.LongType(), False),
+            T.StructField("customer", T.StringType(), False),
+            T.StructField("email", T.StringType(), True),
+            T.StructField("amount", T.DoubleType(), False),
+            T.StructField("paid", T.BooleanType(), True),
+            T.StructField("tags", T.ArrayType(T.StringType(), False), True),
+            T.StructField(
+                "address",
+                T.StructType(
+                    [T.StructField("city", T.StringType(), False), T.StructField("zip", T.StringType(), True)]
+                ),
+                True,
+            ),
+            T.StructField("extras", T.MapType(T.StringType(), T.LongType(), False), True),
+            T.StructField("status", T.StringType(), True),
+            T.StructField("note", T.StringType(), True),
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        ({"type": "string"}, "must be an object with properties, not string"),
+        (
+            {"type": "object", "properties": {"x": {}}},
+            "a value of any type at #/properties/x has no Spark type",
+        ),
+        (
+            {"type": "object", "properties": {"x": {"type": ["string", "integer"]}}},
+            "a value of string and integer at #/properties/x",
+        ),
+        (
+            {"type": "object", "properties": {"x": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}},
+            "2 alternatives that are not null",
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"next": {"$ref": "#/definitions/Node"}},
+                "definitions": {
+                    "Node": {"type": "object", "properties": {"next": {"$ref": "#/definitions/Node"}}}
+                },
+            },
+            "the recursive $ref '#/definitions/Node'",
+        ),
+        ({"type": "object", "properties": {"x": {"$ref": "other.json"}}}, "outside this schema"),
+        ({"type": "object", "properties": {"x": {"type": "strnig"}}}, "not a valid JSON Schema"),
+    ],
+)
+def test_a_schema_without_a_spark_type_is_refused_saying_where(schema: dict[str, Any], message: str) -> None:
+    with pytest.raises(ContractError, match=None) as refused:
+        parsed(schema)
+    assert message in str(refused.value)
+
+
+def test_a_schema_that_is_not_json_is_refused() -> None:
+    with pytest.raises(ContractError, match="the schema is not JSON"):
+        JSON.parse("{not json", ())
+
+
+def test_references_to_other_subjects_are_refused_for_now() -> None:
+    with pytest.raises(ContractError, match="references to other subjects are not supported yet"):
+        JSON.parse(json.dumps(ORDER), ["{}"])
+
+
+def record() -> dict[str, Any]:
+    return {
+        "id": 7,
+        "customer": "ann",
+        "email": None,
+        "amount": 12.5,
+        "tags": ["a", "b"],
+        "address": {"city": "Oslo"},
+        "extras": {"k": 1},
+        "status": "NEW",
+    }
+
+
+def test_records_go_to_arrow_and_back_unchanged() -> None:
+    schema = parsed(ORDER)
+    record_type = arrow_type(JSON.spark_type(schema))
+    column = JSON.to_struct([record(), None], schema, record_type)
+    assert column.type == record_type
+    read = JSON.read_struct(column, schema)
+    # A null field is left out unless its property accepts null (email and note do).
+    assert read.records == [{**record(), "note": None}, None]
+    assert read.unreadable == {}
+
+
+def test_a_string_that_is_not_utf8_is_read_replaced_and_reported() -> None:
+    schema = parsed({"type": "object", "properties": {"name": {"type": "string"}}})
+    raw = pa.array([{"name": b"ok"}, {"name": b"bad\xff"}], pa.struct([("name", pa.binary())]))
+    column = raw.cast(pa.struct([("name", pa.string())]), safe=False)
+    read = JSON.read_struct(column, schema)
+    assert read.records == [{"name": "ok"}, {"name": "bad\ufffd"}]
+    assert list(read.unreadable) == [1] and "not valid UTF-8" in read.unreadable[1]
+
+
+def test_bodies_are_compact_utf8_json_and_validated_both_ways() -> None:
+    schema = parsed(ORDER)
+    body = JSON.encode({"id": 1, "customer": "åsa", "amount": 2}, schema)
+    assert body == '{"id":1,"customer":"åsa","amount":2}'.encode()
+    assert JSON.decode(body, schema, None) == {"id": 1, "customer": "åsa", "amount": 2}
+    with pytest.raises(ValueError, match=r"at /amount: -1 is less than the minimum of 0"):
+        JSON.encode({"id": 1, "customer": "x", "amount": -1}, schema)
+    with pytest.raises(ValueError, match="'customer' is a required property"):
+        JSON.decode(b'{"id": 1, "amount": 3}', schema, None)
+    with pytest.raises(ValueError):
+        JSON.decode(b"{not json", schema, None)
+
+
+def test_conform_validates_a_transform_result() -> None:
+    schema = parsed(ORDER)
+    assert JSON.conform(record(), schema) == record()
+    with pytest.raises(ValueError, match=r"at /status: 'LOST' is not one of \['NEW', 'PAID'\]"):
+        JSON.conform({**record(), "status": "LOST"}, schema)
+
+
+def test_parsed_schemas_pickle_for_the_workers() -> None:
+    import pickle
+
+    schema = parse_json_schema(json.dumps(ORDER))
+    assert pickle.loads(pickle.dumps(schema)) == schema
