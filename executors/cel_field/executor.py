@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from contracts.errors import ContractError
 from contracts.model import Rule, RuleKind
 from executors.cel import _runtime
 from executors.cel._native_types import NotNativeCel
@@ -55,6 +56,12 @@ class CelFieldExecutor:
 
     def compile(self, ctx: RuleContext) -> Step:
         rule = ctx.rule
+        if ctx.schema_format.schema_type != "AVRO":
+            # The field walk (its tags, type names and full names) reads Avro schemas only.
+            raise ContractError(
+                f"CEL_FIELD rules on {ctx.schema_format.schema_type} records are not supported yet",
+                position="type",
+            )
         expr = rule.expr or ""
         # Compiling on the driver reports syntax errors at load, with their position.
         _runtime.compile_program(expr, subject=ctx.subject, version=ctx.version, rule=rule.name)

@@ -54,6 +54,12 @@ class EncryptExecutor:
         return f"EncryptExecutor(kms_drivers={[d.kms_type for d in self.kms_drivers]})"
 
     def compile(self, ctx: RuleContext) -> Step:
+        if ctx.schema_format.schema_type != "AVRO":
+            # Tagged fields are found by the CEL_FIELD walk, which reads Avro schemas only.
+            raise ContractError(
+                f"ENCRYPT rules on {ctx.schema_format.schema_type} records are not supported yet",
+                position="type",
+            )
         spec = _spec(ctx)
         registry = ctx.registry
         if not isinstance(registry, DekRegistry):

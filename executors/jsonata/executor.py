@@ -34,7 +34,9 @@ class JsonataExecutor:
         expr = ctx.rule.expr or ""
         _check_syntax(expr)
         migration = ctx.mode in MIGRATION_MODES
-        batch = BatchStep(JsonataBatch(expr, ctx.rule.kind, bounds(ctx.params), ctx.schema, migration))
+        batch = BatchStep(
+            JsonataBatch(expr, ctx.rule.kind, bounds(ctx.params), ctx.schema, migration, ctx.schema_format)
+        )
         try:
             build = compile_rule(parse(expr).ast, ctx, migration=migration)
         except NotNativeJsonata as unsupported:

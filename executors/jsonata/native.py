@@ -53,6 +53,8 @@ _INT_RANGE = (-(2**31), 2**31 - 1)
 def compile_rule(ast: Any, ctx: RuleContext, *, migration: bool) -> Callable[[Column], NativeOutcome]:
     """The rule as a function of the record Column; raises NotNativeJsonata when only Python is exact."""
     schema = ctx.schema
+    if ctx.schema_format.schema_type != "AVRO":
+        raise NotNativeJsonata(f"records of a {ctx.schema_format.schema_type} schema (Avro only)")
     if not isinstance(schema, Mapping) or schema.get("type") != "record":
         raise NotNativeJsonata("not a record schema")
     from fastavro.schema import expand_schema

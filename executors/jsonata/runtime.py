@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jsonata
 
+from contracts import formats
 from contracts.bounded import BoundedCache
 from contracts.errors import SerializationError
-from contracts.formats.avro.json_view import from_json_view, to_json_view
+from contracts.formats.protocol import SchemaFormat
 from contracts.model import RuleKind
 from executors.protocol import BatchEvaluator, Outcome
 
@@ -98,10 +99,11 @@ def outcome(kind: RuleKind, expression: jsonata.Jsonata, record: Any, bounds: Bo
 class JsonataBatch:
     """Picklable factory: on a worker, the parsed expression (cached per process) over each record.
 
-    Each record is handed to jsonata-python as its JSON view by `schema`, the Avro schema of the
-    record the rule receives (contracts.formats.avro.json_view, as Java's client does); a CONDITION's record
-    is left as it was. A domain TRANSFORM's result is read back as that schema (a value it cannot
-    hold fails the rule), and the engine then checks it fits. A migration's result is another
+    Each record is handed to jsonata-python as its JSON view by `schema`, the schema of the record
+    the rule receives, read by its `schema_format` (for Avro contracts.formats.avro.json_view, as
+    Java's client does; a JSON Schema record is its own view); a CONDITION's record is left as it
+    was. A domain TRANSFORM's result is read back as that schema (a value it cannot hold fails the
+    rule), and the engine then checks it fits. A migration's result is another
     version's record in the view: the engine reads it as the target version when projecting it.
     """
 
@@ -110,10 +112,12 @@ class JsonataBatch:
     bounds: Bounds
     schema: Any
     migration: bool = False
+    schema_format: SchemaFormat = field(default_factory=lambda: formats.get("AVRO"))
 
     def __call__(self) -> BatchEvaluator:
         expression = parse(self.expr)
         kind, bounds, schema, migration = self.kind, self.bounds, self.schema, self.migration
+        to_json_view, from_json_view = self.schema_format.to_json_view, self.schema_format.from_json_view
 
         def one(record: Any) -> Outcome:
             try:
