@@ -18,7 +18,7 @@ from actions.dlq.sink import DlqRecord, DlqSink, DlqWriter
 from actions.protocol import ActionContext, ActionPlan, Effect
 from contracts import DataContract, RegisteredSchema, RegistryError, Schema, formats
 from contracts.codes import SCHEMA_NOT_FOUND, SUBJECT_NOT_FOUND, VERSION_NOT_FOUND
-from contracts.errors import ContractError
+from contracts.errors import ContractError, SerializationError
 from contracts.formats.protocol import Records
 from contracts.formats.wire import decode_frame
 from executors.protocol import BatchStep, MigrationResult, Outcome, RuleContext, Step
@@ -75,6 +75,12 @@ class ToyFormat:
         if not isinstance(record, dict) or set(record) - set(parsed):
             raise ValueError(f"{record!r} is no TOY record of fields {sorted(parsed)}")
         return {name: record.get(name) for name in parsed}
+
+    def project(self, value: Any, parsed: dict[str, str]) -> Any:
+        try:
+            return self.conform(value, parsed)
+        except ValueError as e:
+            raise SerializationError(f"migrated record: {e}") from e
 
     def to_json_view(self, record: Any, parsed: dict[str, str]) -> Any:
         return record

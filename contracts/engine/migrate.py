@@ -12,11 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fastavro.validation import ValidationError, validate
-
 from contracts.engine import python_pass
 from contracts.errors import SerializationError
-from contracts.formats.avro.json_view import from_json_view
+from contracts.formats.protocol import SchemaFormat
 from contracts.model import RuleKind
 from contracts.planning.plan import Plan, PlannedRule
 
@@ -108,67 +106,14 @@ def _shown(value: Any) -> str:
     return text if len(text) <= _SHOWN_LENGTH else text[: _SHOWN_LENGTH - 3] + "..."
 
 
-def missing_field_message(name: str) -> str:
-    return f"migrated record has no field {name!r} and the target schema gives it no default"
-
-
-def null_field_message(name: str) -> str:
-    return f"migrated record has null in field {name!r}, whose type in the target schema allows none"
-
-
-def project(value: Any, schema: Any, made_by: PlannedRule | None = None) -> Any:
-    """A migrated value read as the target schema: records keep the target's fields, taking
-    defaults for missing ones; a missing field without default is a SerializationError. Values in
-    JSONata's JSON view (and defaults, which are JSON too) become the target's Avro values, as Java
-    reads the migrated JSON with the target schema; a value that cannot, or that the target's type
-    cannot hold, is a SerializationError too, naming `made_by`, the rule whose result it was."""
+def project(value: Any, schema: Any, schema_format: SchemaFormat, made_by: PlannedRule | None = None) -> Any:
+    """A migrated value read as a record of the target `schema` by its format (for Avro: missing
+    fields take their defaults, JSON-view values become Avro values, as Java reads the migrated
+    JSON with the target schema); what cannot be is a SerializationError naming `made_by`, the
+    rule whose result it was."""
     if isinstance(value, Unreadable):
         raise SerializationError(value.reason)
-    made = made_by_text(made_by)
     try:
-        projected = _project(value, schema)
+        return schema_format.project(value, schema)
     except SerializationError as e:
-        raise SerializationError(f"{e}{made}") from e
-    try:
-        record = from_json_view(projected, schema)
-    except SerializationError as e:
-        raise SerializationError(f"migrated record: {e}{made}") from e
-    try:
-        validate(record, schema, raise_errors=True)
-    except ValidationError as e:
-        why = "; ".join(str(error) for error in e.errors)
-        raise SerializationError(f"migrated record does not fit the target schema: {why}{made}") from e
-    except (TypeError, ValueError) as e:
-        raise SerializationError(f"migrated record does not fit the target schema: {e}{made}") from e
-    return record
-
-
-def _project(value: Any, schema: Any) -> Any:
-    if isinstance(schema, dict) and schema.get("type") == "record" and isinstance(value, Mapping):
-        out = {}
-        for field in schema["fields"]:
-            name = field["name"]
-            if name in value:
-                if value[name] is None and not _allows_null(field["type"]):
-                    raise SerializationError(null_field_message(name))
-                out[name] = _project(value[name], field["type"])
-            elif "default" in field:
-                out[name] = field["default"]
-            else:
-                raise SerializationError(missing_field_message(name))
-        return out
-    if isinstance(schema, list):
-        records = [branch for branch in schema if isinstance(branch, dict) and branch.get("type") == "record"]
-        if len(records) == 1 and isinstance(value, Mapping):
-            return _project(value, records[0])
-    if isinstance(schema, dict) and schema.get("type") == "array" and isinstance(value, list):
-        return [_project(item, schema["items"]) for item in value]
-    if isinstance(schema, dict) and schema.get("type") == "map" and isinstance(value, Mapping):
-        return {key: _project(item, schema["values"]) for key, item in value.items()}
-    return value
-
-
-def _allows_null(schema: Any) -> bool:
-    if isinstance(schema, list):
-        return any(_allows_null(branch) for branch in schema)
-    return schema == "null" or (isinstance(schema, dict) and schema.get("type") == "null")
+        raise SerializationError(f"{e}{made_by_text(made_by)}") from e

@@ -23,10 +23,11 @@ from fastavro.schema import expand_schema
 
 from actions.protocol import Effect
 from contracts.engine.frame import OUTCOME_PREFIX, RECORD, STATUS
-from contracts.engine.migrate import made_by_text, missing_field_message, null_field_message
+from contracts.engine.migrate import made_by_text
 from contracts.engine.reasons import NativeReasons
 from contracts.engine.runner import native_status
 from contracts.formats.avro.json_view import SOURCE_KEY, has_json_view, source_type
+from contracts.formats.avro.project import missing_field_message, null_field_message
 from contracts.planning.loader import ContractVersion, rule_context
 from contracts.planning.migration import Resolver, migration_steps
 from contracts.planning.plan import Plan, PlannedRule, build_plan

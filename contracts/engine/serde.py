@@ -344,7 +344,7 @@ def _migrate_rows(
         if status is not None or failure is not None:
             continue
         try:
-            records[i] = migrate.project(record, decoder.target_schema, rule)
+            records[i] = migrate.project(record, decoder.target_schema, decoder.schema_format, rule)
         except SerializationError as e:
             statuses[i] = _undecodable(decoder, batch, i, e)
 
@@ -457,7 +457,9 @@ class _MigratePass:
                 if status is not None or failures[i] is not None:
                     continue
                 try:
-                    projected[i] = migrate.project(record, self.target_schema, made_by[i])
+                    projected[i] = migrate.project(
+                        record, self.target_schema, self.writer.schema_format, made_by[i]
+                    )
                 except SerializationError as e:
                     failures[i] = str(e)  # the job fails with why, as a native migration fails it
             target_type = output.field(RECORD).type

@@ -69,6 +69,11 @@ class SchemaFormat(Protocol):
         raises ValueError (or TypeError) naming what does not fit when it is no record of `parsed`."""
         ...
 
+    def project(self, value: Any, parsed: Any) -> Any:
+        """A migrated value (a migration rule's result, in the JSON view or as a record) read as a
+        record of `parsed`, the target version's schema; SerializationError saying what does not fit."""
+        ...
+
     def to_json_view(self, record: Any, parsed: Any) -> Any:
         """The record as the JSON value JSONata reads (docs/semantics.md §5.1)."""
         ...

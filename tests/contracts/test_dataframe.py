@@ -17,7 +17,7 @@ from pyspark import cloudpickle
 from actions.builtin import DlqAction
 from actions.dlq.local_topic import LocalTopicSink
 from actions.protocol import ActionContext, ActionPlan, Effect
-from contracts import DataContract, LocalRegistry, Schema, metrics_of
+from contracts import DataContract, LocalRegistry, Schema, formats, metrics_of
 from contracts.engine.migrate import project
 from contracts.errors import ContractError, SerializationError
 from contracts.formats.avro import parse_schema
@@ -1173,7 +1173,7 @@ def test_whatever_a_migration_leaves_the_target_cannot_hold_is_a_serialization_e
     """The projection onto the target checks every value (docs/semantics.md §6.4): no shape a rule
     may produce reaches the Arrow conversion, where it failed the whole pass before."""
     with pytest.raises(SerializationError, match="migrated record"):
-        project(value, parse_schema(ITEM_V1_NOTED))
+        project(value, parse_schema(ITEM_V1_NOTED), formats.get("AVRO"))
 
 
 # -- an ERROR in Python fails the job as a native ERROR does ------------------------------------

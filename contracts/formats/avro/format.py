@@ -12,6 +12,7 @@ from fastavro.validation import ValidationError, validate
 
 from contracts.bounded import BoundedCache
 from contracts.formats.avro.json_view import from_json_view, to_json_view
+from contracts.formats.avro.project import project
 from contracts.formats.avro.sizes import size_check
 from contracts.formats.avro.types import AvroSchema, parse_schema, struct_type
 from contracts.formats.avro.values import chooses_union_branches, read_struct, records_to_struct
@@ -59,6 +60,9 @@ class AvroFormat:
         schemaless_writer(buffer, parsed, record)
         buffer.seek(0)
         return schemaless_reader(buffer, parsed, None)
+
+    def project(self, value: Any, parsed: AvroSchema) -> Any:
+        return project(value, parsed)
 
     def to_json_view(self, record: Any, parsed: AvroSchema) -> Any:
         return to_json_view(record, parsed)

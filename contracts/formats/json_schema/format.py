@@ -75,6 +75,18 @@ class JsonSchemaFormat:
         validate(record, parsed)
         return record
 
+    def project(self, value: Any, parsed: JsonSchema) -> Any:
+        """The migrated value as it is, once it is an object valid against the target's schema."""
+        from contracts.errors import SerializationError
+
+        if not isinstance(value, Mapping):
+            raise SerializationError(f"migrated record is a {type(value).__name__}, not a JSON object")
+        try:
+            validate(value, parsed)
+        except ValueError as e:
+            raise SerializationError(f"migrated record does not fit the target schema: {e}") from e
+        return value
+
     def to_json_view(self, record: Any, parsed: JsonSchema) -> Any:
         return record
 
