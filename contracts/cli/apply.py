@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from actions.dlq.local_topic import LocalTopicSink
 from actions.dlq.sink import is_run_id
+from contracts.cli.dlq import cell, table
 from contracts.cli.progress import Progress
 from contracts.cli.registry import open_registry
 from contracts.contract import DataContract
@@ -21,6 +23,44 @@ if TYPE_CHECKING:
 RECORD_FORMATS = ("parquet", "json")
 WIRE_FORMATS = ("avro-parquet", "avro-json")
 FORMATS = RECORD_FORMATS + WIRE_FORMATS
+DEFAULT_SAMPLE = 5
+"""How many rejected rows a dry run prints unless --sample says otherwise."""
+
+
+@dataclass(frozen=True)
+class RejectLimit:
+    """--max-rejected: the most rows a run may reject, a count (`N`) or a percent of its input (`P%`)."""
+
+    value: float
+    percent: bool
+
+    @classmethod
+    def parse(cls, text: str) -> RejectLimit:
+        """`N` (0 or more rows) or `P%` (0 to 100); ValueError saying what was expected."""
+        percent = text.endswith("%")
+        try:
+            value = float(text[:-1]) if percent else int(text)
+        except ValueError:
+            raise ValueError(f"expected N (rows) or P% (percent of the input rows), not {text!r}") from None
+        if percent and not (math.isfinite(value) and 0 <= value <= 100):
+            raise ValueError(f"a percentage must be between 0% and 100%, not {text!r}")
+        if value < 0:
+            raise ValueError(f"a number of rows must be 0 or more, not {text!r}")
+        return cls(value, percent)
+
+    def exceeded_by(self, rejected: int, total: int) -> bool:
+        """Whether `rejected` rows out of `total` input rows are more than this limit allows."""
+        return rejected * 100 > self.value * total if self.percent else rejected > self.value
+
+    def describe(self, rejected: int, total: int) -> str:
+        """One line: how many rows were rejected against the limit."""
+        if not self.percent:
+            return f"{rejected} rows rejected, more than --max-rejected {self} allows"
+        share = 100 * rejected / total
+        return f"{rejected} of {total} rows rejected ({share:.4g}%), more than --max-rejected {self} allows"
+
+    def __str__(self) -> str:
+        return f"{self.value:g}%" if self.percent else str(int(self.value))
 
 
 @dataclass(frozen=True)
@@ -36,15 +76,39 @@ class ApplyJob:
     mode: str
     input: str
     format: str
-    output: str
+    output: str | None
     dlq_dir: str
     version: int | None = None
     allow_unknown_rule_types: bool = False
     run_id: str | None = None
     use_latest_with_metadata: tuple[tuple[str, str], ...] = ()
     """The target: the latest version whose metadata properties hold these pairs (not with version)."""
+    executors: tuple[Any, ...] = ()
+    """Rule executors added to (or replacing) the registered ones, as DataContract(executors=…)."""
+    actions: tuple[Any, ...] = ()
+    """Actions added to (or replacing) the registered ones, as DataContract(actions=…)."""
+    dry_run: bool = False
+    """Run the rules and report, writing neither the output nor DLQ records (record formats only)."""
+    sample: int | None = None
+    """With dry_run: how many rejected rows to print (default DEFAULT_SAMPLE)."""
+    max_rejected: RejectLimit | None = None
+    """Fail the run (exit 1) when it rejects more rows than this."""
 
     def __post_init__(self) -> None:
+        if self.output is None and not self.dry_run:
+            raise ValueError("--output is required, unless --dry-run")
+        if self.sample is not None and not self.dry_run:
+            raise ValueError("--sample goes with --dry-run")
+        if self.sample is not None and self.sample < 0:
+            raise ValueError(f"--sample must be 0 or more, not {self.sample}")
+        if self.dry_run and self.format in WIRE_FORMATS:
+            # deserialize routes rejected rows to the DLQ inside its decode and rule passes and
+            # returns only the valid ones: there are no rejected rows to count or show without writing.
+            raise ValueError(
+                f"--dry-run takes record input ({', '.join(RECORD_FORMATS)}), not {self.format}:"
+                " wire-format input is decoded by deserialize, which sends rejected rows to the DLQ"
+                " and cannot hand them back"
+            )
         if self.use_latest_with_metadata and self.version is not None:
             raise ValueError("give either --version or --use-latest-with-metadata, not both")
         if self.mode not in ("WRITE", "READ"):
@@ -61,15 +125,17 @@ class ApplyJob:
 
 def run_apply(job: ApplyJob, spark: SparkSession, out: TextIO, err: TextIO) -> int:
     """Enforce the contract on the input, write the valid rows as Parquet to `job.output`, send
-    rejected rows to the DLQ topics under `job.dlq_dir`, and print a per-rule summary. The Spark
-    job runs once (the valid rows and the DLQ in one pass); errors propagate to the caller, after
-    the run id that a rerun replacing this run's output needs."""
+    rejected rows to the DLQ topics under `job.dlq_dir`, and print a per-rule summary; or, for a
+    dry run, only count and show them. Exit status 1 when more rows were rejected than
+    `job.max_rejected` allows."""
     sink = LocalTopicSink(job.dlq_dir)
     contract = DataContract(
         open_registry(job.registry),
         job.subject,
         version=job.version,
         use_latest_with_metadata=dict(job.use_latest_with_metadata) or None,
+        executors=job.executors,
+        actions=job.actions,
         dlq_sink=sink,
     )
     unhandled = unhandled_rules(contract, job)
@@ -81,6 +147,23 @@ def run_apply(job: ApplyJob, spark: SparkSession, out: TextIO, err: TextIO) -> i
             " register its executor, or pass --allow-unknown-rule-types to run it anyway\n"
         )
         return 1
+    if job.output is not None and not job.dry_run:  # ApplyJob: only a dry run may lack an output
+        return _write(contract, sink, job, job.output, spark, out, err)
+    return _dry_run(contract, job, spark, out, err)
+
+
+def _write(
+    contract: DataContract,
+    sink: LocalTopicSink,
+    job: ApplyJob,
+    output: str,
+    spark: SparkSession,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """The run itself, valid rows to `output`: the Spark job runs once (the valid rows and the DLQ
+    in one pass); errors propagate to the caller, after the run id that a rerun replacing this
+    run's output needs."""
     run_id = job.run_id or uuid.uuid4().hex
     # A new run that cannot reject a row has no DLQ output to name, so it leaves the DLQ dir alone.
     may_reject = job.format in WIRE_FORMATS or contract.plan(job.mode).can_reject
@@ -91,22 +174,81 @@ def run_apply(job: ApplyJob, spark: SparkSession, out: TextIO, err: TextIO) -> i
     try:
         with Progress(label, err, spark):
             # A rerun replaces the output the failed run may have left (Spark leaves its directory).
-            valid.write.mode("overwrite" if job.run_id else "error").parquet(job.output)
+            valid.write.mode("overwrite" if job.run_id else "error").parquet(output)
     except Exception:
         err.write(
             f"spark-contracts apply: DLQ records this run committed are under run id {run_id}; once"
             f" fixed, rerun with --run-id {run_id} to replace them and the output\n"
         )
         raise
-    written = spark.read.parquet(job.output).count()
+    written = spark.read.parquet(output).count()
     metrics = metrics_of(valid)
     out.write(summary_table(metrics.get() if metrics is not None else {}))
-    out.write(f"valid rows: {written} -> {job.output}\n")
+    out.write(f"valid rows: {written} -> {output}\n")
+    rejected = 0
     for topic in sink.topics():
         added = sink.count(topic) - before.get(topic, 0)
+        rejected += added
         if added:
             out.write(f"DLQ {topic}: {added} rows -> {sink.root}/{topic}\n")
-    return 0
+    kept = f"run {run_id}'s output and DLQ records are written; --run-id {run_id} reruns it, replacing them"
+    return _within_limit(job, rejected, written + rejected, err, kept)
+
+
+def _dry_run(contract: DataContract, job: ApplyJob, spark: SparkSession, out: TextIO, err: TextIO) -> int:
+    """The rules over the input through `DataContract.apply`, which routes nothing: the per-rule
+    summary, the valid rows and the rejected rows per DLQ topic, and a sample of the rejected rows
+    with their rule and reason; nothing is written."""
+    from pyspark.sql import functions as F
+
+    df = read_input(spark, job.format, job.input, contract)
+    result = contract.apply(df, job.mode)
+    status = F.col("_contract")
+    shown = DEFAULT_SAMPLE if job.sample is None else job.sample
+    label = f"dry run of the {job.mode} rules of {job.subject} version {contract.version} on {job.input}"
+    with Progress(label, err, spark):
+        # The first action goes over every row: an observed plan's counts come from it.
+        per_topic = result.rejected.groupBy(status.getField("topic").alias("topic")).count().collect()
+        by_topic = {row["topic"]: row["count"] for row in per_topic}
+        valid = result.valid.count()
+        record = F.to_json(F.struct(*(F.col(f"`{name}`") for name in df.columns)))
+        sample = (
+            result.rejected.select(
+                status.getField("rule").alias("rule"),
+                status.getField("topic").alias("topic"),
+                record.alias("row"),
+                status.getField("reason").alias("reason"),
+            )
+            .limit(shown)
+            .collect()
+            if shown and by_topic
+            else []
+        )
+        counts = result.metrics.get() if result.metrics is not None else {}
+    out.write(summary_table(counts))
+    out.write(f"valid rows: {valid} (dry run: not written)\n")
+    for topic, n in sorted(by_topic.items()):
+        out.write(f"DLQ {topic}: {n} rows (dry run: not written)\n")
+    if sample:
+        out.write(f"rejected rows, a sample of {len(sample)}:\n")
+        rows = [[cell(r.rule), cell(r.topic), cell(r.row), _whole(r.reason)] for r in sample]
+        out.write(table(("rule", "topic", "row", "reason"), rows))
+    rejected = sum(by_topic.values())
+    return _within_limit(job, rejected, valid + rejected, err, "a dry run: nothing was written")
+
+
+def _whole(reason: str | None) -> str:
+    """A rejected row's reason on one line, uncut (the last column of the sample): what to fix."""
+    return "-" if reason is None else reason.replace("\n", " ")
+
+
+def _within_limit(job: ApplyJob, rejected: int, total: int, err: TextIO, note: str) -> int:
+    """0, or 1 after one line on `err` when the run rejected more rows than --max-rejected allows."""
+    limit = job.max_rejected
+    if limit is None or not limit.exceeded_by(rejected, total):
+        return 0
+    err.write(f"spark-contracts apply: error: {limit.describe(rejected, total)} ({note})\n")
+    return 1
 
 
 def unhandled_rules(contract: DataContract, job: ApplyJob) -> list[PlannedRule]:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from actions.dlq.local_topic import LocalTopicSink
 from actions.dlq.sink import is_run_id
+from contracts.cli.plugins import add_plugin_arguments, load_plugins
 from contracts.cli.progress import Progress
 from contracts.cli.registry import open_registry
 from contracts.contract import DEFAULT_DLQ_DIR, DataContract
@@ -74,6 +75,7 @@ def add_dlq_command(
         type=_run_id,
         help="rerun the replay of this id: its DLQ records and --output are replaced (default: a new id)",
     )
+    add_plugin_arguments(replay)
     replay.set_defaults(handler=_replay, new_session=new_session)
 
 
@@ -89,7 +91,7 @@ def _show(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, err
             _text(F.col("key")).alias("key"),
             _text(F.col("value")).alias("value"),
         )
-        rows = [[_cell(row[name]) for name in SHOWN] for row in shown.limit(args.n).collect()]
+        rows = [[cell(row[name]) for name in SHOWN] for row in shown.limit(args.n).collect()]
         out.write(table(SHOWN, rows))
         total = sink.count(args.topic)
         out.write(f"{args.topic}: {total} records in {sink.root}/{args.topic} (showing {len(rows)})\n")
@@ -97,9 +99,17 @@ def _show(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, err
 
 
 def _replay(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, err: TextIO) -> int:
+    plugins = load_plugins(args)
     run_id = args.run_id or uuid.uuid4().hex
     sink = LocalTopicSink(args.dlq_dir)
-    contract = DataContract(open_registry(args.registry), args.subject, version=args.version, dlq_sink=sink)
+    contract = DataContract(
+        open_registry(args.registry),
+        args.subject,
+        version=args.version,
+        executors=plugins.executors,
+        actions=plugins.actions,
+        dlq_sink=sink,
+    )
     with _Session(args, spark) as session:
         dlq = sink.read_df(session, args.topic)
         replayed = dlq.count()
@@ -166,7 +176,8 @@ def _text(column: Column) -> Column:
     )
 
 
-def _cell(value: Any) -> str:
+def cell(value: Any) -> str:
+    """`value` for a table cell: on one line, cut at MAX_CELL characters, `-` for null."""
     text = "-" if value is None else str(value).replace("\n", " ")
     return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
 
@@ -176,6 +187,6 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
 
     def render(row: Sequence[str]) -> str:
-        return "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        return "  ".join(text.ljust(width) for text, width in zip(row, widths, strict=True)).rstrip()
 
     return "\n".join([render(header), "  ".join("-" * w for w in widths), *map(render, rows)]) + "\n"

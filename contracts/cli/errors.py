@@ -18,6 +18,11 @@ _MODULE_PATH = re.compile(r"^(?:[A-Za-z_][\w]*\.)+(?=[A-Za-z_]\w*(?::|$))")
 _MAX_CAUSES = 20
 
 
+class UsageError(Exception):
+    """Arguments that parse but do not make sense together, or name something that cannot be used
+    (a plugin that does not load): one line on stderr, exit status 2."""
+
+
 def is_user_error(error: BaseException) -> bool:
     """Whether `error` is the user's to fix (reported in one line) rather than a bug."""
     from pyspark.errors import PySparkException

@@ -1,17 +1,24 @@
 """The `spark-contracts` command line: lint, apply, push and pull data contracts.
 
+    spark-contracts --version
     spark-contracts lint DIR | --registry URL [--subject S ...]
     spark-contracts apply --registry DIR_OR_URL --subject S [--version N] --mode WRITE|READ
                           --input PATH --format parquet|json|avro-parquet|avro-json --output PATH
                           [--dlq-dir DIR] [--run-id ID] [--allow-unknown-rule-types]
+                          [--executor MODULE:ATTR ...] [--action MODULE:ATTR ...]
+                          [--max-rejected N|P%] [--dry-run [--sample N]]
     spark-contracts push DIR --registry URL
     spark-contracts pull --registry URL DIR [--subject S ...]
     spark-contracts dlq show TOPIC [--dlq-dir DIR] [-n N]
     spark-contracts dlq replay TOPIC --registry DIR_OR_URL --subject S [--version N] --output PATH
                                [--apply write|deserialize] [--dlq-dir DIR] [--run-id ID]
+                               [--executor MODULE:ATTR ...] [--action MODULE:ATTR ...]
 
 Each command also takes --debug. Exit status: 0 success, 1 problems found or something failed
-(a user error is one line on stderr; --debug adds its traceback), 2 a usage error.
+(a user error is one line on stderr; --debug adds its traceback; `apply --max-rejected` exceeded),
+2 a usage error (also a plugin of --executor/--action that does not load). `apply --dry-run`
+(record formats only) runs the rules and writes nothing, printing the counts and a sample of
+rejected rows; --output is then optional.
 """
 
 from __future__ import annotations
@@ -27,10 +34,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from contracts.cli.apply import FORMATS, ApplyJob, run_apply
+from contracts import __version__
+from contracts.cli.apply import DEFAULT_SAMPLE, FORMATS, ApplyJob, RejectLimit, run_apply
 from contracts.cli.dlq import add_dlq_command
-from contracts.cli.errors import is_user_error, one_line
+from contracts.cli.errors import UsageError, is_user_error, one_line
 from contracts.cli.lint import lint_directory, lint_registry
+from contracts.cli.plugins import add_plugin_arguments, load_plugins
 from contracts.cli.registry import open_registry
 from contracts.cli.sync import pull, push
 from contracts.contract import DEFAULT_DLQ_DIR
@@ -63,13 +72,17 @@ def run(
     err = stderr or sys.stderr
     parser = _parser()
     try:
-        args = parser.parse_args(argv)
+        # argparse prints --help, --version and its usage errors to sys.stdout/sys.stderr.
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            args = parser.parse_args(argv)
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else _USAGE_ERROR
     try:
         with _logging(args.debug, err):
             return int(args.handler(args, spark, out, err))
-    except _UsageError as error:
+    except UsageError as error:
+        if args.debug:
+            traceback.print_exception(error, file=err)
         print(f"spark-contracts {args.command}: error: {error}", file=err)
         return _USAGE_ERROR
     except Exception as error:
@@ -103,15 +116,11 @@ def _logging(debug: bool, err: TextIO) -> Iterator[None]:
         logger.propagate = saved[1]
 
 
-class _UsageError(Exception):
-    """Arguments that parse but do not make sense together."""
-
-
 def _lint(args: argparse.Namespace, spark: Any, out: TextIO, err: TextIO) -> int:
     if (args.directory is None) == (args.registry is None):
-        raise _UsageError("give a directory or --registry, not both")
+        raise UsageError("give a directory or --registry, not both")
     if args.directory is not None and args.subject:
-        raise _UsageError("--subject goes with --registry")
+        raise UsageError("--subject goes with --registry")
     if args.directory is not None:
         problems = lint_directory(Path(args.directory))
     else:
@@ -135,6 +144,7 @@ def _pairs(texts: list[str]) -> tuple[tuple[str, str], ...]:
 
 
 def _apply(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, err: TextIO) -> int:
+    plugins = load_plugins(args)
     try:
         job = ApplyJob(
             registry=args.registry,
@@ -148,9 +158,14 @@ def _apply(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, er
             allow_unknown_rule_types=args.allow_unknown_rule_types,
             run_id=args.run_id,
             use_latest_with_metadata=_pairs(args.use_latest_with_metadata),
+            executors=plugins.executors,
+            actions=plugins.actions,
+            dry_run=args.dry_run,
+            sample=args.sample,
+            max_rejected=args.max_rejected,
         )
     except ValueError as error:
-        raise _UsageError(str(error)) from error
+        raise UsageError(str(error)) from error
     own = spark is None
     session = _session() if spark is None else spark
     try:
@@ -158,6 +173,22 @@ def _apply(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, er
     finally:
         if own:
             session.stop()
+
+
+def _count(text: str) -> int:
+    """A number of rows, 0 or more (argparse type)."""
+    number = int(text)
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {number}")
+    return number
+
+
+def _reject_limit(text: str) -> RejectLimit:
+    """--max-rejected's value (argparse type): its parse error as argparse's usage error."""
+    try:
+        return RejectLimit.parse(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
 
 
 def _push(args: argparse.Namespace, spark: Any, out: TextIO, err: TextIO) -> int:
@@ -199,6 +230,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Lint, apply and sync Confluent Schema Registry data contracts on Spark.",
     )
     parser.add_argument("--debug", action="store_true", help="on failure, print the traceback too")
+    parser.add_argument("--version", action="version", version=f"spark-contracts {__version__}")
     # Also accepted after the command; SUPPRESS keeps a subcommand from resetting it when absent.
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
@@ -241,7 +273,7 @@ def _parser() -> argparse.ArgumentParser:
         help="parquet / json (JSON lines): records as columns; avro-parquet / avro-json: Confluent"
         " wire-format frames in a binary `value` column (base64 in JSON lines), read with --mode READ",
     )
-    apply.add_argument("--output", required=True, help="where the valid rows go (Parquet)")
+    apply.add_argument("--output", help="where the valid rows go (Parquet); required unless --dry-run")
     apply.add_argument("--dlq-dir", default=DEFAULT_DLQ_DIR, help="the local DLQ topics directory")
     apply.add_argument(
         "--run-id",
@@ -253,6 +285,27 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run even when a rule's type has no executor (that rule fails every record); by default"
         " such a contract is reported and not run",
+    )
+    add_plugin_arguments(apply)
+    apply.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="run the rules but write nothing (no output, no DLQ records): print the per-rule"
+        " summary, the valid and rejected rows per DLQ topic and a sample of rejected rows"
+        " (parquet and json input only)",
+    )
+    apply.add_argument(
+        "--sample",
+        type=_count,
+        metavar="N",
+        help=f"with --dry-run: rejected rows to print with their rule and reason (default {DEFAULT_SAMPLE})",
+    )
+    apply.add_argument(
+        "--max-rejected",
+        type=_reject_limit,
+        metavar="N|P%",
+        help="exit 1 when the run rejects more than N rows, or more than P percent of the input rows"
+        " (without --dry-run the output and DLQ records are written all the same)",
     )
     apply.set_defaults(handler=_apply)
 

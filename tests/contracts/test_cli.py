@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from registry_server import RegistryServer, running_registry
 
+import contracts
 from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, RegistryError
 from contracts.cli.main import run
@@ -912,3 +913,281 @@ def test_apply_refuses_metadata_it_cannot_use(
         "--input", "x", "--format", "json", "--output", str(tmp_path / "out"), *extra,
     )  # fmt: skip
     assert ran.status == 2 and message in ran.err
+
+
+# -- --version -------------------------------------------------------------------------------
+
+
+def test_version_prints_the_package_version() -> None:
+    ran = cli("--version")
+    assert (ran.status, ran.out, ran.err) == (0, f"spark-contracts {contracts.__version__}\n", "")
+
+
+# -- --executor and --action -----------------------------------------------------------------
+
+MY_RULES = '''
+"""Plugins a test loads with --executor and --action from the current directory."""
+
+from actions.protocol import ActionPlan, Effect
+
+
+class Shout:
+    """Rule type SHOUT, one record at a time (so it runs in Spark's Python workers)."""
+
+    type = "SHOUT"
+
+    def transform(self, ctx, message):
+        return message["name"].isupper()
+
+
+class Quarantine:
+    """Action QUARANTINE: the row goes to the DLQ topic `quarantine`."""
+
+    name = "QUARANTINE"
+
+    def plan(self, ctx):
+        return ActionPlan(self.name, Effect.REJECT, topic="quarantine")
+
+
+quarantine = Quarantine()
+
+
+class NeedsArgs:
+    type = "NEEDS"
+
+    def __init__(self, level):
+        self.level = level
+'''
+LOUD = {"name": "loud", "kind": "CONDITION", "type": "SHOUT", "mode": "WRITE", "onFailure": "QUARANTINE"}
+
+
+@pytest.fixture
+def my_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The current directory holds `my_rules.py` (plugins) and `broken_rules.py` (fails to import),
+    importable only once the CLI puts the current directory on sys.path."""
+    from pyspark import cloudpickle
+
+    (tmp_path / "my_rules.py").write_text(MY_RULES)
+    (tmp_path / "broken_rules.py").write_text('raise RuntimeError("boom")\n')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [entry for entry in sys.path if entry not in ("", ".")])
+    yield tmp_path
+    module = sys.modules.pop("my_rules", None)
+    if module is not None and "my_rules" in cloudpickle.list_registry_pickle_by_value():
+        cloudpickle.unregister_pickle_by_value(module)
+
+
+def test_apply_runs_an_executor_and_an_action_loaded_from_the_current_directory(
+    spark: Any, my_rules: Path
+) -> None:
+    registry, output, dlq_dir = my_rules / "registry", my_rules / "valid", my_rules / "dlq"
+    adult = cel("adult", "message.age >= 18", onFailure="DLQ", params={"dlq.topic": "minors"})
+    write_version(registry, SUBJECT, 1, contract_payload([adult, LOUD]))
+    source = my_rules / "users.parquet"
+    rows = [("ANN", 30, "ann@example.com"), ("bob", 40, "bob@example.com"), ("CY", 9, "cy@example.com")]
+    spark.createDataFrame(rows, "name string, age int, email string").write.parquet(str(source))
+    argv = [
+        "apply", "--registry", str(registry), "--subject", SUBJECT, "--mode", "WRITE",
+        "--input", str(source), "--format", "parquet", "--output", str(output), "--dlq-dir", str(dlq_dir),
+    ]  # fmt: skip
+
+    without = cli(*argv, spark=spark)
+    assert without.status == 1 and "unknown action 'QUARANTINE'" in without.err
+
+    plugins = ["--executor", "my_rules:Shout", "--action", "my_rules:quarantine"]
+    dry = cli(*argv, *plugins, "--dry-run", spark=spark)  # the rule in Python: counts observed
+
+    assert dry.status == 0, dry.err
+    table, _, rest = dry.out.partition("valid rows: 1 (dry run: not written)\n")
+    assert summary_row(table, "loud") == ["loud", "WRITE", "1", "1", "NONE=1", "QUARANTINE=1"]
+    assert "DLQ quarantine: 1 rows (dry run: not written)" in rest
+    assert not output.exists() and not dlq_dir.exists()
+
+    ran = cli(*argv, *plugins, spark=spark)
+
+    assert ran.status == 0, ran.err
+    assert [row.name for row in spark.read.parquet(str(output)).collect()] == ["ANN"]
+    assert [r["value"]["name"] for r in dlq(dlq_dir, "minors")] == ["CY"]
+    assert [(r["value"]["name"], r["headers"]["__rule.name"]) for r in dlq(dlq_dir, "quarantine")] == [
+        ("bob", b"loud")
+    ]
+    assert summary_row(ran.out, "loud") == ["loud", "WRITE", "1", "1", "NONE=1", "QUARANTINE=1"]
+
+
+def test_dlq_replay_takes_the_same_plugin_flags(spark: Any, my_rules: Path) -> None:
+    registry, output, dlq_dir = my_rules / "registry", my_rules / "replayed", my_rules / "dlq"
+    write_version(registry, SUBJECT, 1, contract_payload([LOUD]))
+    source = my_rules / "users.jsonl"
+    source.write_text(json.dumps({"name": "bob", "age": 40, "email": "bob@example.com"}) + "\n")
+    plugins = ["--executor", "my_rules:Shout", "--action", "my_rules:Quarantine"]
+    applied = cli(
+        "apply", "--registry", str(registry), "--subject", SUBJECT, "--mode", "WRITE", "--input",
+        str(source), "--format", "json", "--output", str(my_rules / "valid"), "--dlq-dir", str(dlq_dir),
+        *plugins, spark=spark,
+    )  # fmt: skip
+    assert applied.status == 0, applied.err
+    argv = ["dlq", "replay", "quarantine", "--registry", str(registry), "--subject", SUBJECT]
+    argv += ["--output", str(output), "--dlq-dir", str(dlq_dir)]
+
+    without = cli(*argv, spark=spark)
+    assert without.status == 1 and "unknown action 'QUARANTINE'" in without.err
+
+    replayed = cli(*argv, *plugins, spark=spark)  # past `loud`, the rule the record failed
+
+    assert replayed.status == 0, replayed.err
+    assert [row.name for row in spark.read.parquet(str(output)).collect()] == ["bob"]
+
+
+@pytest.mark.parametrize("command", ["apply", "dlq replay"])
+@pytest.mark.parametrize(
+    ("flag", "spec", "problem"),
+    [
+        (
+            "--executor",
+            "no_such_module:Shout",
+            "cannot import 'no_such_module': ModuleNotFoundError: No module",
+        ),
+        ("--action", "broken_rules:Quarantine", "cannot import 'broken_rules': RuntimeError: boom"),
+        ("--executor", "my_rules:Whisper", "module 'my_rules' has no attribute 'Whisper'"),
+        ("--executor", "my_rules", "expected MODULE:ATTR"),
+        ("--executor", "my_rules:NeedsArgs", "cannot instantiate NeedsArgs without arguments: TypeError:"),
+        ("--executor", "my_rules:quarantine", "quarantine is not an executor: it needs a str `type`"),
+        ("--action", "my_rules:Shout", "Shout is not an action: it needs a str `name` and `plan(ctx)`"),
+    ],
+)
+def test_a_plugin_that_does_not_load_is_a_usage_error_naming_the_flag_and_value(
+    my_rules: Path, users_dir: Path, command: str, flag: str, spec: str, problem: str
+) -> None:
+    common = ["--registry", str(users_dir), "--subject", SUBJECT, "--output", "out", flag, spec]
+    if command == "apply":
+        argv = ["apply", "--mode", "WRITE", "--input", "x", "--format", "json", *common]
+    else:
+        argv = ["dlq", "replay", "minors", *common]
+
+    ran = cli(*argv, spark=object())
+
+    assert ran.status == 2
+    [line] = ran.err.splitlines()
+    assert line.startswith(f"spark-contracts {command.split()[0]}: error: {flag} {spec}: {problem}"), line
+
+
+def test_debug_shows_the_traceback_of_a_plugin_that_does_not_import(my_rules: Path, users_dir: Path) -> None:
+    ran = cli(
+        "apply", "--debug", "--registry", str(users_dir), "--subject", SUBJECT, "--mode", "WRITE",
+        "--input", "x", "--format", "json", "--output", "out", "--action", "broken_rules:A", spark=object(),
+    )  # fmt: skip
+    assert ran.status == 2
+    assert "Traceback" in ran.err and 'broken_rules.py", line 1' in ran.err
+    assert ran.err.splitlines()[-1].startswith("spark-contracts apply: error: --action broken_rules:A: ")
+
+
+# -- --dry-run -------------------------------------------------------------------------------
+
+
+def test_apply_dry_run_reports_the_counts_and_a_sample_of_rejected_rows_and_writes_nothing(
+    spark: Any, users_dir: Path, tmp_path: Path
+) -> None:
+    source = tmp_path / "users.parquet"
+    rows = [
+        ("ann", 30, "ann@example.com"),
+        ("bob", 12, "bob@example.com"),
+        ("", 40, "x@example.com"),
+        ("cy", 9, "cy@example.com"),
+    ]
+    spark.createDataFrame(rows, "name string, age int, email string").write.parquet(str(source))
+    output, dlq_dir = tmp_path / "valid", tmp_path / "dlq"
+    argv = [
+        "apply", "--registry", str(users_dir), "--subject", SUBJECT, "--mode", "WRITE",
+        "--input", str(source), "--format", "parquet", "--dlq-dir", str(dlq_dir), "--dry-run",
+    ]  # fmt: skip
+
+    ran = cli(*argv, "--output", str(output), "--sample", "1", spark=spark)
+
+    assert ran.status == 0, ran.err
+    assert not output.exists() and not dlq_dir.exists()
+    lines = ran.out.splitlines()
+    assert lines[:7] == [
+        "rule   mode   passed  failed  actions",
+        "-----  -----  ------  ------  ------------",
+        "adult  WRITE       2       2  NONE=2 DLQ=2",
+        "named  WRITE       1       1  NONE=2",
+        "valid rows: 2 (dry run: not written)",
+        "DLQ minors: 2 rows (dry run: not written)",
+        "rejected rows, a sample of 1:",
+    ]
+    assert lines[7].split() == ["rule", "topic", "row", "reason"]
+    [sample] = lines[9:]
+    rule, topic, row, reason = sample.split(maxsplit=3)
+    assert (rule, topic, reason) == ("adult", "minors", "Rule expr failed: message.age >= 18")
+    assert json.loads(row) in [
+        {"name": n, "age": a, "email": f"{n}@example.com"} for n, a in (("bob", 12), ("cy", 9))
+    ]
+    assert "dry run of the WRITE rules of users-value version 1" in ran.err
+
+    default = cli(*argv, spark=spark)  # --output may be left out; five rejected rows at most
+
+    assert default.status == 0, default.err
+    shown = default.out.splitlines()[default.out.splitlines().index("rejected rows, a sample of 2:") + 3 :]
+    assert sorted(json.loads(line.split()[2])["name"] for line in shown) == ["bob", "cy"]
+    assert not dlq_dir.exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--format", "avro-json", "--mode", "READ", "--dry-run"], "--dry-run takes record input"),
+        (["--format", "json", "--mode", "WRITE", "--sample", "3", "--output", "o"], "--sample goes with"),
+        (["--format", "json", "--mode", "WRITE"], "--output is required, unless --dry-run"),
+    ],
+)
+def test_apply_dry_run_usage_errors(users_dir: Path, extra: list[str], message: str) -> None:
+    ran = cli("apply", "--registry", str(users_dir), "--subject", SUBJECT, "--input", "x", *extra)
+    assert ran.status == 2
+    [line] = ran.err.splitlines()
+    assert line.startswith("spark-contracts apply: error: ") and message in line
+
+
+# -- --max-rejected --------------------------------------------------------------------------
+
+
+def test_apply_fails_when_more_rows_are_rejected_than_max_rejected_allows(
+    spark: Any, users_dir: Path, tmp_path: Path
+) -> None:
+    source = tmp_path / "users.parquet"
+    rows = [("ann", 30, "ann@example.com"), ("bob", 12, "bob@example.com"), ("", 40, "x@example.com")]
+    spark.createDataFrame(rows, "name string, age int, email string").write.parquet(str(source))
+
+    def apply(name: str, *extra: str) -> Ran:
+        return cli(
+            "apply", "--registry", str(users_dir), "--subject", SUBJECT, "--mode", "WRITE",
+            "--input", str(source), "--format", "parquet", "--output", str(tmp_path / name),
+            "--dlq-dir", str(tmp_path / f"{name}-dlq"), *extra, spark=spark,
+        )  # fmt: skip
+
+    over = apply("over", "--max-rejected", "0")
+    assert over.status == 1
+    assert over.err.splitlines()[-1].startswith(
+        "spark-contracts apply: error: 1 rows rejected, more than --max-rejected 0 allows (run "
+    )
+    assert "DLQ minors: 1 rows" in over.out  # the run itself went through: written, then judged
+    assert spark.read.parquet(str(tmp_path / "over")).count() == 2
+
+    assert apply("within", "--max-rejected", "34%").status == 0  # 1 of 3 is 33.3%
+
+    dry = apply("dry", "--max-rejected", "33%", "--dry-run")
+    assert dry.status == 1
+    assert dry.err.splitlines()[-1] == (
+        "spark-contracts apply: error: 1 of 3 rows rejected (33.33%), more than --max-rejected 33% allows"
+        " (a dry run: nothing was written)"
+    )
+    assert not (tmp_path / "dry").exists()
+
+
+@pytest.mark.parametrize("value", ["abc", "150%", "-1", "1.5", "%", "nan%"])
+def test_max_rejected_that_does_not_parse_is_a_usage_error(users_dir: Path, value: str) -> None:
+    ran = cli(
+        "apply", "--registry", str(users_dir), "--subject", SUBJECT, "--mode", "WRITE", "--input", "x",
+        "--format", "json", "--output", "o", "--max-rejected", value, spark=object(),
+    )  # fmt: skip
+    assert ran.status == 2
+    assert "argument --max-rejected: " in ran.err.splitlines()[-1] and repr(value) in ran.err
