@@ -358,6 +358,8 @@ def native_migration(
     its native result is (`native_migration`, docs/semantics.md §6.6)."""
     if writer == target:
         return None
+    if any(versions[v].format.schema_type != "AVRO" for v in (writer, target)):
+        return None  # the native projection onto the target reads Avro schemas
     steps = migration_steps(versions, writer, target, executors)
     rules = [(version, mode, rule) for version, mode, step_rules in steps for rule in step_rules]
     source, goal = versions[writer], versions[target]

@@ -317,7 +317,7 @@ def _read(decoder: Decoder, frame: Any) -> tuple[WriterVersion, Any]:
     try:
         return writer, schema_format.decode(body, writer.schema, reader, tagged)
     except Exception as e:
-        kind = schema_format.schema_type.title()
+        kind = {"AVRO": "Avro"}.get(schema_format.schema_type, schema_format.schema_type)
         raise SerializationError(f"{kind} body of schema id {schema_id} cannot be decoded: {e}") from e
 
 
