@@ -13,7 +13,7 @@ from contracts.cli.dlq import cell, table
 from contracts.cli.progress import Progress
 from contracts.cli.registry import open_registry
 from contracts.contract import DataContract
-from contracts.metrics import RuleCounts, metrics_of
+from contracts.metrics import counts_table, metrics_of
 from contracts.planning.plan import PlannedRule
 
 if TYPE_CHECKING:
@@ -183,7 +183,7 @@ def _write(
         raise
     written = spark.read.parquet(output).count()
     metrics = metrics_of(valid)
-    out.write(summary_table(metrics.get() if metrics is not None else {}))
+    out.write(counts_table(metrics.get() if metrics is not None else {}))
     out.write(f"valid rows: {written} -> {output}\n")
     rejected = 0
     for topic in sink.topics():
@@ -225,7 +225,7 @@ def _dry_run(contract: DataContract, job: ApplyJob, spark: SparkSession, out: Te
             else []
         )
         counts = result.metrics.get() if result.metrics is not None else {}
-    out.write(summary_table(counts))
+    out.write(counts_table(counts))
     out.write(f"valid rows: {valid} (dry run: not written)\n")
     for topic, n in sorted(by_topic.items()):
         out.write(f"DLQ {topic}: {n} rows (dry run: not written)\n")
@@ -294,32 +294,3 @@ def _enforced(contract: DataContract, df: DataFrame, job: ApplyJob, run_id: str 
     if job.mode == "WRITE":
         return contract.write(df, run_id=run_id)
     return contract.read(df, run_id=run_id)
-
-
-def summary_table(counts: dict[str, RuleCounts]) -> str:
-    """Per rule, in running order: mode, rows passed, rows failed, rows per action that ran."""
-    header = ("rule", "mode", "passed", "failed", "actions")
-    rows = [
-        (
-            c.rule,
-            c.mode,
-            str(c.passed),
-            str(c.failed),
-            " ".join(f"{action}={n}" for action, n in c.by_action.items() if n) or "-",
-        )
-        for c in counts.values()
-    ]
-    if not rows:
-        return "no rules ran\n"
-    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
-    numeric = {2, 3}
-
-    def render(row: tuple[str, ...]) -> str:
-        cells = (
-            cell.rjust(w) if i in numeric else cell.ljust(w)
-            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        )
-        return "  ".join(cells).rstrip()
-
-    rule_line = "  ".join("-" * w for w in widths)
-    return "\n".join([render(header), rule_line, *(render(row) for row in rows)]) + "\n"
