@@ -178,3 +178,23 @@ def test_parsed_schemas_pickle_for_the_workers() -> None:
 
     schema = parse_json_schema(json.dumps(ORDER))
     assert pickle.loads(pickle.dumps(schema)) == schema
+
+
+def test_values_json_allows_but_spark_cannot_hold_are_refused_per_record() -> None:
+    schema = parsed({"type": "object", "properties": {"id": {"type": "integer"}, "x": {"type": "number"}}})
+    with pytest.raises(ValueError, match=r"value at /id, 100000000000000000000, does not fit a Spark long"):
+        JSON.decode(b'{"id": 100000000000000000000}', schema, None)
+    with pytest.raises(ValueError, match="does not fit a Spark double"):
+        JSON.conform({"x": 10**400}, schema)
+    # JSON Schema counts 1.0 as an integer: it goes to Spark as the long it stands for.
+    column = JSON.to_struct(
+        [JSON.decode(b'{"id": 1.0, "x": 2}', schema, None)], schema, arrow_type(JSON.spark_type(schema))
+    )
+    assert JSON.read_struct(column, schema).records == [{"id": 1, "x": 2.0}]
+
+
+def test_a_validation_message_does_not_quote_a_huge_value_whole() -> None:
+    schema = parsed({"type": "object", "properties": {"id": {"type": "integer"}}})
+    with pytest.raises(ValueError) as refused:
+        JSON.decode(b"[" * 400 + b"]" * 400, schema, None)
+    assert len(str(refused.value)) < 300 and str(refused.value).endswith("…")

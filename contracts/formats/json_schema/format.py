@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql.types import StructType
 
+_SHOWN_LENGTH = 200
+"""How much of a validation message an error (and a DLQ record's reason) shows."""
+
 _VALIDATORS: BoundedCache[str, Any] = BoundedCache(256)
 """Per process: a compiled validator per schema text."""
 
@@ -71,8 +74,10 @@ class JsonSchemaFormat:
             raise SerializationError(f"records do not match the JSON Schema's Spark type: {e!r}") from e
 
     def conform(self, record: Any, parsed: JsonSchema) -> Any:
-        """The record as it is, once valid (JSON Schema has no defaults a writer fills in)."""
+        """The record as it is, once valid and held by its Spark type (JSON Schema has no defaults a
+        writer fills in)."""
         validate(record, parsed)
+        check_fits(record, parsed.shape)
         return record
 
     def project(self, value: Any, parsed: JsonSchema) -> Any:
@@ -83,6 +88,7 @@ class JsonSchemaFormat:
             raise SerializationError(f"migrated record is a {type(value).__name__}, not a JSON object")
         try:
             validate(value, parsed)
+            check_fits(value, parsed.shape)
         except ValueError as e:
             raise SerializationError(f"migrated record does not fit the target schema: {e}") from e
         return value
@@ -98,6 +104,7 @@ class JsonSchemaFormat:
         resolution: a reader sees the record as written)."""
         record = json.loads(body.decode("utf-8"))
         validate(record, writer)
+        check_fits(record, writer.shape)
         return record
 
     def encode(self, record: Any, parsed: JsonSchema) -> bytes:
@@ -119,7 +126,45 @@ def validate(record: Any, parsed: JsonSchema) -> None:
     error = next(iter(validator.iter_errors(record)), None)
     if error is not None:
         where = "/".join(str(part) for part in error.absolute_path)
-        raise ValueError(f"the record does not match its JSON Schema at /{where}: {error.message}")
+        message = error.message
+        if len(message) > _SHOWN_LENGTH:  # jsonschema quotes the whole offending value
+            message = message[:_SHOWN_LENGTH] + "…"
+        raise ValueError(f"the record does not match its JSON Schema at /{where}: {message}")
+
+
+_LONG_RANGE = (-(2**63), 2**63 - 1)
+
+
+def check_fits(value: Any, shape: Shape, path: str = "") -> None:
+    """ValueError naming the place where a valid JSON value has no Spark value of the shape's
+    type: an integer beyond 64 bits, a number beyond a double."""
+    if value is None:
+        return
+    if shape.kind in ("object", "map") and isinstance(value, Mapping):
+        children = (
+            ((name, field) for name, field, _ in shape.fields if name in value)
+            if shape.kind == "object"
+            else ((key, shape.item) for key in value)
+        )
+        for name, child in children:
+            assert child is not None
+            check_fits(value[name], child, f"{path}/{name}")
+    elif shape.kind == "array" and isinstance(value, list):
+        assert shape.item is not None
+        for index, item in enumerate(value):
+            check_fits(item, shape.item, f"{path}/{index}")
+    elif shape.kind == "integer" and not _LONG_RANGE[0] <= value <= _LONG_RANGE[1]:
+        raise ValueError(f"the record's value at {path or '/'}, {value}, does not fit a Spark long (64 bits)")
+    elif shape.kind == "number" and isinstance(value, int) and not _fits_double(value):
+        raise ValueError(f"the record's value at {path or '/'}, {value}, does not fit a Spark double")
+
+
+def _fits_double(value: int) -> bool:
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
 
 
 def _from_spark(value: Any, shape: Shape) -> Any:
@@ -155,4 +200,8 @@ def _to_spark(value: Any, shape: Shape) -> Any:
     if shape.kind == "array" and isinstance(value, list):
         assert shape.item is not None
         return [_to_spark(item, shape.item) for item in value]
+    if shape.kind == "integer" and isinstance(value, float):
+        return int(value)  # JSON Schema counts 1.0 as an integer
+    if shape.kind == "number" and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
     return value
