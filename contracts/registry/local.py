@@ -67,6 +67,7 @@ from contracts.registry.compatibility import (
     parse_avro,
 )
 from contracts.registry.dek import DEFAULT_ALGORITHM, Dek, Kek
+from contracts.registry.json_compatibility import json_schema_compatibility_errors
 from contracts.registry.layout import (
     CONFIG_FILE,
     MAX_ID,
@@ -135,6 +136,29 @@ class _State:
 def _not_found(kind: str, message: str) -> RegistryError:
     codes = {"subject": SUBJECT_NOT_FOUND, "version": VERSION_NOT_FOUND, "schema": SCHEMA_NOT_FOUND}
     return RegistryError(message, status=404, error_code=codes[kind])
+
+
+_SCHEMA_TYPES = ("AVRO", "JSON")
+"""The schema types LocalRegistry stores and checks."""
+
+
+def _is_avro(schema: Schema) -> bool:
+    return schema.schema_type.upper() == "AVRO"
+
+
+def _json_document(schema: Schema) -> Any:
+    """A JSON Schema's document, once it is JSON and a valid schema (42201 otherwise)."""
+    from jsonschema.exceptions import SchemaError
+    from jsonschema.validators import validator_for
+
+    try:
+        document = json.loads(schema.schema_str)
+        validator_for(document).check_schema(document)
+    except json.JSONDecodeError as error:
+        raise _invalid_schema(f"Invalid schema of type JSON, details: {error}") from error
+    except SchemaError as error:
+        raise _invalid_schema(f"Invalid schema of type JSON, details: {error.message}") from error
+    return document
 
 
 def _invalid_schema(message: str) -> RegistryError:
@@ -564,13 +588,24 @@ class LocalRegistry:
         self, schema: Schema, config: Mapping[str, Any], previous: Schema | None, normalize: bool
     ) -> Schema:
         """The schema as it would be stored: validated, metadata/rule set merged, normalized if asked."""
-        if schema.schema_type.upper() != "AVRO":
-            raise _invalid_schema(f"Invalid schema type {schema.schema_type}: LocalRegistry stores AVRO only")
+        if schema.schema_type.upper() not in _SCHEMA_TYPES:
+            raise _invalid_schema(
+                f"Invalid schema type {schema.schema_type}: LocalRegistry stores {', '.join(_SCHEMA_TYPES)}"
+            )
         candidate = _effective(schema, config, previous)
-        self._parse(candidate)
+        self._check(candidate)
         if normalize or config.get("normalize"):
-            candidate = candidate.with_changes(schema_str=_normalized_text(json.loads(candidate.schema_str)))
+            document = json.loads(candidate.schema_str)
+            normalized = _normalized_text(document) if _is_avro(candidate) else _canonical_json(document)
+            candidate = candidate.with_changes(schema_str=normalized)
         return candidate
+
+    def _check(self, schema: Schema) -> None:
+        """42201 when the schema is no valid schema of its type."""
+        if _is_avro(schema):
+            self._parse(schema)
+        else:
+            _json_document(schema)
 
     def _parse(self, schema: Schema, seen: frozenset[tuple[str, int]] = frozenset()) -> ParsedAvro:
         """Parse the Avro text with its references' named types resolved; 42201 when it cannot be."""
@@ -609,7 +644,19 @@ class LocalRegistry:
         against = checked_against(level, group, candidate, [v.schema for v in existing])
         if not against:
             return []
-        errors = compatibility_errors(level, self._parse(candidate), [self._parse(s) for s in against])
+        changed = [
+            s.schema_type.upper() for s in against if s.schema_type.upper() != candidate.schema_type.upper()
+        ]
+        if changed:
+            errors = [f"the schema type changed from {changed[0]} to {candidate.schema_type.upper()}"]
+        elif _is_avro(candidate):
+            errors = compatibility_errors(level, self._parse(candidate), [self._parse(s) for s in against])
+        else:
+            previous = [_json_document(s) for s in against]
+            try:
+                errors = json_schema_compatibility_errors(level, _json_document(candidate), previous)
+            except ValueError as error:  # a schema the compatibility check cannot read
+                raise _invalid_schema(f"Invalid schema of type JSON, details: {error}") from error
         return [*errors, f"{{compatibility: '{level.value}'}}"] if errors else []
 
     def _live_or_404(self, subject: str) -> list[_Version]:
@@ -767,7 +814,7 @@ class LocalRegistry:
 
     def _parse_loaded(self, subject: str, entry: _Version) -> None:
         try:
-            self._parse(entry.schema)
+            self._check(entry.schema)
         except RegistryError as error:
             raise ContractError(
                 error.reason, subject=subject, version=entry.version, position="schema"

@@ -1,0 +1,209 @@
+"""JSON Schema contracts end to end on Spark: CEL and JSONata rules on JSON records, DLQ records,
+Confluent frames both ways with the reference's JSONSerializer/JSONDeserializer as the oracle."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actions.dlq.local_topic import LocalTopicSink
+from contracts import DataContract, LocalRegistry, Schema, metrics_of
+from contracts.errors import ContractError
+from contracts.formats.wire import encode_frame
+
+pytestmark = pytest.mark.spark
+
+SUBJECT = "orders-value"
+TOPIC = "orders"
+ORDER: dict[str, Any] = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "title": "Order",
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer"},
+        "customer": {"type": "string", "minLength": 1},
+        "email": {"type": ["string", "null"]},
+        "amount": {"type": "number"},
+    },
+    "required": ["id", "customer", "amount"],
+}
+POSITIVE = {
+    "name": "positiveAmount",
+    "kind": "CONDITION",
+    "type": "CEL",
+    "mode": "WRITEREAD",
+    "expr": "message.amount > 0.0",
+    "onFailure": "DLQ",
+    "params": {"dlq.topic": "bad-orders"},
+}
+UPPER = {
+    "name": "upperCustomer",
+    "kind": "TRANSFORM",
+    "type": "JSONATA",
+    "mode": "WRITE",
+    "expr": "$merge([$, {'customer': $uppercase(customer)}])",
+}
+ORDERS = [
+    {"id": 1, "customer": "ann", "email": "ann@example.com", "amount": 12.5},
+    {"id": 2, "customer": "bob", "email": None, "amount": -1.5},
+    {"id": 3, "customer": "cy", "email": None, "amount": 7.25},
+]
+
+
+def payload(rules: list[dict[str, Any]], schema: dict[str, Any] = ORDER) -> dict[str, Any]:
+    return {"schemaType": "JSON", "schema": json.dumps(schema), "ruleSet": {"domainRules": rules}}
+
+
+def contract(tmp_path: Path, rules: list[dict[str, Any]]) -> tuple[DataContract, LocalTopicSink]:
+    registry = LocalRegistry()
+    registry.register_schema(SUBJECT, Schema.from_dict(payload(rules)))
+    sink = LocalTopicSink(tmp_path / "dlq")
+    return DataContract(registry, SUBJECT, dlq_sink=sink), sink
+
+
+def orders_frame(spark: Any, contract: DataContract) -> Any:
+    return spark.createDataFrame([tuple(o.values()) for o in ORDERS], contract.spark_schema)
+
+
+def test_write_runs_cel_and_jsonata_rules_on_json_records(spark: Any, tmp_path: Path) -> None:
+    orders, sink = contract(tmp_path, [POSITIVE, UPPER])
+    explained = orders.explain()
+    assert "positiveAmount" in explained and "(native)" in explained
+    assert "(python); no native form for records of a JSON schema (Avro only)" in explained
+    written = orders.write(orders_frame(spark, orders))
+    assert sorted((row["id"], row["customer"]) for row in written.collect()) == [(1, "ANN"), (3, "CY")]
+    (rejected,) = sink.read("bad-orders")
+    assert json.loads(rejected.value or b"") == ORDERS[1]
+    assert dict(rejected.headers)["__rule.name"] == b"positiveAmount"
+    counts = metrics_of(written).get()  # type: ignore[union-attr]
+    assert (counts["positiveAmount"].passed, counts["positiveAmount"].failed) == (2, 1)
+
+
+def test_a_transform_result_that_breaks_the_json_schema_fails_the_rule(spark: Any, tmp_path: Path) -> None:
+    emptied = {**UPPER, "name": "emptyCustomer", "expr": "$merge([$, {'customer': ''}])"}
+    orders, _ = contract(tmp_path, [emptied])
+    with pytest.raises(Exception, match=r"emptyCustomer.*at /customer: '' should be non-empty"):
+        orders.write(orders_frame(spark, orders)).collect()
+
+
+def test_cel_field_rules_on_json_records_are_refused_at_load(tmp_path: Path) -> None:
+    masked = {"name": "mask", "kind": "TRANSFORM", "type": "CEL_FIELD", "mode": "WRITE", "expr": "'x'"}
+    with pytest.raises(
+        ContractError, match="CEL_FIELD rules on JSON records are not supported yet"
+    ) as refused:
+        contract(tmp_path, [masked])
+    assert refused.value.rule == "mask" and refused.value.version == 1
+
+
+def reference_client(rules: list[dict[str, Any]]) -> Any:
+    """A reference mock registry holding the same contract under the same id (1)."""
+    from confluent_kafka.schema_registry import Schema as ReferenceSchema
+    from reference_oracle import mock_client
+
+    client = mock_client(f"mock://json-{id(rules)}")
+    registered = payload(rules)
+    schema = ReferenceSchema.from_dict({**registered, "schema": registered["schema"]})
+    assert client.register_schema(SUBJECT, schema) == 1
+    return client
+
+
+def reference_rules() -> Any:
+    from confluent_kafka.schema_registry.rule_registry import RuleRegistry
+    from confluent_kafka.schema_registry.rules.cel.cel_executor import CelExecutor
+    from confluent_kafka.schema_registry.rules.jsonata.jsonata_executor import JsonataExecutor
+
+    registry = RuleRegistry()
+    registry.register_executor(CelExecutor())
+    registry.register_executor(JsonataExecutor())
+    return registry
+
+
+def test_serialize_writes_the_frames_the_reference_serializer_writes(spark: Any, tmp_path: Path) -> None:
+    from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    orders, _ = contract(tmp_path, [UPPER])
+    framed = orders.serialize(orders_frame(spark, orders)).collect()
+    client = reference_client([UPPER])
+    serializer = JSONSerializer(
+        None,
+        client,
+        conf={"auto.register.schemas": False, "use.latest.version": True},
+        rule_registry=reference_rules(),
+    )
+    ctx = SerializationContext(TOPIC, MessageField.VALUE)
+    expected = [serializer(dict(order), ctx) for order in ORDERS]
+    assert [bytes(row["value"]) for row in framed] == expected
+    deserializer = JSONDeserializer(None, schema_registry_client=client, rule_registry=reference_rules())
+    assert [deserializer(bytes(row["value"]), ctx)["customer"] for row in framed] == ["ANN", "BOB", "CY"]
+
+
+def test_deserialize_reads_reference_frames_with_read_rules_and_routes_invalid_ones(
+    spark: Any, tmp_path: Path
+) -> None:
+    from confluent_kafka.schema_registry.json_schema import JSONSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    orders, sink = contract(tmp_path, [POSITIVE])
+    conf = {"auto.register.schemas": False, "use.latest.version": True}
+    serializer = JSONSerializer(None, reference_client([]), conf=conf)
+    ctx = SerializationContext(TOPIC, MessageField.VALUE)
+    frames = [serializer(dict(order), ctx) for order in ORDERS]
+    frames.append(encode_frame(1, b'{"id": 4, "amount": 1.5}'))  # no customer: invalid
+    rows = [(f"k{i}".encode(), frame) for i, frame in enumerate(frames)]
+    read = orders.deserialize(
+        spark.createDataFrame(rows, "key binary, value binary"),
+        on_decode_error="DLQ",
+        decode_dlq_topic="undecodable",
+    )
+    assert sorted((row["id"], row["customer"], row["amount"]) for row in read.collect()) == [
+        (1, "ann", 12.5),
+        (3, "cy", 7.25),
+    ]
+    assert [json.loads(r.value[5:] or b"")["id"] for r in sink.read("bad-orders")] == [2]
+    (undecodable,) = sink.read("undecodable")
+    assert undecodable.key == b"k3" and undecodable.value == frames[3]
+    reason = (dict(undecodable.headers)["__rule.exception"] or b"").decode()
+    assert "'customer' is a required property" in reason, reason
+
+
+def test_a_jsonata_migration_upgrades_records_of_an_older_major(spark: Any, tmp_path: Path) -> None:
+    """Version 1 calls the buyer `customer`, version 2 (major 2) `buyer`; v1 frames read as v2."""
+    registry = LocalRegistry()
+    registry.set_config(SUBJECT, compatibility="NONE")
+    first = {**payload([]), "metadata": {"properties": {"major": "1"}}}
+    registry.register_schema(SUBJECT, Schema.from_dict(first))
+    properties = {k: v for k, v in ORDER["properties"].items() if k != "customer"}
+    renamed = {
+        **ORDER,
+        "properties": {**properties, "buyer": {"type": "string", "maxLength": 4}},
+        "required": ["id", "buyer", "amount"],
+    }
+    upgrade = {
+        "name": "customerToBuyer",
+        "kind": "TRANSFORM",
+        "type": "JSONATA",
+        "mode": "UPGRADE",
+        "expr": "$merge([$sift($, function($v, $k) {$k != 'customer'}), {'buyer': customer}])",
+    }
+    second = {
+        "schemaType": "JSON",
+        "schema": json.dumps(renamed),
+        "metadata": {"properties": {"major": "2"}},
+        "ruleSet": {"migrationRules": [upgrade]},
+    }
+    registry.register_schema(SUBJECT, Schema.from_dict(second))
+    reader = DataContract(registry, SUBJECT, dlq_sink=LocalTopicSink(tmp_path / "dlq"))
+    frames = [(encode_frame(1, json.dumps(order).encode()),) for order in ORDERS]
+    frames.append((encode_frame(1, b'{"id": 9, "customer": "zachary", "amount": 1.0}'),))  # too long in v2
+    read = reader.deserialize(
+        spark.createDataFrame(frames, "value binary"), on_decode_error="DLQ", decode_dlq_topic="undecodable"
+    )
+    assert read.columns == ["id", "email", "amount", "buyer"]
+    assert sorted((row["id"], row["buyer"]) for row in read.collect()) == [(1, "ann"), (2, "bob"), (3, "cy")]
+    (undecodable,) = LocalTopicSink(tmp_path / "dlq").read("undecodable")
+    reason = (dict(undecodable.headers)["__rule.exception"] or b"").decode()
+    assert "migrated record does not fit the target schema" in reason and "customerToBuyer" in reason, reason
