@@ -26,12 +26,13 @@ from contracts.planning.plan import build_plan
 from contracts.plugins import ACTION_GROUP, EXECUTOR_GROUP, PluginRegistry, load_group
 from contracts.registry import LocalRegistry, Registry
 from contracts.registry.compatibility import (
-    ParsedAvro,
+    Compatibility,
     checked_against,
     compatibility_errors,
     compatibility_level,
     parse_avro,
 )
+from contracts.registry.json_compatibility import json_schema_compatibility_errors
 from contracts.registry.layout import SUBJECT_FILE, subject_of, version_of
 from executors import as_executor
 
@@ -140,9 +141,13 @@ def lint_registry(
                 target = loader.load_version(registry, registered)
             except DataContractError as error:
                 problems.append(_problem(error, subject, version, path))
-                compared.append(_Compared(version, registered.schema.properties, None, path))
+                schema_type = registered.schema.schema_type.upper()
+                compared.append(_Compared(version, registered.schema.properties, schema_type, None, path))
                 continue
-            compared.append(_Compared(version, target.properties, _avro(target, problems, path), path))
+            readable = _readable(target, problems, path)
+            compared.append(
+                _Compared(version, target.properties, target.schema.schema_type.upper(), readable, path)
+            )
             problems.extend(
                 Problem.of(error, path) for error in _rule_errors(registry, target, executors, actions)
             )
@@ -154,18 +159,24 @@ def lint_registry(
 @dataclass(frozen=True)
 class _Compared:
     """A version as the compatibility check sees it: its metadata properties (for the
-    compatibilityGroup) and its Avro, None when it did not load (reported already) or is not Avro."""
+    compatibilityGroup), its schema type and what that type's checker reads (parsed Avro, a JSON
+    Schema document), None when it did not load (reported already)."""
 
     version: int
     properties: dict[str, str]
-    avro: ParsedAvro | None
+    schema_type: str
+    readable: Any | None
     path: str | None
 
 
-def _avro(target: loader.ContractVersion, problems: list[Problem], path: str | None) -> ParsedAvro | None:
-    """The version's Avro as the compatibility checker reads it, with its references' named types;
-    None for another schema type (this check covers Avro only) or, with a problem, Avro it refuses."""
-    if target.schema.schema_type.upper() != "AVRO":
+def _readable(target: loader.ContractVersion, problems: list[Problem], path: str | None) -> Any | None:
+    """The version's schema as its type's compatibility checker reads it (Avro with its references'
+    named types; a JSON Schema's document); None for a type without a checker or, with a
+    problem, a schema the checker refuses."""
+    schema_type = target.schema.schema_type.upper()
+    if schema_type == "JSON":
+        return json.loads(target.schema.schema_str)  # it loaded, so it is JSON
+    if schema_type != "AVRO":
         return None
     named: dict[str, Any] = {}
     try:
@@ -176,6 +187,18 @@ def _avro(target: loader.ContractVersion, problems: list[Problem], path: str | N
         reason = f"the compatibility check cannot read the schema: {error}"
         problems.append(Problem(reason, target.subject, target.version, position="schema", path=path))
         return None
+
+
+def _compatibility_errors(level: Compatibility, new: _Compared, old: _Compared) -> list[str]:
+    """Why `new` breaks `level` against `old`, by the checker of their schema type."""
+    if new.schema_type != old.schema_type:
+        return [f"the schema type changed from {old.schema_type} to {new.schema_type}"]
+    if new.schema_type == "JSON":
+        try:
+            return json_schema_compatibility_errors(level, new.readable, [old.readable])
+        except ValueError as error:
+            return [f"the compatibility check cannot read the schemas: {error}"]
+    return compatibility_errors(level, new.readable, [old.readable])
 
 
 def _incompatibilities(registry: Registry, subject: str, compared: list[_Compared]) -> list[Problem]:
@@ -196,7 +219,7 @@ def _incompatibilities(registry: Registry, subject: str, compared: list[_Compare
     problems: list[Problem] = []
     for index, new in enumerate(compared):
         for old in checked_against(level, config.get("compatibilityGroup"), new, compared[:index]):
-            if new.avro is None or old.avro is None:
+            if new.readable is None or old.readable is None:
                 continue
             problems.extend(
                 Problem(
@@ -206,7 +229,7 @@ def _incompatibilities(registry: Registry, subject: str, compared: list[_Compare
                     position="schema",
                     path=new.path,
                 )
-                for message in compatibility_errors(level, new.avro, [old.avro])
+                for message in _compatibility_errors(level, new, old)
             )
     return problems
 

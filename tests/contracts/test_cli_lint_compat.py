@@ -220,3 +220,29 @@ def test_a_schema_the_compatibility_check_cannot_read_is_a_problem_and_is_not_co
             position="schema",
         )
     ]
+
+
+def test_lint_checks_json_schema_subjects_with_their_own_checker(tmp_path: Path) -> None:
+    documents = [
+        {"type": "object", "properties": {"id": {"type": "integer"}}},
+        {
+            "type": "object",
+            "properties": {"id": {"type": "integer"}, "qty": {"type": "integer"}},
+            "required": ["qty"],
+        },
+    ]
+    for version, document in enumerate(documents, start=1):
+        path = tmp_path / SUBJECT / f"{version}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"schemaType": "JSON", "schema": json.dumps(document)}))
+
+    status, out, _ = cli("lint", str(tmp_path))
+
+    assert status == 1 and len(out) == 1, out
+    assert (
+        f"subject={SUBJECT} version=2 rule=- position=schema: incompatible with version 1 under BACKWARD:"
+        in out[0]
+    )
+    assert "new schema cannot read old" in out[0]
+    write_config(tmp_path / SUBJECT, compatibility="NONE")
+    assert cli("lint", str(tmp_path)) == (0, [], "lint: no problems\n")
