@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,10 +17,6 @@ from contracts.registry.json_compatibility import (
     json_schema_compatibility_errors,
     schema_differences,
 )
-
-CONFLUENT_CASES = json.loads(
-    (Path(__file__).parents[2] / "data" / "json_schema_diff_cases.json").read_text(encoding="utf-8")
-)["cases"]
 
 
 def obj(properties: dict[str, Any] | None = None, **keywords: Any) -> dict[str, Any]:
@@ -65,22 +59,6 @@ def changes(old: Any, new: Any) -> set[Change]:
 
 def backward_ok(old: Any, new: Any) -> bool:
     return json_schema_compatibility_errors(Compatibility.BACKWARD, new, [old]) == []
-
-
-# -- Confluent's own cases -----------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "case", CONFLUENT_CASES, ids=[f"{i}-{c['description']}" for i, c in enumerate(CONFLUENT_CASES)]
-)
-def test_confluent_diff_examples(case: dict[str, Any]) -> None:
-    found = schema_differences(case["writer"], case["reader"])
-    assert sorted(f"{d.change.name} {d.location}" for d in found) == sorted(case["changes"])
-    assert backward_ok(case["writer"], case["reader"]) is case["compatible"]
-
-
-def test_every_ported_case_is_present() -> None:
-    assert len(CONFLUENT_CASES) == 131
 
 
 # -- one case per kind of change: (old, new, the change, BACKWARD accepts it) ------------------
