@@ -24,12 +24,14 @@ from contracts.engine.reasons import NativeReasons, with_exact_reasons
 from contracts.engine.routing import DlqLayout, Router, route_rejected
 from contracts.engine.serde import WriterVersion
 from contracts.errors import ContractError, RegistryError
+from contracts.formats.wire import SchemaRef, encode_prefix, schema_id_header
 from contracts.metrics import CollectMetrics, RuleMetrics, metrics_of, new_metrics, with_metrics
 from contracts.model import RegisteredSchema, RuleMode
 from contracts.planning import loader, migration
 from contracts.planning.plan import Plan, SkippedRuleSet, build_plan
 from contracts.plugins import ACTION_GROUP, EXECUTOR_GROUP, PluginRegistry, load_group, with_overrides
 from contracts.registry import Registry
+from contracts.registry.guid import canonical_guid
 from contracts.replay import RuleSkippingRegistry, replay
 from contracts.streaming import MicroBatchWriter
 from executors import as_executor
@@ -40,6 +42,15 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 DEFAULT_DLQ_DIR = "dlq-topics"
+
+
+def _headers_field() -> Any:
+    """The `headers` column `serialize` adds for a schema id header, typed as Spark's Kafka source
+    and sink type Kafka headers."""
+    from pyspark.sql.types import ArrayType, BinaryType, StringType, StructField, StructType
+
+    entry = StructType([StructField("key", StringType(), False), StructField("value", BinaryType(), True)])
+    return StructField("headers", ArrayType(entry, False), True)
 
 
 @dataclass(frozen=True)
@@ -132,14 +143,14 @@ class _ContractPlanner:
         native = native_migration(versions, writer, target, self.executors, self.resolve_action)
         return WriterVersion(writer, versions[writer].avro_schema, versions[writer].format, plans, native)
 
-    def writers(self) -> dict[int, WriterVersion]:
-        """Every version of the subject by schema id, prefetched on the driver."""
-        return {
-            registered.schema_id: self.writer(registered)
-            for registered in (
-                self.registry.get_version(self.subject, v) for v in self.registry.get_versions(self.subject)
-            )
-        }
+    def versions(self) -> list[RegisteredSchema]:
+        """Every version of the subject, as the registry holds them now."""
+        return [self.registry.get_version(self.subject, v) for v in self.registry.get_versions(self.subject)]
+
+    def writers(self, versions: Iterable[RegisteredSchema] | None = None) -> dict[int, WriterVersion]:
+        """Every version of the subject (or of `versions`) by schema id, prefetched on the driver."""
+        chosen = self.versions() if versions is None else versions
+        return {registered.schema_id: self.writer(registered) for registered in chosen}
 
 
 class DataContract:
@@ -313,10 +324,15 @@ class DataContract:
         tombstones: str = "keep",
         *,
         run_id: str | None = None,
+        is_key: bool | None = None,
     ) -> DataFrame:
         """Kafka-shaped rows (Confluent wire format in `value_col`) → the target version's record as
         typed columns plus the other columns (all but `value_col`), migrated, READ rules applied.
 
+        A frame names its writer's schema by id (magic byte 0) or GUID (magic byte 1) in its
+        prefix, or, when the row's Kafka `headers` hold a `__value_schema_id` header
+        (`__key_schema_id` when `is_key`; default: whether `value_col` is "key"), in that header,
+        before a bare body, as Confluent's dual schema id deserializer reads it.
         Undecodable records follow `on_decode_error`: "ERROR" fails the job, "DLQ" sends their raw
         bytes, with the key from `key_col` (None: no key), to `decode_dlq_topic`. A tombstone (a
         null value) is not a record: "keep" passes it through with null record fields, skipping
@@ -328,8 +344,12 @@ class DataContract:
             checked_topic(decode_dlq_topic, "decode_dlq_topic", subject=self.subject, version=self.version)
         refuse_reserved_columns(df, self.subject, self.version)
         df = serde.tombstone_filter(df, value_col, tombstones)
-        writers = self._compiler.writers()
+        versions = self._compiler.versions()
+        writers = self._compiler.writers(versions)
         natives = self._natives(writers.values(), df)
+        headers = _present(df, "headers")
+        # A `headers` column of another type is not Kafka's, so it holds no schema id headers.
+        kafka_headers = headers if headers and serde.is_kafka_headers(df.schema[headers].dataType) else None
         decoder = serde.Decoder(
             subject=self.subject,
             target_version=self.version,
@@ -341,6 +361,9 @@ class DataContract:
             value_column=value_col,
             schema_format=self.target.format,
             native_types={version: native.writer_type.json() for version, native in natives.items()},
+            guids=_guids(versions),
+            headers_column=kafka_headers,
+            id_header=schema_id_header(value_col == "key" if is_key is None else is_key),
         )
         plan = self.plan(RuleMode.READ)
         layout = DlqLayout(
@@ -372,22 +395,84 @@ class DataContract:
         columns = _record_then_passthrough_names(passthrough, self.spark_schema)
         return with_metrics(_output(plan, routed, columns, gatherer), metrics)
 
-    def serialize(self, df: DataFrame, *, run_id: str | None = None) -> DataFrame:
-        """WRITE rules, then the record as a `value` column in Confluent framing with this version's
-        schema id; the other columns (a `key`, `topic`, `headers`, …) pass through for a Kafka sink.
-        `run_id` names the DLQ output as in `write`."""
+    def serialize(
+        self,
+        df: DataFrame,
+        *,
+        run_id: str | None = None,
+        schema_id_serializer: str = "prefix",
+        is_key: bool = False,
+    ) -> DataFrame:
+        """WRITE rules, then the record as a `value` column in Confluent framing; the other columns
+        (a `key`, `topic`, `headers`, …) pass through for a Kafka sink. `run_id` names the DLQ
+        output as in `write`.
+
+        `schema_id_serializer` says where the schema is named, as the reference's
+        `schema.id.serializer`: "prefix" (default), this version's id after magic byte 0;
+        "prefix_guid", its GUID after magic byte 1; "header", its GUID in a `__value_schema_id`
+        header (`__key_schema_id` when `is_key`) added to the `headers` column (created when the
+        input has none), the value being the bare body. A schema id header of the input (it named
+        the schema of the value being replaced) is dropped whichever is chosen."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import BinaryType, StructField, StructType
 
+        schema_ref = self._schema_ref(schema_id_serializer)
         plan = self.plan(RuleMode.WRITE)
         record_fields = set(self.spark_schema.fieldNames())
         passthrough = [f for f in df.schema.fields if f.name not in record_fields and f.name != "value"]
-        output = StructType([*passthrough, StructField("value", BinaryType(), True)])
+        in_header = self._schema_id_headers(df, schema_id_serializer, schema_ref, schema_id_header(is_key))
+        added = [] if in_header is None or in_header.from_input else [_headers_field()]
+        output = StructType([*passthrough, StructField("value", BinaryType(), True), *added])
         # Only what the encode pass reads enters it: not the original record, status or field columns.
         needed = [*[F.col(f"`{f.name}`") for f in passthrough], F.col(RECORD)]
         enforced = self._enforced(plan, df, self._start_run(df, run_id), needed)
-        encoded = serde.encode(enforced, self.target.avro_schema, self.schema_id, output, self.target.format)
+        schema = self.target.avro_schema
+        encoded = serde.encode(enforced, schema, schema_ref, output, self.target.format, in_header)
         return with_metrics(encoded, metrics_of(enforced))
+
+    def _schema_ref(self, schema_id_serializer: str) -> SchemaRef:
+        """What `serialize` names the target's schema by: its id, or its GUID (for "prefix_guid" and
+        "header"), which the registry must have given."""
+        if schema_id_serializer not in serde.SCHEMA_ID_SERIALIZERS:
+            raise ContractError(
+                f"schema_id_serializer must be one of {', '.join(serde.SCHEMA_ID_SERIALIZERS)},"
+                f" not {schema_id_serializer!r}",
+                subject=self.subject,
+                version=self.version,
+            )
+        if schema_id_serializer == "prefix":
+            return self.schema_id
+        if self.target.guid is None:
+            raise ContractError(
+                f"the registry gave no GUID for this version (Confluent Schema Registry gives one from"
+                f" 8.0), so schema_id_serializer={schema_id_serializer!r} cannot name it: use 'prefix'",
+                subject=self.subject,
+                version=self.version,
+            )
+        return uuid.UUID(self.target.guid)
+
+    def _schema_id_headers(
+        self, df: DataFrame, schema_id_serializer: str, schema_ref: SchemaRef, header: str
+    ) -> serde.SchemaIdHeaders | None:
+        """What `serialize` does to the `headers` column: adds the schema id header ("header"),
+        drops the input's own schema id headers, or (no Kafka headers to touch) nothing."""
+        present = "headers" in df.columns and "headers" not in self.spark_schema.fieldNames()
+        kafka = present and serde.is_kafka_headers(df.schema["headers"].dataType)
+        if schema_id_serializer != "header":
+            return serde.SchemaIdHeaders("headers", header, None, True) if kafka else None
+        if "headers" in self.spark_schema.fieldNames() or (present and not kafka):
+            what = (
+                "is a field of the record"
+                if not present
+                else f"is {df.schema['headers'].dataType.simpleString()}"
+            )
+            raise ContractError(
+                f"schema_id_serializer='header' writes the schema id into a `headers` column of Kafka"
+                f" headers (array<struct<key:string,value:binary>>), and `headers` {what}",
+                subject=self.subject,
+                version=self.version,
+            )
+        return serde.SchemaIdHeaders("headers", header, encode_prefix(schema_ref), present)
 
     def foreach_batch(
         self,
@@ -577,6 +662,15 @@ def _migration_reasons(
         if reasons is not None:
             pairs.append((reasons, column))
     return tuple(pairs)
+
+
+def _guids(versions: Iterable[RegisteredSchema]) -> dict[str, int]:
+    """The schema id of each version's GUID (in canonical form), where the registry gave one."""
+    return {
+        guid: registered.schema_id
+        for registered in versions
+        if registered.guid is not None and (guid := canonical_guid(registered.guid)) is not None
+    }
 
 
 def _present(df: DataFrame, name: str) -> str | None:

@@ -444,12 +444,14 @@ _REGISTERED_KEYS = ("id", "subject", "version", "guid")
 
 @dataclass(frozen=True)
 class RegisteredSchema:
-    """A schema together with where it is registered: its global id, subject and version."""
+    """A schema together with where it is registered: its global id, subject and version, and its
+    GUID when the registry gives one (Confluent Schema Registry 8 and LocalRegistry do)."""
 
     schema_id: int
     schema: Schema
     subject: str
     version: int
+    guid: str | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RegisteredSchema:
@@ -459,18 +461,24 @@ class RegisteredSchema:
             subject, version, schema_id = str(data["subject"]), int(data["version"]), int(data["id"])
         except (KeyError, TypeError, ValueError) as e:
             raise ctx.error(f"registered schema needs id, subject and version: {e}") from e
+        guid = data.get("guid")
+        if guid is not None and not isinstance(guid, str):
+            raise ctx.error(f"registered schema's guid must be a string, not {guid!r}")
         return cls(
             schema_id=schema_id,
             schema=Schema.from_dict(data, subject=subject, version=version),
             subject=subject,
             version=version,
+            guid=guid,
         )
 
     def to_dict(self) -> dict[str, Any]:
+        guid = {} if self.guid is None else {"guid": self.guid}
         return {
             "subject": self.subject,
             "version": self.version,
             "id": self.schema_id,
+            **guid,
             **self.schema.to_dict(),
         }
 

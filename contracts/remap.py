@@ -1,5 +1,7 @@
 """Moving Confluent frames between registries: each source schema is registered under its subject in
 the destination and the 4-byte schema id of every frame rewritten, the body untouched (docs/semantics.md §8).
+Frames that name their schema by GUID (magic byte 1) or in a schema id header are refused, not
+rewritten.
 
 When a topic is replicated to a cluster with its own registry the ids inside its frames mean nothing
 there (or, worse, another schema); `remap_schema_ids` makes them mean the same schema again.
@@ -18,14 +20,16 @@ import pyarrow as pa
 
 from contracts.bounded import BoundedCache
 from contracts.codes import NOT_REGISTERED
-from contracts.engine.serde import _position
+from contracts.engine.serde import _position, is_kafka_headers, schema_id_headers
 from contracts.errors import RegistryError, SerializationError
 from contracts.formats.wire import (
     HEADER_SIZE,
     MAGIC_BYTE,
+    MAGIC_BYTE_V1,
     SubjectNameStrategy,
     decode_frame,
     encode_frame,
+    schema_id_header,
     writer_schema,
 )
 from contracts.model import RegisteredSchema, Schema, SchemaReference
@@ -38,6 +42,7 @@ if TYPE_CHECKING:
 SubjectStrategy = Callable[[str | None, bool, Schema], str]
 
 _TOPIC_COLUMN = "topic"
+_HEADERS_COLUMN = "headers"
 
 # Per Python worker: (remap call, source id, topic, is_key) -> destination id, so each distinct
 # id is looked up and registered once per worker however many batches and tasks carry it.
@@ -61,8 +66,10 @@ def remap_schema_ids(
     Lazy, one `mapInArrow` pass, the output schema equal to the input's. The topic for the subject
     is `topic`, else each row's `topic` column. A null key or value passes through; a frame that is
     not Confluent wire format or whose id the source does not know fails the job with a
-    SerializationError naming the row's topic/partition/offset. Pass `key_col=None` when keys are
-    not framed (plain strings, say).
+    SerializationError naming the row's topic/partition/offset, and so does one that names its
+    schema by GUID (magic byte 1) or in a `__key_schema_id`/`__value_schema_id` header of the
+    row's Kafka `headers`: only 4-byte ids in the prefix are rewritten. Pass `key_col=None` when
+    keys are not framed (plain strings, say).
     """
     from pyspark.sql.types import BinaryType
 
@@ -80,6 +87,7 @@ def remap_schema_ids(
             )
     strategy = _strategy(subject_strategy)
     topic_column = _TOPIC_COLUMN if topic is None and _TOPIC_COLUMN in df.columns else None
+    kafka_headers = _HEADERS_COLUMN in df.columns and is_kafka_headers(df.schema[_HEADERS_COLUMN].dataType)
     if topic is None and topic_column is None and strategy in _NEEDS_TOPIC:
         raise ValueError(f"{strategy.value} needs a topic: pass topic=… or give the rows a 'topic' column")
     if isinstance(destination_registry, LocalRegistry) and destination_registry.path is None:
@@ -94,6 +102,7 @@ def remap_schema_ids(
         topic_column,
         columns,
         uuid.uuid4().hex,
+        _HEADERS_COLUMN if kafka_headers else None,
     )
     return df.mapInArrow(remapper, df.schema)
 
@@ -125,6 +134,7 @@ class _Remapper:
     topic_column: str | None
     columns: tuple[tuple[str, bool], ...]  # (name, is_key)
     call_id: str
+    headers_column: str | None = None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -148,13 +158,25 @@ class _Remapper:
         starts: list[int] = []
         seen: list[tuple[bytes, str | None]] = []  # per framed row: (its 4 id bytes, its topic)
         first_rows: dict[tuple[bytes, str | None], int] = {}
+        id_headers = schema_id_headers(batch, self.headers_column, schema_id_header(is_key))
         for row in range(len(array)):
             if valid is not None and not valid[row]:
                 continue
+            if id_headers is not None and id_headers[row] is not None:
+                error = SerializationError(
+                    f"its schema id is in the {schema_id_header(is_key)} header: remap_schema_ids"
+                    " rewrites schema ids in the frame's prefix only"
+                )
+                raise _unremappable(batch, row, is_key, error)
             start, end = offsets[array.offset + row], offsets[array.offset + row + 1]
             if end - start < HEADER_SIZE or out[start] != MAGIC_BYTE:
                 try:
                     decode_frame(out[start:end])  # raises, saying what is wrong with the frame
+                    if out[start] == MAGIC_BYTE_V1:
+                        raise SerializationError(
+                            "the frame names its schema by GUID (magic byte 1): remap_schema_ids"
+                            " rewrites 4-byte schema ids (magic byte 0) only"
+                        )
                 except SerializationError as e:
                     raise _unremappable(batch, row, is_key, e) from e
             key = (bytes(out[start + 1 : start + HEADER_SIZE]), self.topic if topics is None else topics[row])

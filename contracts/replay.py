@@ -187,6 +187,9 @@ class RuleSkippingRegistry:
     def get_schema(self, schema_id: int) -> Schema:
         return self._skipping(self.inner.get_schema(schema_id))
 
+    def get_schema_by_guid(self, guid: str) -> Schema:
+        return self._skipping(self.inner.get_schema_by_guid(guid))
+
     def get_version(self, subject: str, version: int | str) -> RegisteredSchema:
         return self._registered(self.inner.get_version(subject, version))
 

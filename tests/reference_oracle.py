@@ -283,6 +283,29 @@ def written_with_version(
     return [_plain_writer(client, client.get_version(subject, version).schema, topic)(r) for r in records]
 
 
+def written_by_reference_with(
+    client: Any, records: Sequence[SourceRecord], topic: str, conf: Mapping[str, Any]
+) -> list[tuple[bytes, Headers]]:
+    """The records as the reference AvroSerializer with `conf` (e.g. its `schema.id.serializer`)
+    writes them with the subject's latest version on `client`: each one's bytes and the headers it
+    left (its record's own, then any schema id header the serializer added)."""
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    serializer = AvroSerializer(
+        client, None, conf={"auto.register.schemas": False, "use.latest.version": True, **conf}
+    )
+    written = []
+    for record in records:
+        headers = list(record.headers)
+        data = serializer(
+            copy.deepcopy(dict(record.value)), SerializationContext(topic, MessageField.VALUE, headers)
+        )
+        assert data is not None
+        written.append((data, tuple(headers)))
+    return written
+
+
 def read_by_reference(
     client: Any, frames: Sequence[bytes], records: Sequence[SourceRecord], topic: str, conf: Mapping[str, Any]
 ) -> list[Outcome]:

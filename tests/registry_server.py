@@ -514,6 +514,12 @@ def _schema_by_id(registry: Registry, request: RecordedRequest, args: list[str])
     return registry.get_schema(int(args[0])).to_dict()
 
 
+@_route_for("GET", f"/schemas/guids/{_SEGMENT}")
+def _schema_by_guid(registry: Registry, request: RecordedRequest, args: list[str]) -> Any:
+    """As Confluent answers it: the schema with its GUID, no id, subject or version."""
+    return {"guid": args[0], **registry.get_schema_by_guid(args[0]).to_dict()}
+
+
 @_route_for("GET", "/config")
 def _global_config(registry: Registry, request: RecordedRequest, args: list[str]) -> Any:
     return _config_answer(registry.get_config())

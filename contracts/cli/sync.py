@@ -78,7 +78,7 @@ def _push_version(local: Registry, remote: Registry, subject: str, version: int,
 
 def pull(remote: Registry, directory: Path, subjects: Iterable[str] | None, out: TextIO) -> int:
     """Write every version of `subjects` (default: all), and the versions they reference, into
-    `directory` in LocalRegistry's layout, ids included, so LocalRegistry reads them back as the
+    `directory` in LocalRegistry's layout, ids (and GUIDs) included, so LocalRegistry reads them back as the
     registry serves them; whatever names the registry gives its subjects, nothing is written outside
     `directory`. Returns 1 when a subject could not be exported, else 0."""
     try:
@@ -128,7 +128,9 @@ def _pull_version(
         raise RegistryError(f"the registry names version {version!r}; versions are 1 to {MAX_ID}")
     registered = remote.get_version(subject, version)
     path = _folder(directory, folders, subject) / f"{version}.json"
-    write_json(path, {**registered.schema.to_dict(), "id": registered.schema_id})
+    # The registry's own id and GUID, so frames naming either resolve against the directory too.
+    guid = {} if registered.guid is None else {"guid": registered.guid}
+    write_json(path, {**registered.schema.to_dict(), "id": registered.schema_id, **guid})
     print(f"{subject} version {version} (id {registered.schema_id}) -> {path}", file=out)
     return registered
 

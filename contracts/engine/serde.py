@@ -1,17 +1,20 @@
 """Confluent wire format on DataFrames: the decode pass (frames → target records, migrating) and
 the encode pass (records → frames), both Arrow-batched through fastavro inside `mapInArrow`.
 
-A record that cannot be decoded (wrong magic byte, truncated body, unknown id, an id of another
-subject, a migration result the target cannot read) follows the decode policy: ERROR fails the
-job naming the partition/offset when the rows carry them; DLQ sends the raw key and value to a
-topic with the reason in a header. Nothing is dropped silently. A tombstone (a null frame) is
-not a record: it passes through with a null record, skipping migrations and rules, or is dropped
-on request.
+A frame names its writer's schema by id (V0) or GUID (V1) in its prefix, or in a schema id header
+of the row's Kafka `headers`, when its payload is the bare body (docs/semantics.md §8.1). A record
+that cannot be decoded (wrong magic byte, truncated body, unknown id or GUID, a bad schema id
+header, an id of another subject, a migration result the target cannot read) follows the decode
+policy: ERROR fails the job naming the partition/offset when the rows carry them; DLQ sends the
+raw key and value to a topic with the reason in a header. Nothing is dropped silently. A
+tombstone (a null frame) is not a record: it passes through with a null record, skipping
+migrations and rules, or is dropped on request.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -38,7 +41,15 @@ from contracts.engine.routing import Router, with_partition
 from contracts.errors import RegistryError, SerializationError
 from contracts.formats import avro
 from contracts.formats.protocol import SchemaFormat
-from contracts.formats.wire import decode_frame, encode_frame
+from contracts.formats.wire import (
+    VALUE_SCHEMA_ID_HEADER,
+    SchemaRef,
+    decode_frame,
+    decode_schema_id,
+    describe,
+    encode_prefix,
+    writer_schema,
+)
 from contracts.planning.loader import ContractVersion
 from contracts.planning.plan import Plan
 from contracts.registry import Registry
@@ -76,22 +87,23 @@ class WriterVersion:
 
 @dataclass(frozen=True)
 class LateWriters:
-    """Resolves a schema id that was not prefetched (registered later) through the registry, and
-    builds its migrations with the contract's plugins; the decoder caches it per worker."""
+    """Resolves a schema id or GUID that was not prefetched (registered later) through the registry,
+    and builds its migrations with the contract's plugins; the decoder caches it per worker."""
 
     registry: Registry
     subject: str
     build: Any  # (schema id, registered version) -> WriterVersion; a picklable callable
 
-    def resolve(self, schema_id: int) -> WriterVersion:
-        """Raise SerializationError when the id is unknown or belongs to another subject."""
+    def resolve(self, schema: SchemaRef) -> WriterVersion:
+        """Raise SerializationError when the id or GUID is unknown ("unknown schema guid …") or
+        belongs to another subject."""
+        found = writer_schema(self.registry, schema)
         try:
-            schema = self.registry.get_schema(schema_id)
-            registered = self.registry.lookup_schema(self.subject, schema)
+            registered = self.registry.lookup_schema(self.subject, found)
         except RegistryError as e:
             if e.error_code in NOT_REGISTERED:
                 raise SerializationError(
-                    f"schema id {schema_id} is unknown or not registered under subject {self.subject!r}"
+                    f"{describe(schema)} is not registered under subject {self.subject!r}"
                 ) from e
             raise
         return self.build(registered)
@@ -123,12 +135,19 @@ class Decoder:
     late: LateWriters
     policy: DecodePolicy
     value_column: str
+    guids: Mapping[str, int] = field(default_factory=dict)
+    """The schema id of each prefetched writer's GUID (lower-case, hyphenated), where the registry
+    gave one: a V1 frame finds its writer through it."""
+    headers_column: str | None = None
+    """The rows' Kafka headers (array<struct<key: string, value: binary>>), when they have them."""
+    id_header: str = VALUE_SCHEMA_ID_HEADER
+    """The header that, when a row has it, names the writer's schema; its payload is the bare body."""
     schema_format: SchemaFormat = field(default_factory=lambda: formats.get("AVRO"))
     """The format of the subject's schemas, which decodes their bodies."""
     native_types: Mapping[int, str] = field(default_factory=dict)
     """Writer versions migrated natively after the pass, with their Spark record types (JSON):
     their records leave the pass in their own shape, in `writer_column(version)`."""
-    _cache: dict[int, WriterVersion] = field(default_factory=dict, compare=False, repr=False)
+    _cache: dict[SchemaRef, WriterVersion] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def tombstone_status(self) -> dict[str, Any]:
@@ -151,10 +170,12 @@ class Decoder:
             writer.version == self.target_version or writer.version in self.native_types
         )
 
-    def writer(self, schema_id: int) -> WriterVersion:
-        known = self.writers.get(schema_id) or self._cache.get(schema_id)
+    def writer(self, schema: SchemaRef) -> WriterVersion:
+        """The writer version a frame's schema id or GUID names: prefetched, else resolved once."""
+        schema_id = self.guids.get(str(schema)) if isinstance(schema, uuid.UUID) else schema
+        known = (None if schema_id is None else self.writers.get(schema_id)) or self._cache.get(schema)
         if known is None:
-            known = self._cache[schema_id] = self.late.resolve(schema_id)
+            known = self._cache[schema] = self.late.resolve(schema)
         return known
 
 
@@ -246,6 +267,7 @@ def _mark_tombstones(batch: pa.RecordBatch, value_column: str, tombstone: pa.Sca
 
 def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) -> pa.RecordBatch:
     frames = batch.column(decoder.value_column).to_pylist()
+    id_headers = schema_id_headers(batch, decoder.headers_column, decoder.id_header)
     records: list[Any] = [None] * len(frames)
     statuses: list[dict[str, Any] | None] = [None] * len(frames)
     failures: list[str | None] = [None] * len(frames)
@@ -254,7 +276,7 @@ def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) ->
         if frame is None:
             continue  # a tombstone: no record (_DecodePass marks it)
         try:
-            writer, records[i] = _read(decoder, frame)
+            writer, records[i] = _read(decoder, frame, None if id_headers is None else id_headers[i])
         except SerializationError as e:
             statuses[i] = _undecodable(decoder, batch, i, e)
             continue
@@ -305,9 +327,37 @@ def _packed_rows(
     return writer.schema_format.to_struct(chosen_records, writer.schema, record_type, tagged)
 
 
-def _read(decoder: Decoder, frame: Any) -> tuple[WriterVersion, Any]:
-    """Decode one frame: with the reader schema when written by the target, else as writer data."""
-    schema_id, body = decode_frame(frame)
+def schema_id_headers(
+    batch: pa.RecordBatch, headers_column: str | None, header: str
+) -> list[bytes | None] | None:
+    """Per row, the value of its last `header` (None where it has none, or a null one); None for
+    the whole batch when no row has one, the common case, found without leaving Arrow."""
+    if headers_column is None:
+        return None
+    headers = batch.column(headers_column)
+    entries = pc.list_flatten(headers)
+    if not len(entries) or not pc.any(pc.equal(entries.field("key"), header)).as_py():
+        return None
+    return [_last_header(row, header) for row in headers.to_pylist()]
+
+
+def _last_header(row: list[dict[str, Any]] | None, header: str) -> bytes | None:
+    """The value of the last header called `header` in one row's headers, as Kafka's
+    `Headers.lastHeader` and Confluent's Java deserializer take it."""
+    for entry in reversed(row or ()):
+        if entry["key"] == header:
+            return entry["value"]
+    return None
+
+
+def _read(decoder: Decoder, frame: Any, id_header: bytes | None) -> tuple[WriterVersion, Any]:
+    """Decode one frame (its schema named by `id_header` when the row has one, else by its prefix):
+    with the reader schema when written by the target, else as writer data."""
+    if id_header is not None:
+        schema_id: SchemaRef = decode_schema_id(id_header, decoder.id_header)
+        body = frame if isinstance(frame, bytes) else bytes(frame)
+    else:
+        schema_id, body = decode_frame(frame)
     writer = decoder.writer(schema_id)
     if writer.failure is not None:
         raise SerializationError(writer.failure)
@@ -318,7 +368,7 @@ def _read(decoder: Decoder, frame: Any) -> tuple[WriterVersion, Any]:
         return writer, schema_format.decode(body, writer.schema, reader, tagged)
     except Exception as e:
         kind = {"AVRO": "Avro"}.get(schema_format.schema_type, schema_format.schema_type)
-        raise SerializationError(f"{kind} body of schema id {schema_id} cannot be decoded: {e}") from e
+        raise SerializationError(f"{kind} body of {describe(schema_id)} cannot be decoded: {e}") from e
 
 
 def _migrate_rows(
@@ -509,19 +559,74 @@ def _refuse_unread(
     )
 
 
+SCHEMA_ID_SERIALIZERS = ("prefix", "prefix_guid", "header")
+"""Where `serialize` names the schema: "prefix", its id in a V0 prefix (the reference's
+prefix_schema_id_serializer); "prefix_guid", its GUID in a V1 prefix; "header", its GUID in a
+schema id header, the payload the bare body (the reference's header_schema_id_serializer)."""
+
+
+def is_kafka_headers(data_type: Any) -> bool:
+    """Whether a Spark type is Kafka headers as Spark's Kafka source reads them (includeHeaders):
+    array<struct<key: string, value: binary>>."""
+    from pyspark.sql.types import ArrayType, BinaryType, StringType, StructType
+
+    element = data_type.elementType if isinstance(data_type, ArrayType) else None
+    if not isinstance(element, StructType) or element.fieldNames() != ["key", "value"]:
+        return False
+    return isinstance(element["key"].dataType, StringType) and isinstance(
+        element["value"].dataType, BinaryType
+    )
+
+
+@dataclass(frozen=True)
+class SchemaIdHeaders:
+    """What the encode pass does to the rows' Kafka headers in `column` (created when the input
+    has none): every `key` header goes, as it named the schema of a value being replaced, and
+    with a `value`, one header `key` naming the new value's schema is added last."""
+
+    column: str
+    key: str
+    value: bytes | None
+    from_input: bool
+
+    def rewritten(self, batch: pa.RecordBatch, data_type: pa.DataType) -> pa.Array:
+        """The batch's headers column, rewritten (the input's own when there is nothing to change)."""
+        headers = batch.column(self.column) if self.from_input else pa.nulls(batch.num_rows, data_type)
+        if self.value is None and (
+            not self.from_input or schema_id_headers(batch, self.column, self.key) is None
+        ):
+            return headers
+        added = [] if self.value is None else [{"key": self.key, "value": self.value}]
+        rows = [
+            None if row is None and not added else [*(h for h in row or () if h["key"] != self.key), *added]
+            for row in headers.to_pylist()
+        ]
+        return pa.array(rows, type=data_type)
+
+
 def encode(
-    staged: DataFrame, schema: Any, schema_id: int, output: StructType, schema_format: SchemaFormat
+    staged: DataFrame,
+    schema: Any,
+    schema_ref: SchemaRef,
+    output: StructType,
+    schema_format: SchemaFormat,
+    in_header: SchemaIdHeaders | None = None,
 ) -> DataFrame:
-    """Replace the record struct with a `value` column of Confluent frames (schema id + body)."""
-    return staged.mapInArrow(_EncodePass(schema, schema_id, output.json(), schema_format), output)
+    """Replace the record struct with a `value` column of Confluent frames, naming `schema_ref` in
+    their prefix, or (when `in_header` gives it a value) in a schema id header before a bare body."""
+    prefix = b"" if in_header is not None and in_header.value is not None else encode_prefix(schema_ref)
+    encoder = _EncodePass(schema, describe(schema_ref), prefix, output.json(), schema_format, in_header)
+    return staged.mapInArrow(encoder, output)
 
 
 @dataclass(frozen=True)
 class _EncodePass:
     schema: Any
-    schema_id: int
+    schema_name: str
+    prefix: bytes
     output_json: str
     schema_format: SchemaFormat
+    in_header: SchemaIdHeaders | None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.types import StructType
@@ -531,16 +636,20 @@ class _EncodePass:
         for batch in batches:
             read = self.schema_format.read_struct(batch.column(RECORD), self.schema, tagged=True)
             _refuse_unread(
-                batch, rows_before, read.unreadable, None, None, f"encoded with schema id {self.schema_id}"
+                batch, rows_before, read.unreadable, None, None, f"encoded with {self.schema_name}"
             )
             rows_before += batch.num_rows
             values = pa.array([self._frame(record) for record in read.records], type=pa.binary())
-            columns = [values if f.name == "value" else batch.column(f.name) for f in output]
+            replaced = {"value": values}
+            if self.in_header is not None:
+                column = self.in_header.column
+                replaced[column] = self.in_header.rewritten(batch, output.field(column).type)
+            columns = [replaced[f.name] if f.name in replaced else batch.column(f.name) for f in output]
             yield pa.RecordBatch.from_arrays(columns, schema=output)
 
     def _frame(self, record: Any) -> bytes:
         try:
             body = self.schema_format.encode(record, self.schema)
         except Exception as e:
-            raise SerializationError(f"record cannot be encoded with schema id {self.schema_id}: {e}") from e
-        return encode_frame(self.schema_id, body)
+            raise SerializationError(f"record cannot be encoded with {self.schema_name}: {e}") from e
+        return self.prefix + body

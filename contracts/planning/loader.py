@@ -37,6 +37,8 @@ class ContractVersion:
     named_schemas: tuple[str, ...]
     spark_type: StructType
     format: SchemaFormat = field(default_factory=lambda: formats.get("AVRO"))
+    guid: str | None = None
+    """The schema's GUID, when the registry gave one."""
 
     @property
     def properties(self) -> dict[str, str]:
@@ -90,6 +92,7 @@ def load_version(registry: Registry, registered: RegisteredSchema) -> ContractVe
         named_schemas=named,
         spark_type=spark_type,
         format=schema_format,
+        guid=registered.guid,
     )
 
 

@@ -163,6 +163,10 @@ class SchemaRegistryClient:
         """The schema with this global id (cached: ids are immutable)."""
         return self._by_id.get_or_load(schema_id, lambda: self._fetch_schema(schema_id))
 
+    def get_schema_by_guid(self, guid: str) -> Schema:
+        """The schema with this GUID, GET /schemas/guids/{guid} (cached: GUIDs are immutable)."""
+        return self._by_id.get_or_load(("guid", guid), lambda: self._fetch_schema_by_guid(guid))
+
     def get_version(self, subject: str, version: int | str) -> RegisteredSchema:
         """One version of a subject, a number or "latest" (numbered versions are cached: immutable)."""
         number = _version_number(version)
@@ -312,6 +316,13 @@ class SchemaRegistryClient:
             raise _unexpected(call, "a schema object", answer)
         return _parsed(call, answer, lambda: Schema.from_dict(answer))
 
+    def _fetch_schema_by_guid(self, guid: str) -> Schema:
+        call = "GET /schemas/guids/{guid}"
+        answer = self._request("GET", _path("schemas", "guids", guid))
+        if not isinstance(answer, dict):
+            raise _unexpected(call, "a schema object", answer)
+        return _parsed(call, answer, lambda: Schema.from_dict(answer))
+
     def _fetch_version(self, subject: str, version: int | str) -> RegisteredSchema:
         answer = self._request("GET", _path("subjects", subject, "versions", version))
         return self._registered("GET /subjects/{subject}/versions/{version}", subject, answer)
@@ -330,6 +341,8 @@ class SchemaRegistryClient:
             raise _unexpected(call, "an object with an id and a version from 1 to 2147483647", answer)
         registered = _parsed(call, answer, lambda: RegisteredSchema.from_dict(answer))
         self._by_id.put(registered.schema_id, registered.schema)
+        if registered.guid is not None:
+            self._by_id.put(("guid", registered.guid), registered.schema)
         self._by_subject.put(("version", subject, registered.version), registered)
         return registered
 

@@ -7,15 +7,20 @@ behaves the same against the real one. Directory layout::
     <root>/config.json                 optional global config, e.g. {"compatibility": "BACKWARD"}
     <root>/<subject>/config.json       optional per-subject config (same keys)
     <root>/<subject>/<version>.json    one version: the REST register payload {"schemaType", "schema",
-                                       "references", "metadata", "ruleSet"}, plus "id" once assigned
+                                       "references", "metadata", "ruleSet"}, plus "id" and "guid"
+                                       once assigned
 
 Subject directory names are percent-encoded, a leading dot too; empty or very long names are
 hashed, with a `subject.json` naming the subject (`_layout` says how). Version files written by
 hand may omit "id": ids are then assigned on load as registering the files in order would
 (subjects sorted, versions ascending; a schema seen before shares its id; explicit ids are never
-reused). Registering through the API writes the version file with its "id"; a soft-deleted version
-carries "deleted": true. A permanent delete first records the highest id handed out, so a later
-process never hands it out again. Every write is atomic (temp file, fsync, rename).
+reused). A version file without "guid" (written by hand, or by a release before GUIDs) gets the
+GUID Confluent's registry derives from the schema's content (`contracts.registry.guid`), which is
+the one registering it would write, so nothing needs rewriting; a file's own "guid" (as `pull`
+writes the remote registry's) is kept. Registering through the API writes the version file with
+its "id" and "guid"; a soft-deleted version carries "deleted": true. A permanent delete first
+records the highest id handed out, so a later process never hands it out again. Every write is
+atomic (temp file, fsync, rename).
 """
 
 from __future__ import annotations
@@ -67,6 +72,7 @@ from contracts.registry.compatibility import (
     parse_avro,
 )
 from contracts.registry.dek import DEFAULT_ALGORITHM, Dek, Kek
+from contracts.registry.guid import canonical_guid, schema_guid
 from contracts.registry.json_compatibility import json_schema_compatibility_errors
 from contracts.registry.layout import (
     CONFIG_FILE,
@@ -109,6 +115,7 @@ class _Version:
     version: int
     schema_id: int
     schema: Schema
+    guid: str
     deleted: bool = False
 
 
@@ -119,6 +126,9 @@ class _State:
     subjects: dict[str, list[_Version]] = field(default_factory=dict)
     schemas: dict[int, Schema] = field(default_factory=dict)
     ids: dict[str, int] = field(default_factory=dict)
+    guids: dict[str, int] = field(default_factory=dict)
+    """Schema id by GUID, and GUID by schema id: one each way."""
+    guid_by_id: dict[int, str] = field(default_factory=dict)
     config: dict[str | None, dict[str, Any]] = field(default_factory=dict)
     directories: dict[str, Path] = field(default_factory=dict)
     max_id: int = 0
@@ -130,6 +140,8 @@ class _State:
         self.subjects.setdefault(subject, []).append(entry)
         self.schemas.setdefault(entry.schema_id, entry.schema)
         self.ids.setdefault(_identity(entry.schema), entry.schema_id)
+        self.guids.setdefault(entry.guid, entry.schema_id)
+        self.guid_by_id.setdefault(entry.schema_id, entry.guid)
         self.max_id = max(self.max_id, entry.schema_id)
 
 
@@ -363,7 +375,8 @@ class LocalRegistry:
             schema_id = state.ids.get(key, state.max_id + 1)
             stored = state.schemas.get(schema_id, candidate)
             versions = state.subjects.get(subject, [])
-            entry = _Version(max((v.version for v in versions), default=0) + 1, schema_id, stored)
+            number = max((v.version for v in versions), default=0) + 1
+            entry = _Version(number, schema_id, stored, self._guid_of(schema_id, stored))
             # Re-registering a soft-deleted schema removes its deleted version (Confluent does).
             for old in [v for v in versions if v.deleted and v.schema_id == schema_id]:
                 versions.remove(old)
@@ -395,6 +408,15 @@ class LocalRegistry:
             self._refresh()
             if schema_id not in self._state.schemas:
                 raise _not_found("schema", f"Schema {schema_id} not found")
+            return self._state.schemas[schema_id]
+
+    def get_schema_by_guid(self, guid: str) -> Schema:
+        """The schema with this GUID (soft-deleted versions still resolve); 40403 if unknown."""
+        with self._lock:
+            self._refresh()
+            schema_id = self._state.guids.get(canonical_guid(guid) or "")
+            if schema_id is None:
+                raise _not_found("schema", f"Schema {guid} not found")
             return self._state.schemas[schema_id]
 
     def get_version(self, subject: str, version: int | str) -> RegisteredSchema:
@@ -667,7 +689,12 @@ class LocalRegistry:
 
     @staticmethod
     def _registered(subject: str, entry: _Version) -> RegisteredSchema:
-        return RegisteredSchema(entry.schema_id, entry.schema, subject, entry.version)
+        return RegisteredSchema(entry.schema_id, entry.schema, subject, entry.version, entry.guid)
+
+    def _guid_of(self, schema_id: int, schema: Schema) -> str:
+        """The GUID of the schema with this id: the one it already has, else derived from `schema`."""
+        known = self._state.guid_by_id.get(schema_id)
+        return known if known is not None else schema_guid(schema)
 
     def _purge(self, subject: str, versions: list[_Version]) -> list[int]:
         if any(not entry.deleted for entry in versions):
@@ -706,6 +733,9 @@ class LocalRegistry:
             v.schema_id: v.schema for entries in self._state.subjects.values() for v in entries
         }
         self._state.ids = {_identity(s): i for i, s in self._state.schemas.items()}
+        versions = [v for entries in self._state.subjects.values() for v in entries]
+        self._state.guids = {v.guid: v.schema_id for v in reversed(versions)}
+        self._state.guid_by_id = {v.schema_id: v.guid for v in reversed(versions)}
 
     # -- files -------------------------------------------------------------------------------
 
@@ -724,7 +754,7 @@ class LocalRegistry:
         path = self._version_file(subject, entry.version)
         if path is None:
             return
-        payload = {**entry.schema.to_dict(), "id": entry.schema_id}
+        payload = {**entry.schema.to_dict(), "id": entry.schema_id, "guid": entry.guid}
         if entry.deleted:
             payload["deleted"] = True
         write_json(path, payload)
@@ -861,15 +891,24 @@ def _load(root: Path) -> _State:
     explicit = _explicit_ids(parsed)
     taken = set(explicit.values())
     counter = 0
-    for subject, version, (schema, schema_id, deleted) in parsed:
+    assigned: list[tuple[str, int, Schema, int, bool, str | None]] = []
+    schemas: dict[int, Schema] = {}
+    ids: dict[str, int] = {}
+    for subject, version, (schema, schema_id, deleted, guid) in parsed:
         key = _identity(schema)
         if schema_id is None:
-            schema_id = explicit.get(key) or state.ids.get(key)
+            schema_id = explicit.get(key) or ids.get(key)
         if schema_id is None:
             counter = next(n for n in itertools.count(counter + 1) if n not in taken)
             schema_id = counter
             taken.add(schema_id)
-        state.add(subject, _Version(version, schema_id, schema, deleted))
+        schemas.setdefault(schema_id, schema)
+        ids.setdefault(key, schema_id)
+        assigned.append((subject, version, schema, schema_id, deleted, guid))
+    guids = _explicit_guids(assigned)
+    for subject, version, schema, schema_id, deleted, _ in assigned:
+        guid = guids.get(schema_id) or schema_guid(schemas[schema_id])
+        state.add(subject, _Version(version, schema_id, schema, guid, deleted))
     state.max_id = max(state.max_id, read_high_water(root))
     return state
 
@@ -881,7 +920,7 @@ def _loaded_config(path: Path, subject: str | None) -> dict[str, Any]:
     return config
 
 
-def _loaded_version(subject: str, version: int, payload: Any) -> tuple[Schema, int | None, bool]:
+def _loaded_version(subject: str, version: int, payload: Any) -> tuple[Schema, int | None, bool, str | None]:
     if not isinstance(payload, dict):
         raise ContractError("a version file must hold a JSON object", subject=subject, version=version)
     deleted = payload.get("deleted", False)
@@ -900,15 +939,26 @@ def _loaded_version(subject: str, version: int, payload: Any) -> tuple[Schema, i
             version=version,
             position="id",
         )
+    guid = payload.get("guid")
+    if guid is not None and (not isinstance(guid, str) or canonical_guid(guid) is None):
+        raise ContractError(
+            f"guid must be a UUID string (such as 6a8e5d1c-0f7e-4b5f-9d3a-2c1b0a9f8e7d), not {guid!r}",
+            subject=subject,
+            version=version,
+            position="guid",
+        )
     body = {k: v for k, v in payload.items() if k != "deleted"}
-    return _as_stored(Schema.from_dict(body, subject=subject, version=version)), schema_id, deleted
+    schema = _as_stored(Schema.from_dict(body, subject=subject, version=version))
+    return schema, schema_id, deleted, None if guid is None else canonical_guid(guid)
 
 
-def _explicit_ids(parsed: Iterable[tuple[str, int, tuple[Schema, int | None, bool]]]) -> dict[str, int]:
+def _explicit_ids(
+    parsed: Iterable[tuple[str, int, tuple[Schema, int | None, bool, str | None]]],
+) -> dict[str, int]:
     """Identity -> id for the files that carry one; the same id on two different schemas is an error."""
     by_key: dict[str, int] = {}
     by_id: dict[int, str] = {}
-    for subject, version, (schema, schema_id, _) in parsed:
+    for subject, version, (schema, schema_id, _, _) in parsed:
         if schema_id is None:
             continue
         key = _identity(schema)
@@ -918,3 +968,28 @@ def _explicit_ids(parsed: Iterable[tuple[str, int, tuple[Schema, int | None, boo
             )
         by_key.setdefault(key, schema_id)
     return by_key
+
+
+def _explicit_guids(assigned: Iterable[tuple[str, int, Schema, int, bool, str | None]]) -> dict[int, str]:
+    """Schema id -> GUID for the files that carry one: one GUID per id and one id per GUID, else
+    an error naming the file that breaks it."""
+    by_id: dict[int, str] = {}
+    by_guid: dict[str, int] = {}
+    for subject, version, _, schema_id, _, guid in assigned:
+        if guid is None:
+            continue
+        if by_guid.setdefault(guid, schema_id) != schema_id:
+            raise ContractError(
+                f"guid {guid} is already used by schema id {by_guid[guid]}, not {schema_id}",
+                subject=subject,
+                version=version,
+                position="guid",
+            )
+        if by_id.setdefault(schema_id, guid) != guid:
+            raise ContractError(
+                f"schema id {schema_id} already has guid {by_id[schema_id]}, not {guid}",
+                subject=subject,
+                version=version,
+                position="guid",
+            )
+    return by_id

@@ -23,6 +23,11 @@ class Registry(Protocol):
         """The schema with this global id; RegistryError 40403 if unknown."""
         ...
 
+    def get_schema_by_guid(self, guid: str) -> Schema:
+        """The schema with this GUID (a UUID string, as Confluent Schema Registry 8 gives every
+        schema); RegistryError 40403 if unknown."""
+        ...
+
     def get_version(self, subject: str, version: int | str) -> RegisteredSchema:
         """One version of a subject (a number or "latest")."""
         ...

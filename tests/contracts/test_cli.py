@@ -387,6 +387,21 @@ def test_pull_exports_the_chosen_subjects_and_the_versions_they_reference(
     assert cli("pull", "--registry", server.url, str(tmp_path / "none"), "--subject", "x").status == 1
 
 
+def test_pull_keeps_the_registrys_own_ids_and_guids(tmp_path: Path) -> None:
+    """A GUID the remote gave (not what the text hashes to here) is written, so frames naming the
+    schema by GUID resolve against the pulled directory as they do against the remote."""
+    guid = "6a8e5d1c-0f7e-4b5f-9d3a-2c1b0a9f8e7d"
+    remote = tmp_path / "remote"
+    write_version(remote, SUBJECT, 1, {**contract_payload(RULES), "id": 42, "guid": guid})
+    with running_registry(LocalRegistry(remote)) as served:
+        ran = cli("pull", "--registry", served.url, str(tmp_path / "out"))
+
+    assert ran.status == 0, ran.out
+    written = json.loads((tmp_path / "out" / SUBJECT / "1.json").read_text())
+    assert (written["id"], written["guid"]) == (42, guid)
+    assert LocalRegistry(tmp_path / "out").get_schema_by_guid(guid).schema_str == written["schema"]
+
+
 @pytest.mark.parametrize("source", ["http", "directory"])
 def test_pull_writes_subjects_named_like_paths_inside_the_directory(
     server: RegistryServer, tmp_path: Path, source: str

@@ -372,7 +372,9 @@ def _named(*schemas: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("bad", "message"),
     [
-        (b"\x01\x00\x00\x00\x01abc", "magic byte 1"),
+        (b"\x02\x00\x00\x00\x01abc", "unknown magic byte 2"),
+        (b"\x01\x00\x00\x00\x01abc", "shorter than the 17-byte Confluent header of magic byte 1"),
+        (b"\x01" + bytes(16) + b"\x02", "names its schema by GUID (magic byte 1): remap_schema_ids rewrites"),
         (b"\x00\x00\x00", "shorter than the 5-byte"),
         (b"\x00\x00\x00\x03\xe7\x02", "unknown schema id 999"),
     ],
@@ -491,3 +493,42 @@ def test_a_serialization_error_is_what_the_pass_raises() -> None:
     batch = pa.RecordBatch.from_pydict({"value": pa.array([b"\x00\x00\x00\x00\x07x"]), "offset": [9]})
     with pytest.raises(SerializationError, match="cannot remap the value at offset 9: unknown schema id 7"):
         list(remapper(iter([batch])))
+
+
+def _with_headers(values: list[bytes | None], headers: list[Any]) -> pa.RecordBatch:
+    """Values and Kafka headers (list<struct<key, value>>), as Spark's Kafka source hands them over."""
+    header = pa.struct([("key", pa.string()), ("value", pa.binary())])
+    return pa.RecordBatch.from_pydict(
+        {
+            "key": pa.array(values, type=pa.binary()),
+            "value": pa.array(values, type=pa.binary()),
+            "headers": pa.array(headers, type=pa.list_(header)),
+        }
+    )
+
+
+def test_schema_ids_in_headers_are_refused_not_rewritten() -> None:
+    """A bare body after a schema id header has no id to rewrite: the row is refused when the
+    header is its column's (`__key_schema_id` for keys), not the other column's, and a header
+    without a value leaves the prefix in charge."""
+    source = LocalRegistry()
+    source.register_schema("t-value", _schema(ORDER_V1))
+    framed = b"\x00\x00\x00\x00\x01a"
+    named = b"\x00\x00\x00\x00\x01"
+
+    def remapped(column: str, headers: list[dict[str, Any]]) -> list[Any]:
+        columns = ((column, column == "key"),)
+        remapper = _Remapper(source, _Fixed(41), TOPIC_NAME, "t", None, columns, "z", "headers")
+        (out,) = remapper(iter([_with_headers([framed], [headers])]))
+        return out.column(column).to_pylist()
+
+    for column, own, other in (("value", "__value_schema_id", "__key_schema_id"), ("key", *KEY_VALUE)):
+        assert remapped(column, [{"key": other, "value": named}, {"key": own, "value": None}]) == [
+            b"\x00\x00\x00\x00\x29a"
+        ]
+        with pytest.raises(SerializationError, match=f"its schema id is in the {own} header"):
+            remapped(column, [{"key": own, "value": named}])
+
+
+TOPIC_NAME = SubjectNameStrategy.TOPIC_NAME
+KEY_VALUE = ("__key_schema_id", "__value_schema_id")

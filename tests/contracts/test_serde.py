@@ -99,7 +99,7 @@ def topic_rows(spark: Any, registry: LocalRegistry) -> Any:
 
 
 BAD_FRAMES = [
-    b"\x01\x00\x00\x00\x01abc",  # wrong magic byte
+    b"\x02\x00\x00\x00\x01abc",  # wrong magic byte
     b"\x00\x00\x00",  # shorter than the header
     b"\x00\x00\x00\x03\xe7",  # unknown schema id 999
     b"\x00\x00\x00\x00\x01\x10",  # truncated body: a string of 8 bytes announced, none given

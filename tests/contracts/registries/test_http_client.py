@@ -171,6 +171,32 @@ def test_lookup_finds_the_version_holding_a_schema(registry_server: RegistryServ
     assert (missing.value.status, missing.value.error_code) == (404, 40403)
 
 
+def test_versions_carry_their_guid_and_a_guid_finds_its_schema(registry_server: RegistryServer) -> None:
+    client = client_for(registry_server)
+    client.register_schema("users-value", user_schema())
+    version = client.get_version("users-value", 1)
+    assert version.guid is not None
+    assert client.lookup_schema("users-value", user_schema()).guid == version.guid
+
+    fetched = client_for(registry_server).get_schema_by_guid(version.guid)
+
+    assert fetched == user_schema()
+    assert registry_server.requests[-1].path == f"/schemas/guids/{version.guid}"
+
+
+def test_an_unknown_guid_is_confluent_40403(registry_server: RegistryServer) -> None:
+    with pytest.raises(RegistryError) as missing:
+        client_for(registry_server).get_schema_by_guid("00000000-0000-4000-8000-000000000000")
+    assert (missing.value.status, missing.value.error_code) == (404, 40403)
+
+
+def test_a_registry_without_guids_answers_versions_without_one(registry_server: RegistryServer) -> None:
+    """Confluent Schema Registry before 8.0 answers no guid: the version has none, not an error."""
+    answer = {"subject": "users-value", "version": 1, "id": 3, "schema": USER_V1}
+    registry_server.inject(json_reply(200, answer))
+    assert client_for(registry_server).get_version("users-value", 1).guid is None
+
+
 def test_unknown_subject_is_confluent_40401(registry_server: RegistryServer) -> None:
     with pytest.raises(RegistryError, match="Subject 'nope' not found") as error:
         client_for(registry_server).get_latest_version("nope")
@@ -662,6 +688,24 @@ def test_latest_answers_fill_the_immutable_caches(registry_server: RegistryServe
     client.get_schema(schema_id)
     client.get_version("users-value", 1)
     assert registry_server.count() == 0
+
+
+def test_schemas_by_guid_are_cached_and_filled_by_version_answers(registry_server: RegistryServer) -> None:
+    client = client_for(registry_server)
+    client.register_schema("users-value", user_schema(USER_V1, "1"))
+    client.register_schema("users-value", user_schema(USER_V2, "2"))
+    first = client_for(registry_server).get_version("users-value", 1).guid
+    assert first is not None
+    client.get_version("users-value", 2)
+    second = client.get_version("users-value", 2).guid
+    assert second is not None
+    registry_server.reset_log()
+
+    assert client.get_schema_by_guid(second) == user_schema(USER_V2, "2")
+    assert client.get_schema_by_guid(first) == user_schema(USER_V1, "1")
+    assert client.get_schema_by_guid(first) == user_schema(USER_V1, "1")
+    assert registry_server.count("GET", f"/schemas/guids/{first}") == 1
+    assert registry_server.count() == 1
 
 
 def test_the_cache_is_bounded_least_recently_used_first(registry_server: RegistryServer) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import pickle
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -17,6 +19,7 @@ from hypothesis_profiles import examples
 from contracts.errors import ContractError, RegistryError
 from contracts.model import Metadata, RuleSet, Schema, SchemaReference
 from contracts.registry import Registry
+from contracts.registry.guid import schema_guid
 from contracts.registry.local import LocalRegistry
 
 
@@ -554,11 +557,12 @@ def test_a_second_instance_on_the_directory_sees_the_same_registry(tmp_path: Pat
     assert second.register_schema("later", contract(avro(("q", "int"), name="Q"))) == third_id + 1
 
 
-def test_files_are_the_rest_payload_with_id(tmp_path: Path) -> None:
+def test_files_are_the_rest_payload_with_id_and_guid(tmp_path: Path) -> None:
     registry = LocalRegistry(tmp_path)
     registry.register_schema("a/b", contract(V1, rules=[rule("r")], owner="x"))
     written = json.loads((tmp_path / quote("a/b", safe="") / "1.json").read_text())
     assert written == {
+        "guid": registry.get_version("a/b", 1).guid,
         "schema": V1,
         "metadata": {"properties": {"owner": "x"}},
         "ruleSet": {
@@ -713,3 +717,175 @@ def test_processes_registering_at_once_get_distinct_ids(tmp_path: Path, same_sub
         reloaded = LocalRegistry(root)  # the directory still loads: no id given to two schemas
         for subject, schema_id in registered:
             assert reloaded.lookup_schema(subject, reloaded.get_schema(schema_id)).schema_id == schema_id
+
+
+# -- GUIDs ---------------------------------------------------------------------------------------
+
+
+def _md5_guid(*parts: bytes) -> str:
+    """What Confluent's registry makes of a schema's content: the MD5 of its parts as a UUID."""
+    return str(uuid.UUID(bytes=hashlib.md5(b"".join(parts)).digest()))
+
+
+def test_a_guid_is_the_md5_of_the_schema_text_as_confluent_derives_it(registry: LocalRegistry) -> None:
+    registry.register_schema("orders-value", Schema(V1))
+    assert registry.get_version("orders-value", 1).guid == _md5_guid(V1.encode())
+
+
+def test_a_guid_covers_references_metadata_and_rules_in_confluents_order() -> None:
+    """Java's Schema.updateHash: the text, each reference (name, subject, 4-byte version), then a
+    1 byte and the metadata (sorted tags with sorted values, sorted properties, sorted sensitive
+    names), then a 1 byte and each rule (name, doc, kind, mode, type, sorted tags, sorted params,
+    expr, onSuccess, onFailure, a 1 byte when disabled) and enableAt."""
+    schema = Schema.from_dict(
+        {
+            "schema": V1,
+            "references": [{"name": "Ref", "subject": "ref-value", "version": 2}],
+            "metadata": {"tags": {"b": ["y", "x"], "a": ["z"]}, "properties": {"k2": "v2", "k1": "v1"}},
+            "ruleSet": {
+                "domainRules": [
+                    {
+                        "name": "r",
+                        "kind": "CONDITION",
+                        "mode": "WRITE",
+                        "type": "CEL",
+                        "tags": ["PII", "EMAIL"],
+                        "params": {"p": "1"},
+                        "expr": "true",
+                        "onFailure": "DLQ",
+                        "disabled": True,
+                    }
+                ],
+                "enableAt": "CLIENT",
+            },
+        }
+    )
+    expected = _md5_guid(
+        V1.encode(),
+        b"Ref",
+        b"ref-value",
+        (2).to_bytes(4, "big"),
+        b"\x01",
+        b"a",
+        b"z",
+        b"b",
+        b"x",
+        b"y",
+        b"k1",
+        b"v1",
+        b"k2",
+        b"v2",
+        b"\x01",
+        b"r",
+        b"CONDITION",
+        b"WRITE",
+        b"CEL",
+        b"EMAIL",
+        b"PII",
+        b"p",
+        b"1",
+        b"true",
+        b"DLQ",
+        b"\x01",
+        b"CLIENT",
+    )
+    assert schema_guid(schema) == expected
+    assert schema_guid(schema.with_changes(metadata=Metadata())) != schema_guid(
+        schema.with_changes(metadata=None)
+    )
+
+
+def test_a_guid_finds_its_schema_and_an_unknown_one_is_40403(registry: LocalRegistry) -> None:
+    registry.register_schema("orders-value", contract(V1, rules=[rule("r")]))
+    registered = registry.get_version("orders-value", 1)
+    assert registered.guid is not None
+    assert registry.get_schema_by_guid(registered.guid) == registered.schema
+    assert registry.get_schema_by_guid(registered.guid.upper()) == registered.schema
+    for unknown in ("00000000-0000-4000-8000-000000000000", "not-a-guid"):
+        with pytest.raises(RegistryError) as missing:
+            registry.get_schema_by_guid(unknown)
+        assert code_of(missing) == (404, 40403)
+
+
+def test_one_schema_has_one_id_and_one_guid_across_subjects(registry: LocalRegistry) -> None:
+    registry.register_schema("a-value", Schema(V1))
+    registry.register_schema("b-value", Schema(V1))
+    registry.register_schema("b-value", Schema(V2))
+    a, b1, b2 = (registry.get_version(s, v) for s, v in (("a-value", 1), ("b-value", 1), ("b-value", 2)))
+    assert (a.schema_id, a.guid) == (b1.schema_id, b1.guid)
+    assert b2.guid not in (None, a.guid)
+    assert registry.lookup_schema("b-value", Schema(V2)).guid == b2.guid
+
+
+def test_guids_survive_a_reload_and_soft_deletes(tmp_path: Path) -> None:
+    first = LocalRegistry(tmp_path)
+    first.register_schema("orders-value", Schema(V1))
+    first.register_schema("orders-value", Schema(V2))
+    guids = [first.get_version("orders-value", v).guid for v in (1, 2)]
+    first.delete_version("orders-value", 1)
+
+    second = LocalRegistry(tmp_path)
+
+    assert second.get_version("orders-value", 2).guid == guids[1]
+    assert second.get_schema_by_guid(guids[0] or "") == Schema(V1)
+    second.delete_version("orders-value", 1, permanent=True)
+    with pytest.raises(RegistryError):
+        second.get_schema_by_guid(guids[0] or "")
+
+
+def test_a_directory_without_guids_derives_them_and_is_not_rewritten(tmp_path: Path) -> None:
+    """Directories of releases before GUIDs: each version gets the GUID registering it would write."""
+    (tmp_path / "orders-value").mkdir()
+    path = tmp_path / "orders-value" / "1.json"
+    path.write_text(json.dumps({"schema": V1, "id": 7}))
+    before = path.read_text()
+
+    registry = LocalRegistry(tmp_path)
+
+    assert registry.get_version("orders-value", 1).guid == _md5_guid(V1.encode())
+    assert registry.get_schema_by_guid(_md5_guid(V1.encode())) == Schema(V1)
+    assert path.read_text() == before
+    registry.register_schema("copy-value", Schema(V1))
+    assert registry.get_version("copy-value", 1).guid == _md5_guid(V1.encode())
+
+
+def test_a_files_own_guid_is_kept_and_shared_by_its_id(tmp_path: Path) -> None:
+    """As `pull` writes them: the remote registry's GUID, whatever the text hashes to."""
+    remote = "6a8e5d1c-0f7e-4b5f-9d3a-2c1b0a9f8e7d"
+    (tmp_path / "orders-value").mkdir()
+    (tmp_path / "orders-value" / "1.json").write_text(json.dumps({"schema": V1, "id": 4, "guid": remote}))
+
+    registry = LocalRegistry(tmp_path)
+    registry.register_schema("copy-value", Schema(V1))
+
+    assert registry.get_version("copy-value", 1).guid == remote
+    assert registry.get_schema_by_guid(remote) == Schema(V1)
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        ({"1.json": {"schema": V1, "guid": "nope"}}, "guid must be a UUID string"),
+        ({"1.json": {"schema": V1, "guid": 5}}, "guid must be a UUID string"),
+        (
+            {
+                "1.json": {"schema": V1, "guid": "6a8e5d1c-0f7e-4b5f-9d3a-2c1b0a9f8e7d"},
+                "2.json": {"schema": V2, "guid": "6a8e5d1c-0f7e-4b5f-9d3a-2c1b0a9f8e7d"},
+            },
+            "guid 6a8e5d1c-0f7e-4b5f-9d3a-2c1b0a9f8e7d is already used by schema id 1, not 2",
+        ),
+        (
+            {
+                "1.json": {"schema": V1, "id": 1, "guid": "6a8e5d1c-0f7e-4b5f-9d3a-2c1b0a9f8e7d"},
+                "2.json": {"schema": V1, "id": 1, "guid": "00000000-0000-4000-8000-000000000000"},
+            },
+            "schema id 1 already has guid 6a8e5d1c",
+        ),
+    ],
+)
+def test_bad_guids_in_files_are_contract_errors(tmp_path: Path, files: dict[str, Any], message: str) -> None:
+    (tmp_path / "orders-value").mkdir()
+    for name, payload in files.items():
+        (tmp_path / "orders-value" / name).write_text(json.dumps(payload))
+    with pytest.raises(ContractError, match=message):
+        LocalRegistry(tmp_path)
