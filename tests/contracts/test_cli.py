@@ -1434,7 +1434,8 @@ def test_rule_config_values_are_never_printed_even_with_debug_or_on_failure(
     )  # fmt: skip
     assert refused.status == 2 and "Traceback" in refused.err
     monkeypatch.setenv("SPARK_LOG_LEVEL", "INFO")
-    monkeypatch.delenv("SPARK_REMOTE", raising=False)  # a classic session: the JVM's log is its own
+    for connect in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED"):  # the command's own classic session
+        monkeypatch.delenv(connect, raising=False)
     process = python_m_cli(*wrong_secret, "--output", str(tmp_path / "dec2"), cwd=tmp_path)
     assert process.returncode == 1, process.stderr[-2000:]
     assert "ERROR Executor: Exception in task" in process.stderr  # Spark's own log of the failure
