@@ -19,10 +19,9 @@
 Each command also takes --debug. Exit status: 0 success, 1 problems found or something failed
 (a user error is one line on stderr; --debug adds its traceback; `apply --max-rejected` exceeded),
 2 a usage error (also a plugin of --executor/--action that does not load, or a rule config that
-cannot be read: --rule-config-file/--rule-config-env hold a JSON object of strings, whose values
-are never printed). `apply --dry-run`
-(record formats only) runs the rules and writes nothing, printing the counts and a sample of
-rejected rows; --output is then optional.
+cannot be used: --rule-config-file/--rule-config-env hold a JSON object of strings, whose values
+are never printed). `apply --dry-run` (record formats only) runs the rules and writes nothing,
+printing the counts and a sample of rejected rows; --output is then optional.
 """
 
 from __future__ import annotations
