@@ -183,6 +183,19 @@ def _fastavro_writes(value: Any, union: list[Any], named: dict[str, Any]) -> boo
         return False
 
 
+def holds_list_of_nulls(schema: Any) -> bool:
+    """Whether an array or map of `null` appears anywhere in the schema (JSON form): pyspark's
+    createDataFrame cannot build such input (pyarrow's cast of a list of nulls leaves it invalid)."""
+    if isinstance(schema, list):
+        return any(holds_list_of_nulls(branch) for branch in schema)
+    if not isinstance(schema, dict):
+        return False
+    items = schema.get("items", schema.get("values"))
+    if schema.get("type") in ("array", "map") and (items == "null" or holds_list_of_nulls(items)):
+        return True
+    return any(holds_list_of_nulls(f["type"]) for f in schema.get("fields", ()))
+
+
 MILLIS = st.integers(0, 999).map(lambda ms: ms * 1000)
 INSTANTS = st.datetimes(datetime.datetime(1700, 1, 1), datetime.datetime(2500, 1, 1))
 PRIMITIVE_VALUES: dict[str, st.SearchStrategy[Any]] = {

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import uuid
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from actions.dlq.local_topic import LocalTopicSink
@@ -93,6 +94,8 @@ class ApplyJob:
     """With dry_run: how many rejected rows to print (default DEFAULT_SAMPLE)."""
     max_rejected: RejectLimit | None = None
     """Fail the run (exit 1) when it rejects more rows than this."""
+    rule_config: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """Passed to the rules' executors, as DataContract(rule_config=…); secrets, so never printed."""
 
     def __post_init__(self) -> None:
         if self.output is None and not self.dry_run:
@@ -137,6 +140,7 @@ def run_apply(job: ApplyJob, spark: SparkSession, out: TextIO, err: TextIO) -> i
         executors=job.executors,
         actions=job.actions,
         dlq_sink=sink,
+        rule_config=job.rule_config,
     )
     unhandled = unhandled_rules(contract, job)
     for rule in unhandled:

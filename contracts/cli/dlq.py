@@ -14,6 +14,7 @@ from actions.dlq.sink import is_run_id
 from contracts.cli.plugins import add_plugin_arguments, load_plugins
 from contracts.cli.progress import Progress
 from contracts.cli.registry import open_registry
+from contracts.cli.rule_config import add_rule_config_arguments, load_rule_config
 from contracts.contract import DEFAULT_DLQ_DIR, DataContract
 from contracts.replay import APPLY, MAX_RUN_ID
 
@@ -76,6 +77,7 @@ def add_dlq_command(
         help="rerun the replay of this id: its DLQ records and --output are replaced (default: a new id)",
     )
     add_plugin_arguments(replay)
+    add_rule_config_arguments(replay)
     replay.set_defaults(handler=_replay, new_session=new_session)
 
 
@@ -100,6 +102,7 @@ def _show(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, err
 
 def _replay(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, err: TextIO) -> int:
     plugins = load_plugins(args)
+    rule_config = load_rule_config(args)
     run_id = args.run_id or uuid.uuid4().hex
     sink = LocalTopicSink(args.dlq_dir)
     contract = DataContract(
@@ -109,6 +112,7 @@ def _replay(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, e
         executors=plugins.executors,
         actions=plugins.actions,
         dlq_sink=sink,
+        rule_config=rule_config,
     )
     with _Session(args, spark) as session:
         dlq = sink.read_df(session, args.topic)

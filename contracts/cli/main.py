@@ -6,6 +6,7 @@
                           --input PATH --format parquet|json|avro-parquet|avro-json --output PATH
                           [--dlq-dir DIR] [--run-id ID] [--allow-unknown-rule-types]
                           [--executor MODULE:ATTR ...] [--action MODULE:ATTR ...]
+                          [--rule-config-file PATH] [--rule-config-env NAME]
                           [--max-rejected N|P%] [--dry-run [--sample N]]
     spark-contracts push DIR --registry URL
     spark-contracts pull --registry URL DIR [--subject S ...]
@@ -13,12 +14,14 @@
     spark-contracts dlq replay TOPIC --registry DIR_OR_URL --subject S [--version N] --output PATH
                                [--apply write|deserialize] [--dlq-dir DIR] [--run-id ID]
                                [--executor MODULE:ATTR ...] [--action MODULE:ATTR ...]
+                               [--rule-config-file PATH] [--rule-config-env NAME]
 
 Each command also takes --debug. Exit status: 0 success, 1 problems found or something failed
 (a user error is one line on stderr; --debug adds its traceback; `apply --max-rejected` exceeded),
-2 a usage error (also a plugin of --executor/--action that does not load). `apply --dry-run`
-(record formats only) runs the rules and writes nothing, printing the counts and a sample of
-rejected rows; --output is then optional.
+2 a usage error (also a plugin of --executor/--action that does not load, or a rule config that
+cannot be used: --rule-config-file/--rule-config-env hold a JSON object of strings, whose values
+are never printed). `apply --dry-run` (record formats only) runs the rules and writes nothing,
+printing the counts and a sample of rejected rows; --output is then optional.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from contracts.cli.errors import UsageError, is_user_error, one_line
 from contracts.cli.lint import lint_directory, lint_registry
 from contracts.cli.plugins import add_plugin_arguments, load_plugins
 from contracts.cli.registry import open_registry
+from contracts.cli.rule_config import add_rule_config_arguments, load_rule_config
 from contracts.cli.sync import pull, push
 from contracts.contract import DEFAULT_DLQ_DIR
 from contracts.errors import RegistryError
@@ -145,6 +149,7 @@ def _pairs(texts: list[str]) -> tuple[tuple[str, str], ...]:
 
 def _apply(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, err: TextIO) -> int:
     plugins = load_plugins(args)
+    rule_config = load_rule_config(args)
     try:
         job = ApplyJob(
             registry=args.registry,
@@ -163,6 +168,7 @@ def _apply(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, er
             dry_run=args.dry_run,
             sample=args.sample,
             max_rejected=args.max_rejected,
+            rule_config=rule_config,
         )
     except ValueError as error:
         raise UsageError(str(error)) from error
@@ -287,6 +293,7 @@ def _parser() -> argparse.ArgumentParser:
         " such a contract is reported and not run",
     )
     add_plugin_arguments(apply)
+    add_rule_config_arguments(apply)
     apply.add_argument(
         "--dry-run",
         action="store_true",

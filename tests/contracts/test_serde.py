@@ -372,3 +372,57 @@ def test_a_union_value_lands_in_the_member_it_was_written_in(
     assert [(row.u.member0, row.u.member1) for row in decoded.collect()] == members
     again = [bytes(row.value)[5:] for row in contract.serialize(decoded).orderBy("i").collect()]
     assert again == bodies
+
+
+CHOICE = ["string", {"type": "array", "items": "long"}]
+
+
+@pytest.mark.parametrize(
+    ("nullable", "bodies"),
+    [
+        pytest.param(
+            {"type": "record", "name": "Inner", "fields": [{"name": "u", "type": CHOICE}]},
+            [
+                _branch(1, _branch(1, _zigzag(1) + _zigzag(5) + b"\x00")),
+                _branch(1, _branch(0, b"\x02A")),
+                _branch(0, b""),
+            ],
+            id="record",
+        ),
+        pytest.param(
+            {"type": "array", "items": CHOICE},
+            [
+                _branch(
+                    1,
+                    _zigzag(2)
+                    + _branch(0, b"\x02A")
+                    + _branch(1, _zigzag(1) + _zigzag(7) + b"\x00")
+                    + b"\x00",
+                ),
+                _branch(0, b""),
+            ],
+            id="array",
+        ),
+        pytest.param(
+            {"type": "map", "values": CHOICE},
+            [_branch(1, _zigzag(1) + b"\x02k" + _branch(1, _zigzag(1) + _zigzag(3) + b"\x00") + b"\x00")],
+            id="map",
+        ),
+    ],
+)
+def test_a_nullable_value_holding_a_union_of_several_branches_serializes_back(
+    spark: Any, sink: LocalTopicSink, nullable: dict[str, Any], bodies: list[bytes]
+) -> None:
+    """fastavro's writer picks the branch of an untagged union value (here `["null", X]`) by
+    validating it, and its validate() refuses the branch tags of the unions inside when the
+    tagged branch is an array, map, enum, fixed or logical type: such values are tagged too."""
+    schema = {"type": "record", "name": "Holder", "fields": [{"name": "n", "type": ["null", nullable]}]}
+    registry = LocalRegistry()
+    schema_id = registry.register_schema("holders-value", Schema(json.dumps(schema)))
+    df = spark.createDataFrame(
+        [(i, encode_frame(schema_id, body)) for i, body in enumerate(bodies)], "i int, value binary"
+    )
+    contract = DataContract(registry, "holders-value", dlq_sink=sink)
+    decoded = contract.deserialize(df).orderBy("i")
+    again = [bytes(row.value)[5:] for row in contract.serialize(decoded).orderBy("i").collect()]
+    assert again == bodies

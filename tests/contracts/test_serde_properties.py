@@ -10,7 +10,13 @@ from typing import Any
 
 import fastavro
 import pyarrow as pa
-from avro_strategies import PRIMITIVE_VALUES, SchemaBuilder, fastavro_round_trip, values_for
+from avro_strategies import (
+    PRIMITIVE_VALUES,
+    SchemaBuilder,
+    fastavro_round_trip,
+    holds_list_of_nulls,
+    values_for,
+)
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis_profiles import examples
@@ -60,7 +66,7 @@ def schemas_with_records(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]]]:
     # pyspark's createDataFrame casts the input table, and pyarrow's cast of a list of nulls leaves
     # it invalid ("list offsets larger than values array"): such input cannot be built here. The
     # engine's own passes read and write such lists (test_avro's lists-of-nulls tests).
-    assume(not _holds_list_of_nulls(schema))
+    assume(not holds_list_of_nulls(schema))
     schema["fields"] += [{"name": name, "type": avro_type} for name, (avro_type, _) in EDGE_FIELDS.items()]
     text = json.dumps(schema)
     parsed = parse_schema(text)
@@ -71,18 +77,6 @@ def schemas_with_records(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]]]:
         for f in parsed["fields"]
     }
     return text, draw(st.lists(st.fixed_dictionaries(fields), min_size=1, max_size=8))
-
-
-def _holds_list_of_nulls(schema: Any) -> bool:
-    """Whether an array or map of `null` appears anywhere in the schema (JSON form)."""
-    if isinstance(schema, list):
-        return any(_holds_list_of_nulls(branch) for branch in schema)
-    if not isinstance(schema, dict):
-        return False
-    items = schema.get("items", schema.get("values"))
-    if schema.get("type") in ("array", "map") and (items == "null" or _holds_list_of_nulls(items)):
-        return True
-    return any(_holds_list_of_nulls(f["type"]) for f in schema.get("fields", ()))
 
 
 @settings(

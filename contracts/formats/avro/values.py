@@ -185,11 +185,23 @@ class _ConverterCompiler:
     def _union(self, union: list[Any]) -> _Node:
         branches = non_null_branches(union)
         if len(branches) == 1:
+            outer, self.chooses_branches = self.chooses_branches, False
             node = self.node(branches[0])
+            holds_choice, self.chooses_branches = self.chooses_branches, outer or self.chooses_branches
             if self.union_branches and self._named(branches[0]):
                 # fastavro's reader tags a named branch's value even when it is the only one.
                 node = _Node(
                     _untagged(node.to_spark), _untagged(node.to_arrow), node.from_row, node.from_arrow
+                )
+            if self.union_branches and holds_choice:
+                # A value holding tagged union values is tagged itself: fastavro's writer picks an
+                # untagged value's branch with validate(), which refuses a tag naming an array, map,
+                # enum, fixed or logical-type branch inside it.
+                node = _Node(
+                    node.to_spark,
+                    node.to_arrow,
+                    node.from_row,
+                    _tagged(self._branch_name(branches[0]), node.from_arrow),
                 )
             return node.each(_nullable)
         if len(branches) == 0 or is_widened_union(branches):
