@@ -21,12 +21,12 @@ import os
 import random
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from _measure import best, kafka_topic, noop
 from _session import session
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
@@ -111,43 +111,6 @@ def bodies(rows: list[dict[str, Any]], schema: dict[str, Any], rename: bool = Fa
         schemaless_writer(buffer, parsed, row)
         out.append(buffer.getvalue())
     return out
-
-
-def topic(spark: Any, frames: list[bytes], path: str) -> Any:
-    """Kafka-shaped rows (key, value, topic, partition, offset) written once to Parquet, read back."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    n = len(frames)
-    table = pa.table(
-        {
-            "key": pa.nulls(n, pa.binary()),
-            "value": pa.array(frames, pa.binary()),
-            "topic": pa.array(["orders"] * n),
-            "partition": pa.array([i % 2 for i in range(n)], pa.int32()),
-            "offset": pa.array(range(n), pa.int64()),
-        }
-    )
-    os.makedirs(path)
-    half = n // 2
-    pq.write_table(table.slice(0, half), os.path.join(path, "part-0.parquet"))
-    pq.write_table(table.slice(half), os.path.join(path, "part-1.parquet"))
-    return spark.read.parquet(path)
-
-
-def best(run: Callable[[], Any], repeats: int = 3) -> float:
-    """Seconds of the fastest of `repeats` runs, after one warm-up (codegen, Python workers, caches)."""
-    run()
-    seconds = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        seconds = min(seconds, time.perf_counter() - start)
-    return seconds
-
-
-def noop(df: Any) -> Callable[[], None]:
-    return lambda: df.write.format("noop").mode("overwrite").save()
 
 
 def fastavro_loop(frames: list[bytes], schema: dict[str, Any]) -> Callable[[], list[Any]]:
@@ -237,9 +200,9 @@ def main() -> None:
         encode_frame(m1, b) if i % 2 == 0 else encode_frame(m2, v2[i // 2])
         for i, b in enumerate(v1[:migration_rows])
     ]
-    plain_df = topic(spark, plain_frames, os.path.join(work, "plain"))
-    checked_df = topic(spark, checked_frames, os.path.join(work, "checked"))
-    mixed_df = topic(spark, mixed_frames, os.path.join(work, "mixed"))
+    plain_df = kafka_topic(spark, plain_frames, os.path.join(work, "plain"), "orders")
+    checked_df = kafka_topic(spark, checked_frames, os.path.join(work, "checked"), "orders")
+    mixed_df = kafka_topic(spark, mixed_frames, os.path.join(work, "mixed"), "orders")
 
     plain = DataContract(registry, "plain-value")
     checked = DataContract(registry, "checked-value")

@@ -30,12 +30,12 @@ import os
 import random
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from _measure import best, kafka_topic, noop
 from _session import session
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
@@ -133,28 +133,6 @@ def plain_frames(rows: list[dict[str, Any]], schema_id: int) -> list[bytes]:
     return out
 
 
-def topic(spark: Any, frames: list[bytes], path: str) -> Any:
-    """Kafka-shaped rows (key, value, topic, partition, offset) in two Parquet files, read back."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    n = len(frames)
-    table = pa.table(
-        {
-            "key": pa.nulls(n, pa.binary()),
-            "value": pa.array(frames, pa.binary()),
-            "topic": pa.array(["customers"] * n),
-            "partition": pa.array([i % 2 for i in range(n)], pa.int32()),
-            "offset": pa.array(range(n), pa.int64()),
-        }
-    )
-    os.makedirs(path)
-    half = n // 2
-    pq.write_table(table.slice(0, half), os.path.join(path, "part-0.parquet"))
-    pq.write_table(table.slice(half), os.path.join(path, "part-1.parquet"))
-    return spark.read.parquet(path)
-
-
 def encrypted_frames(spark: Any, writer: DataContract, rows: list[dict[str, Any]], path: str) -> list[bytes]:
     """The records framed by `serialize` with the ENCRYPT rule's WRITE (their PII encrypted)."""
     import pyarrow as pa
@@ -163,21 +141,6 @@ def encrypted_frames(spark: Any, writer: DataContract, rows: list[dict[str, Any]
     df = spark.createDataFrame(pa.table(columns), writer.spark_schema)
     writer.serialize(df).select("value").write.parquet(path)
     return [bytes(row.value) for row in spark.read.parquet(path).collect()]
-
-
-def best(run: Callable[[], Any], repeats: int = 3) -> float:
-    """Seconds of the fastest of `repeats` runs, after one warm-up (codegen, Python workers, caches)."""
-    run()
-    seconds = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        seconds = min(seconds, time.perf_counter() - start)
-    return seconds
-
-
-def noop(df: Any) -> Callable[[], None]:
-    return lambda: df.write.format("noop").mode("overwrite").save()
 
 
 def decrypt_loop(frames: list[bytes], registry: LocalRegistry) -> Callable[[], list[Any]]:
@@ -273,10 +236,10 @@ def main() -> None:
     work = tempfile.mkdtemp(prefix="encrypt-bench-")
     plain_bytes = plain_frames(data, plain_id)
     secret_bytes = encrypted_frames(spark, encrypted, data, os.path.join(work, "serialized"))
-    plain_df = topic(spark, plain_bytes, os.path.join(work, "plain"))
+    plain_df = kafka_topic(spark, plain_bytes, os.path.join(work, "plain"), "customers")
     unchanged_bytes = [encode_frame(unchanged_id, frame[5:]) for frame in plain_bytes]
-    unchanged_df = topic(spark, unchanged_bytes, os.path.join(work, "unchanged"))
-    secret_df = topic(spark, secret_bytes, os.path.join(work, "encrypted"))
+    unchanged_df = kafka_topic(spark, unchanged_bytes, os.path.join(work, "unchanged"), "customers")
+    secret_df = kafka_topic(spark, secret_bytes, os.path.join(work, "encrypted"), "customers")
     expected = {record["id"]: record for record in data}
     middle = rows // 2
     decrypted = encrypted.deserialize(secret_df).where(f"id = {middle}").collect()

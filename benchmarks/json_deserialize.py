@@ -21,12 +21,12 @@ import os
 import random
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from _measure import best, noop
 from _session import session
 
 from contracts import DataContract, LocalRegistry, Schema
@@ -80,16 +80,6 @@ def frames(count: int) -> list[bytes]:
         }
         out.append(encode_frame(1, json.dumps(record, separators=(",", ":")).encode()))
     return out
-
-
-def best_of(run: Callable[[], Any], rounds: int = 3) -> float:
-    run()
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def python_loop(data: list[bytes]) -> Callable[[], int]:
@@ -154,22 +144,19 @@ def main() -> None:
     )
     contract = DataContract(registry, SUBJECT)
 
-    def noop(df: Any) -> None:
-        df.write.format("noop").mode("overwrite").save()
-
     body = F.expr("cast(substring(value, 6) as string)")
     ways: dict[str, tuple[int, Callable[[], Any]]] = {
         "from_json alone (native ceiling)": (
             rows,
-            lambda: noop(framed.select(F.from_json(body, contract.spark_schema).alias("order"))),
+            noop(framed.select(F.from_json(body, contract.spark_schema).alias("order"))),
         ),
-        "deserialize + READ CEL rule": (rows, lambda: noop(contract.deserialize(framed))),
+        "deserialize + READ CEL rule": (rows, noop(contract.deserialize(framed))),
         "json.loads + jsonschema loop (1 core)": (rows, python_loop(data)),
         "reference JSONDeserializer + rule (1 core)": (reference_rows, reference_loop(data[:reference_rows])),
     }
     rates = {}
     for label, (count, run) in ways.items():
-        took = best_of(run)
+        took = best(run)
         rates[label] = count / took
         print(f"{label:<44} {count:>9,} rows {took:8.2f} s {count / took:>12,.0f} rows/s")
     baseline = rates["json.loads + jsonschema loop (1 core)"]
