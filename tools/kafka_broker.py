@@ -63,6 +63,14 @@ logger.state.level = WARN
 """
 
 
+def _cluster_id() -> str:
+    """A random KRaft cluster id, never one starting with "-" (the storage tool reads it as an option)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 class BrokerError(RuntimeError):
     """The broker could not be formatted, started or stopped; the message quotes its log."""
 
@@ -206,7 +214,7 @@ class KafkaBroker:
 
     def _format(self, properties: Path, timeout_s: float) -> None:
         """KRaft's storage format: a cluster id and the bootstrap metadata in the log directory."""
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = _cluster_id()
         command = [
             *self._java(),
             "kafka.tools.StorageTool",
