@@ -16,7 +16,7 @@ from actions.dlq.local_topic import LocalTopicSink
 from actions.dlq.sink import DlqSink, RunScopedSink, is_run_id
 from actions.protocol import Action, ActionContext, ActionPlan, Effect
 from contracts.codes import VERSION_NOT_FOUND
-from contracts.engine import runner, serde
+from contracts.engine import jvm_avro, runner, serde
 from contracts.engine.counts import Gatherer
 from contracts.engine.frame import ORIGINAL, RECORD, STATUS, refuse_reserved_columns
 from contracts.engine.native_migration import NativeMigration, native_migration
@@ -378,10 +378,16 @@ class DataContract:
         run = self._start_run(df, run_id)
         # Decode failures and Python migrations are routed inside the decode pass itself; the
         # frames travel on only when a later rule may send a row's bytes to a DLQ topic.
-        unreadable_dlq = on_decode_error == "DLQ" and any(n.may_be_unreadable for n in natives.values())
+        # Frames from_avro reads (jvm_avro) are routed after the rules, as natively migrated rows.
+        jvm = jvm_avro.JvmDecode.plan(decoder, df.sparkSession)
+        may_be_unreadable = jvm is not None or any(n.may_be_unreadable for n in natives.values())
+        unreadable_dlq = on_decode_error == "DLQ" and may_be_unreadable
         later_rejects = unreadable_dlq or any(p.can_reject for p in (plan, *natives.values()))
         router = Router(run.sink, run.run_id, layout, stage="decode")
-        decoded = serde.decode(df, decoder, router, keep_value=later_rejects)
+        if jvm is not None:
+            decoded = jvm.decode(df, decoder, router, keep_value=later_rejects)
+        else:
+            decoded = serde.decode(df, decoder, router, keep_value=later_rejects)
         unreadable = serde.unreadable_status(decoder, decoded.columns)
         for version, native in natives.items():
             column = serde.writer_column(version)

@@ -276,7 +276,7 @@ def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) ->
         if frame is None:
             continue  # a tombstone: no record (_DecodePass marks it)
         try:
-            writer, records[i] = _read(decoder, frame, None if id_headers is None else id_headers[i])
+            writer, records[i] = read_frame(decoder, frame, None if id_headers is None else id_headers[i])
         except SerializationError as e:
             statuses[i] = _undecodable(decoder, batch, i, e)
             continue
@@ -350,7 +350,7 @@ def _last_header(row: list[dict[str, Any]] | None, header: str) -> bytes | None:
     return None
 
 
-def _read(decoder: Decoder, frame: Any, id_header: bytes | None) -> tuple[WriterVersion, Any]:
+def read_frame(decoder: Decoder, frame: Any, id_header: bytes | None) -> tuple[WriterVersion, Any]:
     """Decode one frame (its schema named by `id_header` when the row has one, else by its prefix):
     with the reader schema when written by the target, else as writer data."""
     if id_header is not None:
