@@ -324,7 +324,9 @@ class JvmDecode:
         suspect = F.lit(False)
         for w, match in zip(self.writers, matches, strict=True):
             suspect = F.when(match, _suspect(F.col(w.column), w.spark_type)).otherwise(suspect)
-        reason = _reasons_udf(decoder)(F.when(suspect, value))
+        where = [F.col(name) for name in ("topic", "partition", "offset") if name in df.columns]
+        rows = F.struct(value.alias(decoder.value_column), *where)
+        reason = _reasons_udf(decoder)(F.when(suspect, rows))
         jvm = jvm.withColumn(STATUS, reason)
         failed = F.col(STATUS).isNotNull()
         for name in decoded:
@@ -365,26 +367,31 @@ def _uuid(guid: str) -> Any:
 
 
 def _reasons_udf(decoder: serde.Decoder) -> Any:
-    """An Arrow UDF: for each frame given (the suspects; null elsewhere), the Python decoder's
-    reason it cannot be read, or null when it reads it as a record of nulls, as `from_avro` did."""
+    """An Arrow UDF over rows (a struct of the frame and the Kafka columns naming where it is; null
+    but for the suspects): the Python decoder's reason a frame cannot be read, or null when it reads
+    a record of nulls, as `from_avro` did. Under ERROR the first unreadable one fails the job, with
+    the message and exception of the fastavro path."""
     from pyspark.sql import functions as F
 
-    def reasons(frames: pa.Array) -> pa.Array:
-        out: list[str | None] = []
-        for frame in frames.to_pylist():
-            out.append(None if frame is None else _reason(decoder, frame))
+    def reasons(rows: pa.Array) -> pa.Array:
+        batch = pa.RecordBatch.from_struct_array(rows)
+        frames = batch.column(decoder.value_column).to_pylist()
+        valid = rows.is_valid().to_pylist()
+        out = [
+            _reason(decoder, batch, i) if ok and frames[i] is not None else None for i, ok in enumerate(valid)
+        ]
         return pa.array(out, type=pa.string())
 
     return F.arrow_udf(reasons, "string")
 
 
-def _reason(decoder: serde.Decoder, frame: bytes) -> str | None:
-    """Why the Python decoder cannot read `frame`; None when it reads a record of nulls. A record
-    it reads with a value the JVM did not give is a disagreement no policy can route: it fails."""
+def _reason(decoder: serde.Decoder, batch: pa.RecordBatch, i: int) -> str | None:
+    """Why the Python decoder cannot read row `i`'s frame; None when it reads a record of nulls. A
+    record it reads with a value the JVM did not give is a disagreement no policy can route: it fails."""
     try:
-        _, record = serde.read_frame(decoder, frame, None)
+        _, record = serde.read_frame(decoder, batch.column(decoder.value_column)[i].as_py(), None)
     except SerializationError as e:
-        return str(e)
+        return str(serde.undecodable_status(decoder, batch, i, e)["reason"])
     if isinstance(record, dict) and all(v is None for v in record.values()):
         return None
     raise SerializationError(

@@ -278,7 +278,7 @@ def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) ->
         try:
             writer, records[i] = read_frame(decoder, frame, None if id_headers is None else id_headers[i])
         except SerializationError as e:
-            statuses[i] = _undecodable(decoder, batch, i, e)
+            statuses[i] = undecodable_status(decoder, batch, i, e)
             continue
         if writer.version != decoder.target_version:
             to_migrate.setdefault(writer.version, (writer, []))[1].append(i)
@@ -396,10 +396,10 @@ def _migrate_rows(
         try:
             records[i] = migrate.project(record, decoder.target_schema, decoder.schema_format, rule)
         except SerializationError as e:
-            statuses[i] = _undecodable(decoder, batch, i, e)
+            statuses[i] = undecodable_status(decoder, batch, i, e)
 
 
-def _undecodable(decoder: Decoder, batch: pa.RecordBatch, i: int, error: Exception) -> dict[str, Any]:
+def undecodable_status(decoder: Decoder, batch: pa.RecordBatch, i: int, error: Exception) -> dict[str, Any]:
     """The status of a row the policy sends to the DLQ; under ERROR, the job fails here."""
     where = _position(batch, i)
     if decoder.policy.action == "ERROR":
@@ -418,7 +418,7 @@ def _undecodable(decoder: Decoder, batch: pa.RecordBatch, i: int, error: Excepti
 
 def unreadable_status(decoder: Decoder, columns: list[str]) -> Any:
     """For rows found undecodable after the pass (a natively migrated record missing a field):
-    `reason` Column → the status the policy gives, exactly as `_undecodable` words it."""
+    `reason` Column → the status the policy gives, exactly as `undecodable_status` words it."""
     from pyspark.sql import functions as F
 
     def status(reason: Any) -> Any:
