@@ -433,7 +433,7 @@ class DataContract:
         needed = [*[F.col(f"`{f.name}`") for f in passthrough], F.col(RECORD)]
         enforced = self._enforced(plan, df, self._start_run(df, run_id), needed)
         schema = self.target.avro_schema
-        encoded = serde.encode(enforced, schema, schema_ref, output, self.target.format, in_header)
+        encoded = jvm_avro.encode(enforced, schema, schema_ref, output, self.target.format, in_header)
         return with_metrics(encoded, metrics_of(enforced))
 
     def _schema_ref(self, schema_id_serializer: str) -> SchemaRef:

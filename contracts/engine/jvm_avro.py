@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -398,3 +398,105 @@ def _reason(decoder: serde.Decoder, batch: pa.RecordBatch, i: int) -> str | None
         f"spark-avro and fastavro read a frame of subject {decoder.subject!r} differently (a decimal"
         f" beyond its precision?): set {PATH_ENV}=python to decode with fastavro alone"
     )
+
+
+def encode_inexact_reason(schema: Any) -> str | None:
+    """Why `to_avro` may not write fastavro's bytes for every record of `schema`; None when it does."""
+    if not (isinstance(schema, dict) and schema.get("type") == "record"):
+        return "its schema is not a record"
+    for node in _walk(schema):
+        kind = node.get("type")
+        if "logicalType" in node:
+            return f"it has a {node['logicalType']} (converted from Python values on the fastavro path)"
+        if kind in ("enum", "fixed", "map"):
+            return f"it has a {kind}"
+        for f in node.get("fields", ()):
+            branches = f["type"] if isinstance(f["type"], list) else None
+            if branches is not None and (len(branches) != 2 or "null" not in branches):
+                return "it has a union other than [null, T] (fastavro picks the branch from the value)"
+        for key in ("items",):
+            if isinstance(node.get(key), list):
+                return "it has a union inside an array"
+    return None
+
+
+def _unwritable(value: Column, schema: Any, named: Mapping[str, Any]) -> Column:
+    """True where fastavro would refuse `value` for `schema`: a null where the schema has none, a
+    string that is not UTF-8 (null where undecided: callers coalesce)."""
+
+    if isinstance(schema, list):
+        (inner,) = [branch for branch in schema if branch != "null"]
+        return value.isNotNull() & _present_unwritable(value, inner, named)
+    return value.isNull() | _present_unwritable(value, schema, named)
+
+
+def _present_unwritable(value: Column, schema: Any, named: Mapping[str, Any]) -> Column:
+    from pyspark.sql import functions as F
+
+    node = named.get(schema, schema) if isinstance(schema, str) else schema
+    kind = node if isinstance(node, str) else node.get("type")
+    if kind == "string":
+        return ~F.is_valid_utf8(value)
+    if kind in ("record", "error"):
+        bad = F.lit(False)
+        for f in node["fields"]:
+            bad = bad | F.coalesce(_unwritable(value.getField(f["name"]), f["type"], named), F.lit(False))
+        return bad
+    if kind == "array":
+        items = node["items"]
+        return F.exists(value, lambda x: F.coalesce(_unwritable(x, items, named), F.lit(False)))
+    if isinstance(kind, dict | list):
+        return _present_unwritable(value, kind, named)
+    return F.lit(False)
+
+
+def encode(
+    staged: DataFrame,
+    schema: Any,
+    schema_ref: Any,
+    output: Any,
+    schema_format: Any,
+    in_header: serde.SchemaIdHeaders | None = None,
+) -> DataFrame:
+    """`serde.encode`, the bodies written by `to_avro` when it writes fastavro's bytes (the schema
+    passes `encode_inexact_reason`, no Kafka headers to rewrite); a record fastavro would refuse (a
+    null where the schema has none, a string that is not UTF-8) is encoded by fastavro, failing the
+    job with the fastavro path's message."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import to_avro
+
+    spark = staged.sparkSession
+    usable = in_header is None and uses_jvm(spark, schema_format.schema_type)
+    if not usable or encode_inexact_reason(schema) is not None:
+        return serde.encode(staged, schema, schema_ref, output, schema_format, in_header)
+    avro_json = schema_json(schema)
+    found = _from_avro_type(spark, avro_json)
+    if isinstance(found, str) or not _same_shape(found, staged.schema[RECORD].dataType):
+        return serde.encode(staged, schema, schema_ref, output, schema_format, in_header)
+    prefix = encode_prefix(schema_ref)
+    named = schema.get("__named_schemas", {})
+    record = F.col(RECORD)
+    suspect = F.coalesce(_unwritable(record, schema, named), F.lit(False))
+    where = [F.col(f"`{n}`") for n in serde.ENCODE_POSITION if n in staged.columns]
+    rows = F.when(suspect, F.struct(record.alias(RECORD), *where))
+    by_python = _fastavro_frames_udf(schema, serde.describe(schema_ref), prefix, schema_format)(rows)
+    value = F.when(suspect, by_python).otherwise(F.concat(F.lit(prefix), to_avro(record, avro_json)))
+    columns = [value.alias(f.name) if f.name == "value" else F.col(f"`{f.name}`") for f in output.fields]
+    return staged.select(*columns)
+
+
+def _fastavro_frames_udf(schema: Any, schema_name: str, prefix: bytes, schema_format: Any) -> Any:
+    """An Arrow UDF over a partition's rows (a struct of the record and the Kafka columns naming it;
+    null but for the suspects): fastavro's frame of each suspect, or the fastavro path's failure."""
+    from pyspark.sql import functions as F
+
+    def frames(batches: Iterator[pa.Array]) -> Iterator[pa.Array]:
+        rows_before = 0
+        for rows in batches:
+            batch = pa.RecordBatch.from_struct_array(rows)
+            chosen = rows.is_valid().to_pylist()
+            out = serde.encode_frames(batch, rows_before, schema, schema_name, prefix, schema_format, chosen)
+            rows_before += len(rows)
+            yield pa.array(out, type=pa.binary())
+
+    return F.arrow_udf(frames, "binary")

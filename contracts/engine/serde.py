@@ -446,11 +446,11 @@ def unreadable_status(decoder: Decoder, columns: list[str]) -> Any:
     return status
 
 
-_DECODE_POSITION = ("topic", "partition", "offset")
-_ENCODE_POSITION = ("key", "topic", "partition")
+DECODE_POSITION = ("topic", "partition", "offset")
+ENCODE_POSITION = ("key", "topic", "partition")
 
 
-def _position(batch: pa.RecordBatch, i: int, columns: tuple[str, ...] = _DECODE_POSITION) -> str:
+def _position(batch: pa.RecordBatch, i: int, columns: tuple[str, ...] = DECODE_POSITION) -> str:
     """Where row `i` is, by the Kafka columns the batch has: " at topic t, partition 0, offset 7"."""
     parts = [f"{name} {_shown(batch.column(name)[i])}" for name in columns if name in batch.schema.names]
     return f" at {', '.join(parts)}" if parts else ""
@@ -554,7 +554,7 @@ def _refuse_unread(
     task = TaskContext.get()
     partition = task.partitionId() if task is not None else 0
     raise SerializationError(
-        f"the record{_position(batch, row, _ENCODE_POSITION)} (row {rows_before + row} of Spark partition"
+        f"the record{_position(batch, row, ENCODE_POSITION)} (row {rows_before + row} of Spark partition"
         f" {partition}) cannot be {doing}: {unreadable[row]}"
     )
 
@@ -634,22 +634,40 @@ class _EncodePass:
         output = avro.arrow_schema(StructType.fromJson(json.loads(self.output_json)))
         rows_before = 0
         for batch in batches:
-            read = self.schema_format.read_struct(batch.column(RECORD), self.schema, tagged=True)
-            _refuse_unread(
-                batch, rows_before, read.unreadable, None, None, f"encoded with {self.schema_name}"
+            frames = encode_frames(
+                batch, rows_before, self.schema, self.schema_name, self.prefix, self.schema_format
             )
             rows_before += batch.num_rows
-            values = pa.array([self._frame(record) for record in read.records], type=pa.binary())
-            replaced = {"value": values}
+            replaced = {"value": pa.array(frames, type=pa.binary())}
             if self.in_header is not None:
                 column = self.in_header.column
                 replaced[column] = self.in_header.rewritten(batch, output.field(column).type)
             columns = [replaced[f.name] if f.name in replaced else batch.column(f.name) for f in output]
             yield pa.RecordBatch.from_arrays(columns, schema=output)
 
-    def _frame(self, record: Any) -> bytes:
+
+def encode_frames(
+    batch: pa.RecordBatch,
+    rows_before: int,
+    schema: Any,
+    schema_name: str,
+    prefix: bytes,
+    schema_format: SchemaFormat,
+    rows: list[bool] | None = None,
+) -> list[bytes | None]:
+    """The frames of the records in `batch`'s RECORD column (only at `rows`, when given; None
+    elsewhere), the partition's first `rows_before` rows already encoded; a record that cannot be
+    read or encoded fails the job naming it."""
+    read = schema_format.read_struct(batch.column(RECORD), schema, tagged=True)
+    _refuse_unread(batch, rows_before, read.unreadable, None, None, f"encoded with {schema_name}")
+    frames: list[bytes | None] = []
+    for i, record in enumerate(read.records):
+        if rows is not None and not rows[i]:
+            frames.append(None)
+            continue
         try:
-            body = self.schema_format.encode(record, self.schema)
+            body = schema_format.encode(record, schema)
         except Exception as e:
-            raise SerializationError(f"record cannot be encoded with {self.schema_name}: {e}") from e
-        return self.prefix + body
+            raise SerializationError(f"record cannot be encoded with {schema_name}: {e}") from e
+        frames.append(prefix + body)
+    return frames

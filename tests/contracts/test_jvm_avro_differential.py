@@ -301,3 +301,88 @@ def test_random_schemas_records_and_mutations_decode_alike_on_both_paths(
     result = both_paths(spark, tmp_path_factory.mktemp("paths"), registry, rows)
     assert result["jvm"][:2] == result["python"][:2]
     event("decoded by from_avro" if result["jvm"][2] else "left to fastavro (a map, uuid or time)")
+
+
+PLAIN = {
+    "type": "record",
+    "name": "Plain",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "name", "type": "string"},
+        {"name": "nick", "type": ["null", "string"]},
+        {"name": "score", "type": ["double", "null"]},
+        {"name": "ratio", "type": "float"},
+        {"name": "on", "type": "boolean"},
+        {"name": "raw", "type": "bytes"},
+        {"name": "tags", "type": {"type": "array", "items": "string"}},
+        {
+            "name": "home",
+            "type": ["null", {"type": "record", "name": "Home", "fields": [{"name": "n", "type": "int"}]}],
+        },
+    ],
+}
+PLAIN_ROWS = "id bigint, name string, nick string, score double, ratio float, on boolean, raw binary,"
+PLAIN_ROWS += " tags array<string>, home struct<n: int>, key string"
+
+
+def serialized(spark: Any, tmp: Path, rows: list[tuple[Any, ...]], schema: Any = PLAIN) -> dict[str, Any]:
+    """serialize on each path: its frames by key, and whether to_avro wrote them."""
+    registry = LocalRegistry()
+    registry.register_schema(SUBJECT, Schema(json.dumps(schema)))
+    out = {}
+    for path in ("python", "jvm"):
+        with avro_path(path):
+            contract = DataContract(registry, SUBJECT, dlq_sink=LocalTopicSink(tmp / path))
+            framed = contract.serialize(spark.createDataFrame(rows, PLAIN_ROWS))
+            jvm = reads_with_to_avro(framed)
+            out[path] = ({row["key"]: bytes(row["value"]) for row in framed.collect()}, jvm)
+    return out
+
+
+def reads_with_to_avro(df: Any) -> bool:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        df.explain()
+    return "to_avro" in out.getvalue()
+
+
+def test_the_jvm_path_writes_fastavros_bytes(spark: Any, tmp_path: Path) -> None:
+    rows = [
+        (1, "ann ☃", None, 1.5, 0.1, True, b"\x00\xff", ["a", "𝄞"], {"n": 3}, "k1"),
+        (-(2**63), "", "nick", None, float("nan"), False, b"", [], None, "k2"),
+        (2**63 - 1, "nul\x00", "", float("-inf"), -0.0, True, bytes(300), ["x"] * 70, {"n": -1}, "k3"),
+    ]
+    result = serialized(spark, tmp_path, rows)
+    assert result["jvm"][1] and not result["python"][1]
+    assert result["jvm"][0] == result["python"][0]
+    assert len(result["jvm"][0]) == 3
+
+
+@pytest.mark.parametrize("bad", ["null name", "null tag", "bad utf-8"])
+def test_a_record_fastavro_refuses_fails_serialize_with_the_same_message_on_both_paths(
+    spark: Any, tmp_path: Path, bad: str
+) -> None:
+    from pyspark.sql import functions as F
+
+    good = (1, "ann", None, 1.5, 0.5, True, b"", ["a"], None)
+    record = {
+        "null name": (1, None, *good[2:]),
+        "null tag": (*good[:7], ["a", None], None),
+        "bad utf-8": good,
+    }[bad]
+    messages = {}
+    for path in ("python", "jvm"):
+        registry = LocalRegistry()
+        registry.register_schema(SUBJECT, Schema(json.dumps(PLAIN)))
+        with avro_path(path):
+            contract = DataContract(registry, SUBJECT, dlq_sink=LocalTopicSink(tmp_path / path))
+            df = spark.createDataFrame([(*good, "k0"), (*record, "k1")], PLAIN_ROWS)
+            if bad == "bad utf-8":
+                name = F.when(F.col("key") == "k1", F.unhex(F.lit("61FF62")).cast("string"))
+                df = df.withColumn("name", name.otherwise(F.col("name")))
+            with pytest.raises(Exception) as caught:
+                contract.serialize(df).collect()
+        found = re.search(r"(record cannot be encoded|the record at key)[^\n]*", str(caught.value))
+        assert found is not None, str(caught.value)[:2000]
+        messages[path] = found.group(0)
+    assert messages["jvm"] == messages["python"]
