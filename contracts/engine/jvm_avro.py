@@ -382,7 +382,9 @@ def _reasons_udf(decoder: serde.Decoder) -> Any:
         ]
         return pa.array(out, type=pa.string())
 
-    return F.arrow_udf(reasons, "string")
+    # Nondeterministic only to the optimizer: a filter on the status is then not pushed below the
+    # UDF, where it would inline `from_avro` into its condition and evaluate both twice.
+    return F.arrow_udf(reasons, "string").asNondeterministic()
 
 
 def _reason(decoder: serde.Decoder, batch: pa.RecordBatch, i: int) -> str | None:
@@ -499,4 +501,4 @@ def _fastavro_frames_udf(schema: Any, schema_name: str, prefix: bytes, schema_fo
             rows_before += len(rows)
             yield pa.array(out, type=pa.binary())
 
-    return F.arrow_udf(frames, "binary")
+    return F.arrow_udf(frames, "binary").asNondeterministic()
