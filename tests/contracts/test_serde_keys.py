@@ -6,12 +6,14 @@ values decode here, and both frames written here decode with the reference."""
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fastavro import parse_schema, schemaless_writer
 from reference_oracle import CapturingProducer, rule_registry
 from registry_server import RegistryServer, running_registry
 
@@ -79,6 +81,12 @@ def _contracts(registry: Any, dlq: Path) -> tuple[DataContract, DataContract]:
     sink = LocalTopicSink(str(dlq))
     value = DataContract(registry, f"{TOPIC}-value", dlq_sink=sink)
     return value, DataContract(registry, f"{TOPIC}-key", dlq_sink=sink)
+
+
+def _frame(registry: LocalRegistry, subject: str, schema: dict[str, Any], record: dict[str, Any]) -> bytes:
+    body = io.BytesIO()
+    schemaless_writer(body, parse_schema(schema), record)
+    return encode_frame(registry.get_latest_version(subject).schema_id, body.getvalue())
 
 
 def _reference_frames(server: RegistryServer, rows: list[tuple[Any, dict[str, Any]]]) -> list[Any]:
@@ -235,3 +243,39 @@ def test_a_json_schema_key_goes_with_an_avro_value(spark: Any, tmp_path: Path) -
     back = value.deserialize(spark.createDataFrame(framed), key=key).collect()
     assert [(r["id"], r["key"]["region"]) for r in back] == [("v-1", "eu")]
     assert [json.loads(r.value) for r in sink.read("bad-keys")] == [{"id": "o-2", "region": "mars"}]
+
+
+def test_keys_decode_on_a_stream_through_foreach_batch(spark: Any, tmp_path: Path) -> None:
+    registry = _registry()
+    value, key = _contracts(registry, tmp_path / "dlq")
+    keys = [{"id": f"o-{i}", "region": "mars" if i == 2 else "eu"} for i in range(4)]
+    values = [{"id": f"v-{i}", "amount": 1.0 + i} for i in range(4)]
+    rows = [
+        (
+            _frame(registry, f"{TOPIC}-key", KEY_SCHEMA, k),
+            i,
+            _frame(registry, f"{TOPIC}-value", VALUE_SCHEMA, v),
+        )
+        for i, (k, v) in enumerate(zip(keys, values, strict=True))
+    ]
+    spark.createDataFrame(rows, "key binary, offset long, value binary").write.parquet(
+        str(tmp_path / "topic")
+    )
+    stream = spark.readStream.schema("key binary, offset long, value binary").parquet(str(tmp_path / "topic"))
+    seen: list[Any] = []
+
+    def write_valid(batch: Any, batch_id: int) -> None:
+        seen.extend(batch.collect())
+
+    writer = value.foreach_batch(write_valid, name="keyed", apply="deserialize", key=key)
+    query = (
+        stream.writeStream.foreachBatch(writer)
+        .trigger(availableNow=True)
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .start()
+    )
+    query.awaitTermination()
+
+    assert sorted((r["id"], r["key"]["id"]) for r in seen) == [("v-0", "o-0"), ("v-1", "o-1"), ("v-3", "o-3")]
+    [rejected] = LocalTopicSink(str(tmp_path / "dlq")).read("bad-keys")
+    assert rejected.value is not None and rejected.key is not None
