@@ -18,7 +18,7 @@ from reference_oracle import CapturingProducer, rule_registry
 from registry_server import RegistryServer, running_registry
 
 from actions.dlq.local_topic import LocalTopicSink
-from contracts import DataContract, LocalRegistry, Schema, metrics_of
+from contracts import DataContract, LocalRegistry, Schema, SubjectNameStrategy, metrics_of
 from contracts.errors import ContractError
 from contracts.formats.wire import encode_frame
 
@@ -80,7 +80,8 @@ def server() -> Iterator[RegistryServer]:
 def _contracts(registry: Any, dlq: Path) -> tuple[DataContract, DataContract]:
     sink = LocalTopicSink(str(dlq))
     value = DataContract(registry, f"{TOPIC}-value", dlq_sink=sink)
-    return value, DataContract(registry, f"{TOPIC}-key", dlq_sink=sink)
+    key_subject = SubjectNameStrategy.TOPIC_NAME.subject(TOPIC, is_key=True)
+    return value, DataContract(registry, key_subject, dlq_sink=sink)
 
 
 def _frame(registry: LocalRegistry, subject: str, schema: dict[str, Any], record: dict[str, Any]) -> bytes:
