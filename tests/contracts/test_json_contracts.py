@@ -89,13 +89,98 @@ def test_a_transform_result_that_breaks_the_json_schema_fails_the_rule(spark: An
         orders.write(orders_frame(spark, orders)).collect()
 
 
-def test_cel_field_rules_on_json_records_are_refused_at_load(tmp_path: Path) -> None:
-    masked = {"name": "mask", "kind": "TRANSFORM", "type": "CEL_FIELD", "mode": "WRITE", "expr": "'x'"}
-    with pytest.raises(
-        ContractError, match="CEL_FIELD rules on JSON records are not supported yet"
-    ) as refused:
-        contract(tmp_path, [masked])
-    assert refused.value.rule == "mask" and refused.value.version == 1
+PII_ORDER: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer"},
+        "email": {"type": ["string", "null"], "confluent:tags": ["PII"]},
+        "customer": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "confluent:tags": ["PII"]},
+                "tier": {"type": "string", "enum": ["gold", "basic"]},
+                "note": {"$ref": "#/definitions/note"},
+            },
+            "required": ["name", "tier"],
+        },
+        "phones": {"type": "array", "items": {"type": "string"}, "confluent:tags": ["PII"]},
+        "amount": {"type": "number"},
+    },
+    "required": ["id", "customer", "amount"],
+    "definitions": {"note": {"type": "string"}},
+}
+PII_TAGS = {"$.customer.note": ["PII"]}
+PII_ORDERS = [
+    {
+        "id": 1,
+        "email": "ann@example.com",
+        "customer": {"name": "ann", "tier": "gold", "note": "vip"},
+        "phones": ["555-0100", "555-0101"],
+        "amount": 12.5,
+    },
+    {"id": 2, "email": None, "customer": {"name": "bob", "tier": "basic"}, "phones": [], "amount": 3.0},
+]
+MASK = {
+    "name": "maskPii",
+    "kind": "TRANSFORM",
+    "type": "CEL_FIELD",
+    "mode": "WRITE",
+    "tags": ["PII"],
+    "expr": "typeName == 'STRING' ; 'xxx-' + name + '-' + fullName",
+}
+SHORT = {
+    "name": "shortStrings",
+    "kind": "CONDITION",
+    "type": "CEL_FIELD",
+    "mode": "WRITE",
+    "expr": "typeName == 'STRING' || typeName == 'ENUM' ; size(value) < 16",
+    "onFailure": "DLQ",
+    "params": {"dlq.topic": "long-strings"},
+}
+
+
+def _pii_payload(rules: list[dict[str, Any]]) -> dict[str, Any]:
+    return {**payload(rules, PII_ORDER), "metadata": {"tags": PII_TAGS}}
+
+
+def test_cel_field_rules_walk_json_records_as_the_reference_does(spark: Any, tmp_path: Path) -> None:
+    from confluent_kafka.schema_registry import Schema as ReferenceSchema
+    from confluent_kafka.schema_registry.json_schema import JSONSerializer
+    from confluent_kafka.schema_registry.rule_registry import RuleRegistry
+    from confluent_kafka.schema_registry.rules.cel.cel_field_executor import CelFieldExecutor
+    from confluent_kafka.serialization import MessageField, SerializationContext
+    from reference_oracle import mock_client
+
+    registry = LocalRegistry()
+    registry.register_schema(SUBJECT, Schema.from_dict(_pii_payload([SHORT, MASK])))
+    sink = LocalTopicSink(tmp_path / "dlq")
+    orders = DataContract(registry, SUBJECT, dlq_sink=sink)
+    assert "maskPii" in orders.explain() and "no native form for records of a JSON schema" in orders.explain()
+    long_phone = {**PII_ORDERS[1], "id": 3, "customer": {"name": "a-very-long-name", "tier": "gold"}}
+    rows = [{**order, "customer": {"note": None, **order["customer"]}} for order in [*PII_ORDERS, long_phone]]
+    df = spark.createDataFrame(
+        [tuple(row[f] for f in orders.spark_schema.fieldNames()) for row in rows], orders.spark_schema
+    )
+
+    framed = sorted(orders.serialize(df).collect(), key=lambda row: json.loads(bytes(row["value"])[5:])["id"])
+
+    client = mock_client(f"mock://json-cel-field-{tmp_path.name}")
+    client.register_schema(SUBJECT, ReferenceSchema.from_dict(_pii_payload([MASK])))
+    rules = RuleRegistry()
+    rules.register_executor(CelFieldExecutor())
+    serializer = JSONSerializer(
+        None, client, conf={"auto.register.schemas": False, "use.latest.version": True}, rule_registry=rules
+    )
+    ctx = SerializationContext(TOPIC, MessageField.VALUE)
+    expected = [json.loads(serializer(json.loads(json.dumps(order)), ctx)[5:]) for order in PII_ORDERS]
+    assert expected[0]["customer"] == {
+        "name": "xxx-name-$.customer.name",
+        "tier": "gold",
+        "note": "xxx-note-$.customer.note",
+    }
+    assert [json.loads(bytes(row["value"])[5:]) for row in framed] == expected
+    (rejected,) = sink.read("long-strings")
+    assert json.loads(rejected.value or b"")["id"] == 3
 
 
 def reference_client(rules: list[dict[str, Any]]) -> Any:
