@@ -5,7 +5,7 @@ It mirrors confluent-kafka 2.16.1's `common/json_schema.py` walk: from the root 
 by the first type the value validates against, `oneOf` by the first valid branch, `anyOf` every
 valid branch, `allOf` each part, `$ref` followed; the field's type name is the innermost schema's
 (ENUM for `enum`/`const`, RECORD, MAP, ARRAY, STRING, INT, DOUBLE, BOOLEAN, NULL) and only
-ENUM, STRING, INT, DOUBLE and BOOLEAN values are visited; maps' values are not walked. Tags are the
+STRING, INT, DOUBLE and BOOLEAN values are visited; enums and maps' values are not. Tags are the
 property's `confluent:tags` plus the metadata tag paths matching its full name.
 """
 
@@ -22,7 +22,9 @@ from executors.cel_field.schema import tag_matches
 from executors.protocol import BatchEvaluator, Outcome
 
 TAGS_PROP = "confluent:tags"
-VISITED_TYPES = frozenset({"ENUM", "STRING", "INT", "DOUBLE", "BOOLEAN"})
+VISITED_TYPES = frozenset({"STRING", "INT", "DOUBLE", "BOOLEAN"})
+"""The type names whose values the expression sees: the walk hands ENUM values to the field
+transform too, and the reference's CEL_FIELD executor returns them unchanged (not primitive)."""
 _TYPE_NAMES = {
     "array": "ARRAY",
     "string": "STRING",
