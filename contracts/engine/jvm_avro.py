@@ -1,5 +1,5 @@
 """Avro bodies decoded and encoded in the JVM by spark-avro (`from_avro`, `to_avro`), where they
-give exactly what the fastavro passes of `serde` give (docs/semantics.md §8.9).
+give exactly what the fastavro passes of `serde` give (docs/semantics.md §8.10).
 
 Decoding splits the frames by their prefix, natively: a frame whose V0 id or V1 GUID names a
 writer this module can read in the JVM (the target, or a writer migrated natively) and whose row

@@ -1,4 +1,4 @@
-"""The two Avro decode paths agree (docs/semantics.md §8.9): `deserialize` with spark-avro's
+"""The two Avro decode paths agree (docs/semantics.md §8.10): `deserialize` with spark-avro's
 `from_avro` (SPARK_CONTRACTS_AVRO_PATH=jvm) and with fastavro (=python) give the same rows, the same
 DLQ records and the same errors, on random schemas and records and on hostile frames."""
 
