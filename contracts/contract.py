@@ -20,6 +20,7 @@ from contracts.engine import runner, serde
 from contracts.engine.counts import Gatherer
 from contracts.engine.frame import ORIGINAL, RECORD, STATUS, refuse_reserved_columns
 from contracts.engine.native_migration import NativeMigration, native_migration
+from contracts.engine.payload import PayloadRules
 from contracts.engine.reasons import NativeReasons, with_exact_reasons
 from contracts.engine.routing import DlqLayout, Router, route_rejected
 from contracts.engine.serde import WriterVersion
@@ -120,6 +121,14 @@ class _ContractPlanner:
         ]
         return build_plan(*where, compiled, self.resolve_action, skipped=note, left_out=left_out)
 
+    def payload(self, version: loader.ContractVersion, mode: RuleMode) -> PayloadRules:
+        """The encoding rules of `version` in WRITE or READ, compiled and planned (§11.5)."""
+        rules = loader.encoding_rules_for(version, mode, self.executors)
+        keys = self.keys if self.keys is not None else self.registry
+        compiled = loader.compile_rules(version, mode, rules, self.executors, None, keys, self.rule_config)
+        where = (version.subject, version.version, mode, version.spark_type)
+        return PayloadRules(build_plan(*where, compiled, self.resolve_action))
+
     def load(self, version: int) -> loader.ContractVersion:
         if version == self.target.version:
             return self.target
@@ -141,7 +150,9 @@ class _ContractPlanner:
             return WriterVersion(writer, loaded.avro_schema, loaded.format, failure=failure)
         plans = migration.migration_plans(versions, writer, target, self.executors, self.resolve_action)
         native = native_migration(versions, writer, target, self.executors, self.resolve_action)
-        return WriterVersion(writer, versions[writer].avro_schema, versions[writer].format, plans, native)
+        loaded = versions[writer]
+        payload = self.payload(loaded, RuleMode.READ)
+        return WriterVersion(writer, loaded.avro_schema, loaded.format, plans, native, payload=payload)
 
     def versions(self) -> list[RegisteredSchema]:
         """Every version of the subject, as the registry holds them now."""
@@ -205,6 +216,7 @@ class DataContract:
         self._run_id: str | None = None
         self._resolved: dict[int, NativeMigration | None] = {}
         self._plans = {mode: self._compiler.plan(mode) for mode in (RuleMode.WRITE, RuleMode.READ)}
+        self._encoding = self._compiler.payload(self.target, RuleMode.WRITE)
 
     @property
     def spark_schema(self) -> StructType:
@@ -425,9 +437,21 @@ class DataContract:
         output = StructType([*passthrough, StructField("value", BinaryType(), True), *added])
         # Only what the encode pass reads enters it: not the original record, status or field columns.
         needed = [*[F.col(f"`{f.name}`") for f in passthrough], F.col(RECORD)]
-        enforced = self._enforced(plan, df, self._start_run(df, run_id), needed)
+        run = self._start_run(df, run_id)
+        enforced = self._enforced(plan, df, run, needed)
         schema = self.target.avro_schema
-        encoded = serde.encode(enforced, schema, schema_ref, output, self.target.format, in_header)
+        # Rows the encoding rules reject carry their serialized body to the DLQ, as the reference's.
+        layout = DlqLayout(
+            record_column=RECORD,
+            schema=schema,
+            schema_format=self.target.format,
+            value_column="value",
+            key_column=_present(df, "key"),
+            headers_column=_present(df, "headers"),
+            topic_column=_present(df, "topic"),
+        )
+        payload = (self._encoding, Router(run.sink, run.run_id, layout, stage="encode"))
+        encoded = serde.encode(enforced, schema, schema_ref, output, self.target.format, in_header, payload)
         return with_metrics(encoded, metrics_of(enforced))
 
     def _schema_ref(self, schema_id_serializer: str) -> SchemaRef:
@@ -529,6 +553,7 @@ class DataContract:
         variant._compiler = dataclasses.replace(self._compiler, registry=registry, target=variant.target)
         variant._resolved = {}
         variant._plans = {mode: variant._compiler.plan(mode) for mode in (RuleMode.WRITE, RuleMode.READ)}
+        variant._encoding = variant._compiler.payload(variant.target, RuleMode.WRITE)
         return variant
 
     def _with_run_id(self, run_id: str) -> DataContract:

@@ -125,6 +125,15 @@ def rules_for(version: ContractVersion, mode: RuleMode, executors: PluginRegistr
     return running_order(rule_set.domain_rules, mode, executors) if rule_set.runs_on_client else []
 
 
+def encoding_rules_for(
+    version: ContractVersion, mode: RuleMode, executors: PluginRegistry[Executor]
+) -> list[Rule]:
+    """The encoding rules (on the serialized payload) that run in WRITE or READ, in running order
+    (docs/semantics.md §11.5); none when the rule set's `enableAt` leaves it to the server."""
+    rule_set = version.schema.rules
+    return running_order(rule_set.encoding_rules, mode, executors) if rule_set.runs_on_client else []
+
+
 def migration_rules_for(
     version: ContractVersion, mode: RuleMode, executors: PluginRegistry[Executor]
 ) -> list[Rule]:

@@ -22,6 +22,7 @@ from contracts.registry.dek import DEFAULT_ALGORITHM, DEK_ALGORITHMS, DekRegistr
 from executors.cel_field.executor import same_tag_transforms
 from executors.cel_field.schema import Field, Leaf, schema_tree
 from executors.encrypt.cryptor import Cryptor
+from executors.encrypt.envelope import split_version, with_version
 from executors.encrypt.keys import EncryptionKeyError, KeyRing, KeySpec, ensure_dek
 from executors.encrypt.kms import KmsDriver
 from executors.encrypt.localkms import LocalKmsDriver
@@ -33,7 +34,6 @@ KMS_TYPE = "encrypt.kms.type"
 KMS_KEY_ID = "encrypt.kms.key.id"
 DEK_ALGORITHM = "encrypt.dek.algorithm"
 DEK_EXPIRY_DAYS = "encrypt.dek.expiry.days"
-_VERSION_PREFIX = 0  # the reference's magic byte before a rotated DEK's version
 
 
 class EncryptExecutor:
@@ -60,33 +60,52 @@ class EncryptExecutor:
                 f"ENCRYPT rules on {ctx.schema_format.schema_type} records are not supported yet",
                 position="type",
             )
-        spec = _spec(ctx)
-        registry = ctx.registry
-        if not isinstance(registry, DekRegistry):
-            raise ContractError(
-                f"ENCRYPT needs a registry with a DEK registry; {type(registry).__name__} has none",
-                position="registry",
-            )
-        version = None
-        failure = None
-        if ctx.mode is RuleMode.WRITE:
-            try:
-                version = ensure_dek(spec, registry, ctx.rule_config, self.kms_drivers, self.clock)
-            except EncryptionKeyError as e:
-                failure = f"ENCRYPT cannot get a DEK to encrypt with: {e}"
+        keys = compile_keys(ctx, self.type, self.kms_drivers, self.clock)
         batch = EncryptBatch(
-            spec,
+            keys.spec,
             ctx.mode,
             frozenset(ctx.rule.tags),
             ctx.schema,
             dict(ctx.metadata_tags),
-            registry,
+            keys.registry,
             ctx.rule_config,
             self.kms_drivers,
-            version,
-            failure,
+            keys.write_version,
+            keys.failure,
         )
         return BatchStep(batch)
+
+
+@dataclass(frozen=True)
+class CompiledKeys:
+    """What compiling an encryption rule decided about its keys: the spec, the DEK registry, the
+    DEK version a WRITE encrypts with, or why it has none (each record then fails with it)."""
+
+    spec: KeySpec
+    registry: DekRegistry = field(repr=False)
+    write_version: int | None = None
+    failure: str | None = None
+
+
+def compile_keys(
+    ctx: RuleContext, rule_type: str, drivers: tuple[KmsDriver, ...], clock: Any
+) -> CompiledKeys:
+    """The keys of an ENCRYPT or ENCRYPT_PAYLOAD rule: its params checked, and on WRITE its DEK
+    found or created (docs/semantics.md §11.2)."""
+    spec = _spec(ctx, rule_type)
+    registry = ctx.registry
+    if not isinstance(registry, DekRegistry):
+        raise ContractError(
+            f"{rule_type} needs a registry with a DEK registry; {type(registry).__name__} has none",
+            position="registry",
+        )
+    if ctx.mode is not RuleMode.WRITE:
+        return CompiledKeys(spec, registry)
+    try:
+        version = ensure_dek(spec, registry, ctx.rule_config, drivers, clock)
+    except EncryptionKeyError as e:
+        return CompiledKeys(spec, registry, failure=f"{rule_type} cannot get a DEK to encrypt with: {e}")
+    return CompiledKeys(spec, registry, version)
 
 
 @dataclass(frozen=True)
@@ -150,7 +169,7 @@ class _Evaluator:
                 f"ENCRYPT cannot encrypt field {field.full_name!r}: {type(e).__name__}"
             ) from None
         if self.batch.spec.rotated:
-            ciphertext = bytes([_VERSION_PREFIX]) + version.to_bytes(4, "big") + ciphertext
+            ciphertext = with_version(version, ciphertext)
         return base64.b64encode(ciphertext).decode("ascii") if leaf.type_name == "STRING" else ciphertext
 
     def _read(self, leaf: Leaf, field: Field, value: Any) -> Any:
@@ -163,9 +182,10 @@ class _Evaluator:
             raise _FieldFailure(f"{where}: the value is not base64") from None
         version = 1
         if self.batch.spec.rotated:
-            if len(data) < 5:
+            split = split_version(data)
+            if split is None:
                 raise _FieldFailure(f"{where}: no DEK version in the ciphertext")
-            version, data = int.from_bytes(data[1:5], "big"), data[5:]
+            version, data = split
         try:
             plaintext = self._cryptor(version).decrypt(data)
         except EncryptionKeyError as e:
@@ -186,11 +206,11 @@ class _Evaluator:
         return self.keys.cryptor(version)
 
 
-def _spec(ctx: RuleContext) -> KeySpec:
+def _spec(ctx: RuleContext, rule_type: str) -> KeySpec:
     params = ctx.params
     kek_name = params.get(KEK_NAME)
     if not kek_name:
-        raise ContractError(f"ENCRYPT needs the param {KEK_NAME}", position=f"params.{KEK_NAME}")
+        raise ContractError(f"{rule_type} needs the param {KEK_NAME}", position=f"params.{KEK_NAME}")
     algorithm = params.get(DEK_ALGORITHM) or DEFAULT_ALGORITHM
     if algorithm not in DEK_ALGORITHMS:
         raise ContractError(
