@@ -37,6 +37,7 @@ from contracts.replay import RuleSkippingRegistry, replay
 from contracts.streaming import MicroBatchWriter
 from executors import as_executor
 from executors.config import RuleConfig
+from executors.encrypt.redact import Redaction, redaction_for
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -217,6 +218,7 @@ class DataContract:
         self._resolved: dict[int, NativeMigration | None] = {}
         self._plans = {mode: self._compiler.plan(mode) for mode in (RuleMode.WRITE, RuleMode.READ)}
         self._encoding = self._compiler.payload(self.target, RuleMode.WRITE)
+        self._redaction = _redaction(self.target)
 
     @property
     def spark_schema(self) -> StructType:
@@ -615,8 +617,10 @@ class DataContract:
         return new_metrics(plan, df, self.collect_metrics, runs_on_input)
 
     def _json_layout(self, df: DataFrame, plan: Plan) -> DlqLayout:
-        """DLQ records whose value is the record as it arrived, as JSON (docs/semantics.md §7)."""
+        """DLQ records whose value is the record as it arrived, as JSON (docs/semantics.md §7);
+        on WRITE, with the fields ENCRYPT rules tag redacted (§11.4)."""
         return DlqLayout(
+            redact=self._redaction if plan.mode is RuleMode.WRITE else None,
             record_column=ORIGINAL if plan.has_transforms else RECORD,
             schema=self.target.avro_schema,
             schema_format=self.target.format,
@@ -654,6 +658,14 @@ def _executor_registry(executors: Iterable[Any] | Mapping[str, Any] | None) -> P
     if isinstance(executors, Mapping):
         return with_overrides(base, {name: as_executor(e) for name, e in executors.items()})
     return with_overrides(base, [as_executor(e) for e in executors] if executors else None)
+
+
+def _redaction(target: loader.ContractVersion) -> Redaction | None:
+    """What a WRITE-side DLQ value of `target` redacts: the fields its ENCRYPT rules tag."""
+    if target.format.schema_type != "AVRO":
+        return None  # ENCRYPT rules walk Avro records only: a contract of another format has none
+    rules = target.schema.rules.domain_rules
+    return redaction_for(rules, target.avro_schema, target.metadata_tags)
 
 
 def _mode(mode: str | RuleMode) -> RuleMode:
