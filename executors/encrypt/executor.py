@@ -23,7 +23,7 @@ from executors.cel_field.executor import same_tag_transforms
 from executors.cel_field.schema import Field, Leaf, schema_tree
 from executors.encrypt.cryptor import Cryptor
 from executors.encrypt.envelope import split_version, with_version
-from executors.encrypt.keys import EncryptionKeyError, KeyRing, KeySpec, ensure_dek
+from executors.encrypt.keys import EncryptionKeyError, KeyRing, KeySpec, ensure_dek, kek_problem
 from executors.encrypt.kms import KmsDriver
 from executors.encrypt.localkms import LocalKmsDriver
 from executors.encrypt.walk import FieldWalk
@@ -101,6 +101,11 @@ def compile_keys(
         )
     if ctx.mode is not RuleMode.WRITE:
         return CompiledKeys(spec, registry)
+    if ctx.read_only:
+        problem = kek_problem(spec, registry)
+        if problem is not None:
+            raise ContractError(f"{problem}: the rule would fail every record", position=f"params.{KEK_NAME}")
+        return CompiledKeys(spec, registry, failure=f"{rule_type} was compiled to be checked, not run")
     try:
         version = ensure_dek(spec, registry, ctx.rule_config, drivers, clock)
     except EncryptionKeyError as e:

@@ -91,6 +91,20 @@ def ensure_dek(
     return created.version
 
 
+def kek_problem(spec: KeySpec, registry: DekRegistry) -> str | None:
+    """Why a WRITE could not have the rule's KEK, judged without changing the registry: absent with
+    no KMS to create it from, or of another KMS than the rule names; None when it could, or when
+    the registry does not answer (nothing to judge)."""
+    try:
+        kek = registry.get_kek(spec.kek_name, context=spec.context)
+    except RegistryError as e:
+        if not _not_found(e) or (spec.kms_type and spec.kms_key_id):
+            return None
+        missing = "encrypt.kms.type" if not spec.kms_type else "encrypt.kms.key.id"
+        return f"no KEK {spec.kek_name!r} in the DEK registry and no {missing} to create it"
+    return _mismatch(spec, kek)
+
+
 class KeyRing:
     """A worker's keys for one rule: the KEK fetched once, unwrapped DEKs by version (bounded LRU)."""
 
@@ -166,15 +180,19 @@ def _kek(spec: KeySpec, registry: DekRegistry, *, create: bool) -> Kek:
                     f"could not register KEK {spec.kek_name!r}: {conflict}"
                 ) from conflict
             kek = registry.get_kek(spec.kek_name, context=spec.context)
-    if spec.kms_type and kek.kms_type != spec.kms_type:
-        raise EncryptionKeyError(
-            f"KEK {kek.name!r} has kms type {kek.kms_type!r}, the rule names {spec.kms_type!r}"
-        )
-    if spec.kms_key_id and kek.kms_key_id != spec.kms_key_id:
-        raise EncryptionKeyError(
-            f"KEK {kek.name!r} has kms key id {kek.kms_key_id!r}, the rule names {spec.kms_key_id!r}"
-        )
+    mismatch = _mismatch(spec, kek)
+    if mismatch is not None:
+        raise EncryptionKeyError(mismatch)
     return kek
+
+
+def _mismatch(spec: KeySpec, kek: Kek) -> str | None:
+    """How the KEK's KMS differs from the one the rule names, if it does."""
+    if spec.kms_type and kek.kms_type != spec.kms_type:
+        return f"KEK {kek.name!r} has kms type {kek.kms_type!r}, the rule names {spec.kms_type!r}"
+    if spec.kms_key_id and kek.kms_key_id != spec.kms_key_id:
+        return f"KEK {kek.name!r} has kms key id {kek.kms_key_id!r}, the rule names {spec.kms_key_id!r}"
+    return None
 
 
 def _dek(spec: KeySpec, registry: DekRegistry, kek: Kek, version: int) -> Dek | None:
