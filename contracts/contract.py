@@ -252,8 +252,19 @@ class DataContract:
         """What the engine decided for `mode`: each rule in running order with its actions, how it
         runs (native, or in Python and why) and what it touches, and the rules that do not run.
         With `writer_version`, first the migration of that version's records to the target: its
-        UPGRADE/DOWNGRADE steps and whether they run as Spark expressions."""
-        plan = self.plan(mode).explain()
+        UPGRADE/DOWNGRADE steps and whether they run as Spark expressions. Encoding rules (on the
+        serialized payload, in `serialize` and `deserialize`) come last, when the target has any."""
+        chosen = _mode(mode)
+        plan = self.plan(chosen).explain()
+        encoding = self._encoding if chosen is RuleMode.WRITE else self._compiler.payload(self.target, chosen)
+        if encoding:
+            lines = encoding.plan.explain().splitlines()[1:]
+            where = (
+                "after encoding, in serialize"
+                if chosen is RuleMode.WRITE
+                else "before decoding, in deserialize"
+            )
+            plan += f"\nEncoding rules on the serialized payload ({where}):\n" + "\n".join(lines)
         if writer_version is None or writer_version == self.version:
             return plan
         return f"{self._explain_migration(writer_version)}\n{plan}"

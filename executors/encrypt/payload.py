@@ -49,7 +49,7 @@ class EncryptPayloadExecutor:
             keys.write_version,
             keys.failure,
         )
-        return BatchStep(batch, why_not_native="encrypts serialized bytes, outside Spark's expressions")
+        return BatchStep(batch, why_not_native="runs on serialized bytes, outside Spark's expressions")
 
 
 @dataclass(frozen=True)

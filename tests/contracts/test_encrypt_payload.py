@@ -344,7 +344,13 @@ def test_no_key_material_in_plans_or_reprs(spark: Any, written: Any) -> None:
     assert decoded.count() == 3
     for df in (decoded, contract.serialize(decoded)):
         _assert_clean(_explained(df), secrets)
-    shown = [repr(contract), repr(contract._compiler), repr(contract._encoding), str(contract._encoding.plan)]
+    explained = {mode: contract.explain(mode) for mode in ("WRITE", "READ")}
+    assert (
+        f"1. {RULE} [ENCRYPT_PAYLOAD TRANSFORM, mode WRITE] on success NONE, on failure DLQ"
+        in explained["WRITE"]
+    )
+    assert "before decoding, in deserialize" in explained["READ"]
+    shown = [*explained.values(), repr(contract), repr(contract._compiler), repr(contract._encoding)]
     shown += [repr(rule) for rule in contract._encoding.plan.rules]
     for text in shown:
         assert text
