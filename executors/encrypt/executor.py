@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +22,16 @@ from executors.cel_field.executor import same_tag_transforms
 from executors.cel_field.schema import Field, Leaf, schema_tree
 from executors.encrypt.cryptor import Cryptor
 from executors.encrypt.envelope import split_version, with_version
-from executors.encrypt.keys import EncryptionKeyError, KeyRing, KeySpec, ensure_dek, kek_problem
+from executors.encrypt.keys import (
+    DEFAULT_TTL_MS,
+    EncryptionKeyError,
+    KeyRing,
+    KeySpec,
+    dek_ttl_ms,
+    ensure_dek,
+    kek_problem,
+    now_millis,
+)
 from executors.encrypt.kms import KmsDriver
 from executors.encrypt.localkms import LocalKmsDriver
 from executors.encrypt.walk import FieldWalk
@@ -38,14 +46,18 @@ DEK_EXPIRY_DAYS = "encrypt.dek.expiry.days"
 
 class EncryptExecutor:
     """Compiles ENCRYPT rules. `kms_drivers` adds KMS types beyond local-kms and the installed
-    entry points; `clock` (epoch milliseconds) judges DEK expiry."""
+    entry points; `clock` (epoch milliseconds) judges DEK expiry; a worker keeps an unwrapped DEK
+    for at most `dek_cache_ttl_s` seconds (and not past its expiry) before fetching it again."""
 
     type = "ENCRYPT"
 
-    def __init__(self, kms_drivers: Iterable[KmsDriver] = (), clock: Any = None) -> None:
+    def __init__(
+        self, kms_drivers: Iterable[KmsDriver] = (), clock: Any = None, dek_cache_ttl_s: float = 300.0
+    ) -> None:
         # local-kms is built in; drivers given here come first, installed ones after (kms.py).
         self.kms_drivers = (*kms_drivers, LocalKmsDriver())
-        self.clock = clock or _now_millis
+        self.clock = clock or now_millis
+        self.dek_ttl_ms = dek_ttl_ms(dek_cache_ttl_s)
 
     def supersedes(self, rule: Rule, other: Rule) -> bool:
         return same_tag_transforms(rule, other)
@@ -72,6 +84,8 @@ class EncryptExecutor:
             self.kms_drivers,
             keys.write_version,
             keys.failure,
+            self.clock,
+            self.dek_ttl_ms,
         )
         return BatchStep(batch)
 
@@ -128,9 +142,18 @@ class EncryptBatch:
     drivers: tuple[KmsDriver, ...] = field(repr=False)
     write_version: int | None = None
     failure: str | None = None
+    clock: Any = field(default=None, repr=False)
+    dek_ttl_ms: int = DEFAULT_TTL_MS
 
     def __call__(self) -> BatchEvaluator:
-        keys = KeyRing(self.spec, self.registry, self.config, self.drivers)
+        keys = KeyRing(
+            self.spec,
+            self.registry,
+            self.config,
+            self.drivers,
+            ttl_ms=self.dek_ttl_ms,
+            now_millis_fn=self.clock,
+        )
         return _Evaluator(self, keys, schema_tree(self.schema, self.metadata_tags))
 
 
@@ -235,7 +258,3 @@ def _spec(ctx: RuleContext, rule_type: str) -> KeySpec:
     return KeySpec(
         kek_name, params.get(KMS_TYPE) or None, params.get(KMS_KEY_ID) or None, ctx.subject, algorithm, days
     )
-
-
-def _now_millis() -> int:
-    return int(time.time() * 1000)

@@ -9,7 +9,6 @@ each worker unwraps a DEK once, and no key material is in the plan, a reason or 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +17,14 @@ from contracts.model import RuleMode
 from contracts.registry.dek import DekRegistry
 from executors.encrypt.envelope import split_version, with_version
 from executors.encrypt.executor import compile_keys
-from executors.encrypt.keys import EncryptionKeyError, KeyRing, KeySpec
+from executors.encrypt.keys import (
+    DEFAULT_TTL_MS,
+    EncryptionKeyError,
+    KeyRing,
+    KeySpec,
+    dek_ttl_ms,
+    now_millis,
+)
 from executors.encrypt.kms import KmsDriver
 from executors.encrypt.localkms import LocalKmsDriver
 from executors.protocol import BatchEvaluator, BatchStep, Outcome, RuleContext, Step
@@ -27,13 +33,17 @@ RULE_TYPE = "ENCRYPT_PAYLOAD"
 
 
 class EncryptPayloadExecutor:
-    """Compiles ENCRYPT_PAYLOAD rules; `kms_drivers` and `clock` as for EncryptExecutor."""
+    """Compiles ENCRYPT_PAYLOAD rules; `kms_drivers`, `clock` and `dek_cache_ttl_s` as for
+    EncryptExecutor."""
 
     type = RULE_TYPE
 
-    def __init__(self, kms_drivers: Iterable[KmsDriver] = (), clock: Any = None) -> None:
+    def __init__(
+        self, kms_drivers: Iterable[KmsDriver] = (), clock: Any = None, dek_cache_ttl_s: float = 300.0
+    ) -> None:
         self.kms_drivers = (*kms_drivers, LocalKmsDriver())
-        self.clock = clock or (lambda: int(time.time() * 1000))
+        self.clock = clock or now_millis
+        self.dek_ttl_ms = dek_ttl_ms(dek_cache_ttl_s)
 
     def __repr__(self) -> str:
         return f"EncryptPayloadExecutor(kms_drivers={[d.kms_type for d in self.kms_drivers]})"
@@ -48,6 +58,8 @@ class EncryptPayloadExecutor:
             self.kms_drivers,
             keys.write_version,
             keys.failure,
+            self.clock,
+            self.dek_ttl_ms,
         )
         return BatchStep(batch, why_not_native="runs on serialized bytes, outside Spark's expressions")
 
@@ -63,9 +75,19 @@ class PayloadBatch:
     drivers: tuple[KmsDriver, ...] = field(repr=False)
     write_version: int | None = None
     failure: str | None = None
+    clock: Any = field(default=None, repr=False)
+    dek_ttl_ms: int = DEFAULT_TTL_MS
 
     def __call__(self) -> BatchEvaluator:
-        return _Evaluator(self, KeyRing(self.spec, self.registry, self.config, self.drivers))
+        keys = KeyRing(
+            self.spec,
+            self.registry,
+            self.config,
+            self.drivers,
+            ttl_ms=self.dek_ttl_ms,
+            now_millis_fn=self.clock,
+        )
+        return _Evaluator(self, keys)
 
 
 class _Evaluator:
