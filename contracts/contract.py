@@ -219,7 +219,7 @@ class DataContract:
         self._resolved: dict[int, NativeMigration | None] = {}
         self._plans = {mode: self._compiler.plan(mode) for mode in (RuleMode.WRITE, RuleMode.READ)}
         self._encoding = self._compiler.payload(self.target, RuleMode.WRITE)
-        self._redaction = _redaction(self.target)
+        self._redaction = _redaction(self.target, self._compiler.rule_config)
 
     @property
     def spark_schema(self) -> StructType:
@@ -749,12 +749,13 @@ def _executor_registry(executors: Iterable[Any] | Mapping[str, Any] | None) -> P
     return with_overrides(base, [as_executor(e) for e in executors] if executors else None)
 
 
-def _redaction(target: loader.ContractVersion) -> Redaction | None:
-    """What a WRITE-side DLQ value of `target` redacts: the fields its ENCRYPT rules tag."""
+def _redaction(target: loader.ContractVersion, config: Mapping[str, str]) -> Redaction | None:
+    """What a WRITE-side DLQ value of `target` redacts: the fields its ENCRYPT rules tag, unless
+    the rule config's `dlq.redact.rule.types` names other types (or none)."""
     if target.format.schema_type != "AVRO":
         return None  # ENCRYPT rules walk Avro records only: a contract of another format has none
     rules = target.schema.rules.domain_rules
-    return redaction_for(rules, target.avro_schema, target.metadata_tags)
+    return redaction_for(rules, target.avro_schema, target.metadata_tags, config)
 
 
 def _mode(mode: str | RuleMode) -> RuleMode:

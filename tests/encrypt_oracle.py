@@ -14,6 +14,10 @@ from typing import Any
 
 SUBJECT = "people-value"
 TOPIC = "people"
+SECRET = "parity-secret"
+"""The local KMS secret every test using the oracle gives it: Tink keeps the reference's KMS clients
+process-wide, and the first local-kms client registered serves every `local-kms://` key after it,
+so another secret would wrap and unwrap with this one's KEK."""
 
 
 class ReferenceEncryption:

@@ -2,9 +2,9 @@
 
 A record a WRITE rule rejects goes to its dead-letter topic as it arrived, before any transform:
 with its plaintext. Every string or bytes field an ENCRYPT rule of the version tags is written as
-"<REDACTED>" instead (docs/semantics.md §7.3, §11.4). The reference takes the union of the ENCRYPT
-rules' tags; an ENCRYPT rule without tags encrypts every string and bytes field, so here it
-redacts them all.
+"<REDACTED>" instead (docs/semantics.md §7.3, §11.4), unless the rule config's
+`dlq.redact.rule.types` says otherwise. The reference takes the union of the ENCRYPT rules' tags;
+an ENCRYPT rule without tags encrypts every string and bytes field, so here it redacts them all.
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ from executors.encrypt.walk import FieldWalk
 
 REDACTED = "<REDACTED>"
 REDACTED_BYTES = REDACTED.encode("utf-8")
-REDACTED_TYPES = ("ENCRYPT",)
-"""The rule types whose tagged fields are redacted (ENCRYPT_PAYLOAD tags no field)."""
+REDACT_RULE_TYPES = "dlq.redact.rule.types"
+"""The rule config key naming, comma-separated, the rule types whose tagged fields are redacted, as
+the reference's DLQ action reads it; "" redacts nothing."""
+DEFAULT_REDACT_RULE_TYPES = "ENCRYPT,ENCRYPT_PAYLOAD"
 
 
 @dataclass(frozen=True)
@@ -39,11 +41,17 @@ class Redaction:
 
 
 def redaction_for(
-    rules: Sequence[Rule], schema: Any, metadata_tags: Mapping[str, tuple[str, ...]]
+    rules: Sequence[Rule],
+    schema: Any,
+    metadata_tags: Mapping[str, tuple[str, ...]],
+    config: Mapping[str, str],
 ) -> Redaction | None:
-    """The redaction the version's ENCRYPT rules call for (whatever their mode, disabled or not,
-    as the reference looks at the whole list); None when it has none."""
-    encrypting = [rule for rule in rules if rule.type.upper() in REDACTED_TYPES]
+    """The redaction the version's rules of the types `config` names (`dlq.redact.rule.types`,
+    ENCRYPT and ENCRYPT_PAYLOAD by default) call for, whatever their mode, disabled or not, as the
+    reference looks at the whole list; None when there are none."""
+    named = config.get(REDACT_RULE_TYPES, DEFAULT_REDACT_RULE_TYPES)
+    types = {name.strip().upper() for name in named.split(",") if name.strip()}
+    encrypting = [rule for rule in rules if rule.type.upper() in types]
     if not encrypting:
         return None
     every_field = any(not rule.tags for rule in encrypting)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from encrypt_oracle import SUBJECT, ReferenceEncryption
+from encrypt_oracle import SECRET, SUBJECT, ReferenceEncryption
 
 from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
@@ -22,7 +22,7 @@ from contracts.formats.wire import encode_frame
 from executors.encrypt.cryptor import cryptor, parse_key
 from executors.encrypt.localkms import LocalKmsDriver
 
-SECRET = "payload-parity-secret"
+KMS_KEY = "key1"
 AVRO = {
     "type": "record",
     "name": "Person",
@@ -64,7 +64,7 @@ def _payload(
         "params": {
             "encrypt.kek.name": "kek1",
             "encrypt.kms.type": "local-kms",
-            "encrypt.kms.key.id": "key1",
+            "encrypt.kms.key.id": KMS_KEY,
             "encrypt.dek.algorithm": algorithm,
             "dlq.topic": "people-dlq",
             **extra,
@@ -161,7 +161,7 @@ def _dek(registry: LocalRegistry, algorithm: str = "AES256_GCM", version: int = 
     """The subject's unwrapped DEK (Tink key material)."""
     dek = registry.get_dek("kek1", SUBJECT, algorithm, version)
     assert dek.encrypted_key_material is not None
-    aead = LocalKmsDriver().new_aead({"secret": SECRET}, "key1")
+    aead = LocalKmsDriver().new_aead({"secret": SECRET}, KMS_KEY)
     return aead.decrypt(base64.b64decode(dek.encrypted_key_material), b"")
 
 

@@ -243,3 +243,10 @@ def test_write_side_dlq_records_redact_the_encrypted_fields(spark: Any, tmp_path
     for record in records:
         assert json.loads(record.value or b"") == {"name": "p1", "ssn": "<REDACTED>", "card": "<REDACTED>"}
         assert PLAINTEXT.encode() not in repr(record).encode()
+    # As the reference's DLQ action, `dlq.redact.rule.types` "" keeps them (a replayable DLQ topic).
+    plain_sink = LocalTopicSink(tmp_path / "dlq-plain")
+    config = {"secret": SECRET, "dlq.redact.rule.types": ""}
+    keeping = DataContract(registry, SUBJECT, rule_config=config, dlq_sink=plain_sink)
+    assert keeping.write(df).count() == 2
+    (kept,) = plain_sink.read("checked-dlq")
+    assert json.loads(kept.value or b"")["ssn"] == PLAINTEXT
