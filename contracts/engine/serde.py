@@ -714,25 +714,20 @@ class _EncodePass:
         """The batch with its frames in `value` (and, for the router, each row's status and failure)."""
         read = self.schema_format.read_struct(batch.column(RECORD), self.schema, tagged=True)
         _refuse_unread(batch, rows_before, read.unreadable, None, None, f"encoded with {self.schema_name}")
-        frames: list[bytes | None] = []
-        statuses: list[dict[str, Any] | None] = []
-        failures: list[str | None] = []
-        for record in read.records:
-            if record is None:  # no record (a null key): no frame, no payload
-                frames.append(None)
-                statuses.append(None)
-                failures.append(None)
-                continue
-            body = self._body(record)
-            status = failure = None
-            try:
-                frame: bytes | None = self.prefix + (self.payload.apply(body) if self.payload else body)
-            except PayloadRefused as refused:
+        bodies = [None if record is None else self._body(record) for record in read.records]
+        present = [i for i, body in enumerate(bodies) if body is not None]  # no record: no frame
+        frames: list[bytes | None] = list(bodies)
+        statuses: list[dict[str, Any] | None] = [None] * len(bodies)
+        failures: list[str | None] = [None] * len(bodies)
+        if self.payload:
+            sealed, refused, failed, _ = self.payload.apply_all([bodies[i] for i in present])
+            for i, payload, status, failure in zip(present, sealed, refused, failed, strict=True):
                 # A rejected row's DLQ value is its serialized body, as the reference sends it.
-                frame, status, failure = body, refused.status, refused.failure
-            frames.append(frame)
-            statuses.append(status)
-            failures.append(failure)
+                frames[i] = self.prefix + payload if status is None and failure is None else bodies[i]
+                statuses[i], failures[i] = status, failure
+        else:
+            for i in present:
+                frames[i] = self.prefix + bodies[i]
         columns = {"value": pa.array(frames, type=pa.binary())}
         if middle is None:
             return batch.append_column("value", columns["value"])
