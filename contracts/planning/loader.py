@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from contracts import formats
 from contracts.errors import ContractError, RegistryError
+from contracts.formats.protobuf import Reference
 from contracts.formats.protocol import SchemaFormat
 from contracts.model import RegisteredSchema, Rule, RuleMode, Schema
 from contracts.plugins import PluginRegistry
@@ -97,7 +98,8 @@ def load_version(registry: Registry, registered: RegisteredSchema) -> ContractVe
 
 
 def _referenced_schemas(registry: Registry, schema: Schema, seen: frozenset[str] = frozenset()) -> list[str]:
-    """The schema texts this schema references, dependencies first."""
+    """The schema texts this schema references, dependencies first, each carrying its reference's
+    name (the import path a Protobuf schema knows it by)."""
     texts: list[str] = []
     for reference in schema.references:
         key = f"{reference.subject}:{reference.version}"
@@ -112,7 +114,7 @@ def _referenced_schemas(registry: Registry, schema: Schema, seen: frozenset[str]
                 position="references",
             ) from e
         texts.extend(_referenced_schemas(registry, referenced, seen | {key}))
-        texts.append(referenced.schema_str)
+        texts.append(Reference(referenced.schema_str, reference.name))
     return texts
 
 

@@ -1,0 +1,273 @@
+"""Protobuf records: messages as the plain values the reference's CEL sees, and those records as
+Spark values and back (docs/semantics.md §1.6).
+
+A record is a dict of every field by its `.proto` name: enums as numbers, repeated fields as
+lists, maps as dicts, Timestamp as an aware UTC datetime, Duration as a timedelta, wrappers as
+their value; a field with presence (a message, a wrapper, an `optional` scalar, a oneof member)
+is None when unset, a field without presence holds its value (the default when unset).
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from contracts.formats.protobuf.types import (
+    DURATION,
+    TIMESTAMP,
+    WRAPPERS,
+    is_map,
+    is_repeated,
+    is_unsigned_64,
+)
+
+if TYPE_CHECKING:
+    from google.protobuf.descriptor import Descriptor, FieldDescriptor
+    from google.protobuf.message import Message
+
+
+class Unsigned(int):
+    """A value of an unsigned integer field (uint32, uint64, fixed32, fixed64, their wrappers):
+    an int that tells CEL it is a uint, as the reference binds those fields."""
+
+    __slots__ = ()
+
+
+_UNSIGNED_TYPES = frozenset({4, 6, 7, 13})
+"""FieldDescriptor.TYPE_UINT64, TYPE_FIXED64, TYPE_FIXED32, TYPE_UINT32."""
+
+
+def to_record(message: Message) -> dict[str, Any]:
+    """The message as a record."""
+    record: dict[str, Any] = {}
+    for field in message.DESCRIPTOR.fields:
+        value = getattr(message, field.name)
+        if is_map(field):
+            value_field = field.message_type.fields_by_name["value"]
+            record[field.name] = {key: _plain(item, value_field) for key, item in value.items()}
+        elif is_repeated(field):
+            record[field.name] = [_plain(item, field) for item in value]
+        elif field.has_presence and not message.HasField(field.name):
+            record[field.name] = None
+        else:
+            record[field.name] = _plain(value, field)
+    return record
+
+
+def _plain(value: Any, field: FieldDescriptor) -> Any:
+    message = field.message_type
+    if message is None:
+        return Unsigned(value) if field.type in _UNSIGNED_TYPES else value
+    name = message.full_name
+    if name == TIMESTAMP:
+        return value.ToDatetime(tzinfo=datetime.timezone.utc)
+    if name == DURATION:
+        return value.ToTimedelta()
+    if name in WRAPPERS:
+        return _plain(value.value, message.fields_by_name["value"])
+    return to_record(value)
+
+
+def to_message(record: Any, descriptor: Descriptor, strict: bool = True) -> Message:
+    """A record (or a JSON-like dict of the same shape) as a message of `descriptor`; ValueError
+    naming the field that does not fit. `strict`: a key that names no field is an error, else
+    it is left out, as a reader leaves out fields it does not know."""
+    from google.protobuf.message_factory import GetMessageClass
+
+    message = GetMessageClass(descriptor)()
+    _fill(message, record, descriptor.full_name, strict)
+    return message
+
+
+def _fill(message: Message, record: Any, path: str, strict: bool) -> None:
+    if not isinstance(record, Mapping):
+        raise ValueError(f"{path} must be a record (a dict), not {type(record).__name__}")
+    fields = message.DESCRIPTOR.fields_by_name
+    message.SetInParent()
+    for key, value in record.items():
+        field = fields.get(key) if isinstance(key, str) else None
+        if field is None:
+            if strict:
+                raise ValueError(f"{path} has no field {key!r}")
+            continue
+        if value is None:
+            continue
+        where = f"{path}.{key}"
+        try:
+            _set(message, field, value, where, strict)
+        except (TypeError, ValueError, OverflowError) as e:
+            if str(e).startswith(where):
+                raise
+            raise ValueError(f"{where}: {e}") from e
+
+
+def _set(message: Message, field: FieldDescriptor, value: Any, where: str, strict: bool) -> None:
+    target = getattr(message, field.name)
+    if is_map(field):
+        if not isinstance(value, Mapping):
+            raise ValueError(f"{where} is a map and must be a dict, not {type(value).__name__}")
+        key_field = field.message_type.fields_by_name["key"]
+        value_field = field.message_type.fields_by_name["value"]
+        for key, item in value.items():
+            key = _scalar(key, key_field)
+            if value_field.message_type is not None and value_field.message_type.full_name not in _SPECIAL:
+                _fill(target[key], item, f"{where}[{key!r}]", strict)
+            else:
+                _store_map(target, key, item, value_field, f"{where}[{key!r}]", strict)
+        return
+    if is_repeated(field):
+        if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__iter__"):
+            raise ValueError(f"{where} is repeated and must be a list, not {type(value).__name__}")
+        for i, item in enumerate(value):
+            if item is None:
+                raise ValueError(f"{where}[{i}] is null: a repeated field holds no nulls")
+            if field.message_type is not None:
+                _fill_value(target.add(), item, field, f"{where}[{i}]", strict)
+            else:
+                target.append(_scalar(item, field))
+        return
+    if field.message_type is not None:
+        _fill_value(target, value, field, where, strict)
+    else:
+        setattr(message, field.name, _scalar(value, field))
+
+
+_SPECIAL = frozenset({TIMESTAMP, DURATION, *WRAPPERS})
+
+
+def _store_map(
+    target: Any, key: Any, item: Any, value_field: FieldDescriptor, where: str, strict: bool
+) -> None:
+    if value_field.message_type is None:
+        target[key] = _scalar(item, value_field)
+    else:
+        _fill_value(target[key], item, value_field, where, strict)
+
+
+def _fill_value(target: Message, value: Any, field: FieldDescriptor, where: str, strict: bool) -> None:
+    """Fill a message-typed value: a well-known type from its plain value, else from a record."""
+    name = field.message_type.full_name
+    if name == TIMESTAMP:
+        if not isinstance(value, datetime.datetime):
+            raise ValueError(f"{where} is a Timestamp and must be a datetime, not {type(value).__name__}")
+        target.FromDatetime(value if value.tzinfo else value.replace(tzinfo=datetime.timezone.utc))
+    elif name == DURATION:
+        if not isinstance(value, datetime.timedelta):
+            raise ValueError(f"{where} is a Duration and must be a timedelta, not {type(value).__name__}")
+        target.FromTimedelta(value)
+    elif name in WRAPPERS:
+        target.value = _scalar(value, field.message_type.fields_by_name["value"])
+    else:
+        _fill(target, value, where, strict)
+
+
+def _scalar(value: Any, field: FieldDescriptor) -> Any:
+    """A scalar value as the runtime stores it: an enum's name becomes its number."""
+    enum = field.enum_type
+    if enum is not None and isinstance(value, str):
+        found = enum.values_by_name.get(value)
+        if found is None:
+            raise ValueError(f"{value!r} is no value of enum {enum.full_name}")
+        return found.number
+    if isinstance(value, bool) and field.cpp_type != field.CPPTYPE_BOOL:
+        raise TypeError(f"{value!r} is a bool, not a value of the field's type")
+    return value
+
+
+def to_spark(record: Mapping[str, Any], descriptor: Descriptor) -> dict[str, Any]:
+    """A record as its Spark row's value (a dict Arrow reads as the message's struct): enums by
+    name (an unknown number as its digits), unsigned 64-bit integers as decimals, maps as pairs."""
+    row: dict[str, Any] = {}
+    for field in descriptor.fields:
+        value = record.get(field.name)
+        if value is None:
+            row[field.name] = None
+        elif is_map(field):
+            key_field = field.message_type.fields_by_name["key"]
+            value_field = field.message_type.fields_by_name["value"]
+            row[field.name] = [
+                (_spark_value(key, key_field), None if item is None else _spark_value(item, value_field))
+                for key, item in value.items()
+            ]
+        elif is_repeated(field):
+            row[field.name] = [None if item is None else _spark_value(item, field) for item in value]
+        else:
+            row[field.name] = _spark_value(value, field)
+    return row
+
+
+def _spark_value(value: Any, field: FieldDescriptor) -> Any:
+    message = field.message_type
+    if message is not None:
+        if message.full_name in WRAPPERS:
+            return _spark_value(value, message.fields_by_name["value"])
+        if message.full_name in (TIMESTAMP, DURATION) or not isinstance(value, Mapping):
+            return value
+        return to_spark(value, message)
+    enum = field.enum_type
+    if enum is not None and isinstance(value, int) and not isinstance(value, bool):
+        known = enum.values_by_number.get(value)
+        return known.name if known is not None else str(value)
+    if is_unsigned_64(field) and isinstance(value, int) and not isinstance(value, bool):
+        return Decimal(value)
+    return value
+
+
+def from_spark(row: Mapping[str, Any], descriptor: Descriptor) -> dict[str, Any]:
+    """A Spark row's value (Arrow's dict of the struct) as a record; ValueError for an enum name
+    the enum does not have or a value out of its field's range."""
+    record: dict[str, Any] = {}
+    for field in descriptor.fields:
+        value = row.get(field.name)
+        where = f"{descriptor.full_name}.{field.name}"
+        if value is None:
+            record[field.name] = (
+                None if field.has_presence or field.message_type is not None else _default(field)
+            )
+        elif is_map(field):
+            key_field = field.message_type.fields_by_name["key"]
+            value_field = field.message_type.fields_by_name["value"]
+            pairs = value.items() if isinstance(value, Mapping) else value
+            record[field.name] = {
+                _record_value(key, key_field, where): _record_value(item, value_field, where)
+                for key, item in pairs
+            }
+        elif is_repeated(field):
+            record[field.name] = [_record_value(item, field, where) for item in value]
+        else:
+            record[field.name] = _record_value(value, field, where)
+    return record
+
+
+def _default(field: FieldDescriptor) -> Any:
+    """What a field without presence holds when unset (a repeated field: an empty list)."""
+    if is_map(field):
+        return {}
+    if is_repeated(field):
+        return []
+    return field.default_value
+
+
+def _record_value(value: Any, field: FieldDescriptor, where: str) -> Any:
+    if value is None:
+        return None
+    message = field.message_type
+    if message is not None:
+        if message.full_name in WRAPPERS:
+            return _record_value(value, message.fields_by_name["value"], where)
+        if message.full_name in (TIMESTAMP, DURATION):
+            return value
+        return from_spark(value, message)
+    enum = field.enum_type
+    if enum is not None:
+        found = enum.values_by_name.get(value)
+        if found is not None:
+            return found.number
+        if value.lstrip("-").isdigit():
+            return int(value)
+        raise ValueError(f"{where}: {value!r} is no value of enum {enum.full_name}")
+    if field.type in _UNSIGNED_TYPES:
+        return Unsigned(value)
+    return value

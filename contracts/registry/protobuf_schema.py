@@ -1,0 +1,171 @@
+"""Protobuf schema text into descriptors: Google's own compiler (`grpc_tools.protoc`) parses the
+`.proto` text with its imports, and the parsed form keeps only the serialized FileDescriptorSet,
+so it pickles small and each Python worker builds its descriptor pool once (per process, bounded).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from contracts.bounded import BoundedCache
+from contracts.errors import ContractError
+
+if TYPE_CHECKING:
+    from google.protobuf.descriptor import Descriptor
+    from google.protobuf.descriptor_pool import DescriptorPool
+
+MAIN_FILE = "default.proto"
+"""The file name the registered schema is compiled under (Confluent's clients call it "default")."""
+
+_PROTOC_TIMEOUT = 60.0
+_SHOWN_LENGTH = 600
+"""How much of protoc's message an error shows."""
+_POOLS: BoundedCache[bytes, DescriptorPool] = BoundedCache(64)
+"""Per process: the descriptor pool of each descriptor set."""
+_MISSING = (
+    "Protobuf contracts need the `protobuf` extra: pip install 'spark-data-contracts[protobuf]'"
+    " (grpcio-tools compiles the .proto text, protobuf reads the records)"
+)
+
+
+class Reference(str):
+    """A referenced schema's text that also carries the name its referrer imports it by."""
+
+    name: str
+
+    def __new__(cls, text: str, name: str) -> Reference:
+        made = super().__new__(cls, text)
+        made.name = name
+        return made
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Reference, (str(self), self.name))
+
+
+@dataclass(frozen=True)
+class ProtoSchema:
+    """A parsed Protobuf schema: its text, the compiled FileDescriptorSet (the file and every file
+    it imports, dependencies first) and the full name of the record's message (the file's first).
+    Pickles; `pool()` and `message()` give the descriptors, built once per process."""
+
+    text: str
+    descriptor_set: bytes
+    file_name: str
+    message_name: str
+
+    def pool(self) -> DescriptorPool:
+        return _POOLS.get_or_make(self.descriptor_set, lambda: _build_pool(self.descriptor_set))
+
+    def message(self) -> Descriptor:
+        """The record's message type."""
+        return self.pool().FindMessageTypeByName(self.message_name)
+
+    def message_at(self, indexes: Sequence[int]) -> Descriptor:
+        """The message a frame's message indexes name: the top-level message at the first index,
+        then nested ones; ValueError saying which index is out of range."""
+        file = self.pool().FindFileByName(self.file_name)
+        types = list(file.message_types_by_name.values())
+        where = "the file"
+        found: Descriptor | None = None
+        for index in indexes:
+            if not 0 <= index < len(types):
+                raise ValueError(
+                    f"message index {index} out of range: {where} has {len(types)} message type(s)"
+                )
+            found = types[index]
+            types, where = list(found.nested_types), f"message {found.full_name}"
+        if found is None:
+            raise ValueError("empty message indexes")
+        return found
+
+
+def parse_proto(schema_str: str, references: Sequence[str] = ()) -> ProtoSchema:
+    """The `.proto` text compiled with its references (each a `Reference` naming its import path,
+    dependencies first; google/protobuf's well-known types need none); ContractError with protoc's
+    message when it does not compile, or when the file declares no message."""
+    try:
+        from google.protobuf import descriptor_pb2
+        from grpc_tools import protoc
+    except ImportError as e:
+        raise ContractError(_MISSING, position="schema") from e
+    files = _named_files(references)
+    with tempfile.TemporaryDirectory(prefix="contracts-proto-") as tmp:
+        root = Path(tmp) / "src"
+        for name, text in [*files.items(), (MAIN_FILE, schema_str)]:
+            path = root / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        out = Path(tmp) / "set.pb"
+        include = Path(protoc.__file__).parent / "_proto"
+        command = [
+            sys.executable,
+            "-m",
+            "grpc_tools.protoc",
+            f"--proto_path={root}",
+            f"--proto_path={include}",
+            f"--descriptor_set_out={out}",
+            "--include_imports",
+            str(root / MAIN_FILE),
+        ]
+        try:
+            done = subprocess.run(command, capture_output=True, timeout=_PROTOC_TIMEOUT, check=False)
+        except subprocess.TimeoutExpired as e:
+            raise ContractError(
+                f"protoc did not finish compiling the schema in {_PROTOC_TIMEOUT:g}s", position="schema"
+            ) from e
+        if done.returncode != 0:
+            said = done.stderr.decode("utf-8", "replace").replace(f"{root}/", "").strip()
+            raise ContractError(f"invalid Protobuf schema: {_shown(said)}", position="schema")
+        descriptor_set = out.read_bytes()
+    parsed = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set)
+    main = parsed.file[-1]
+    if main.name != MAIN_FILE:
+        raise ContractError(f"protoc compiled {main.name} last, not the schema", position="schema")
+    if not main.message_type:
+        raise ContractError("the Protobuf schema declares no message type", position="schema")
+    name = main.message_type[0].name
+    full_name = f"{main.package}.{name}" if main.package else name
+    return ProtoSchema(schema_str, descriptor_set, MAIN_FILE, full_name)
+
+
+def _named_files(references: Sequence[str]) -> dict[str, str]:
+    """Each reference's text by the import path it is written under; ContractError for one without
+    a name or with a path that is absolute or climbs out of the source tree."""
+    files: dict[str, str] = {}
+    for reference in references:
+        name = getattr(reference, "name", None)
+        if not name:
+            raise ContractError(
+                "a Protobuf reference needs the import path it is known by (the reference's name)",
+                position="references",
+            )
+        path = PurePosixPath(name)
+        if (
+            path.is_absolute()
+            or ".." in path.parts
+            or name == MAIN_FILE
+            or not re.fullmatch(r"[\w./-]+", name)
+        ):
+            raise ContractError(f"reference name {name!r} is not a usable import path", position="references")
+        files.setdefault(name, str(reference))
+    return files
+
+
+def _build_pool(descriptor_set: bytes) -> DescriptorPool:
+    from google.protobuf import descriptor_pb2, descriptor_pool
+
+    pool = descriptor_pool.DescriptorPool()
+    for file in descriptor_pb2.FileDescriptorSet.FromString(descriptor_set).file:
+        pool.Add(file)
+    return pool
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= _SHOWN_LENGTH else text[:_SHOWN_LENGTH] + "…"
