@@ -84,10 +84,10 @@ def to_message(record: Any, descriptor: Descriptor, strict: bool = True) -> Mess
 def _fill(message: Message, record: Any, path: str, strict: bool) -> None:
     if not isinstance(record, Mapping):
         raise ValueError(f"{path} must be a record (a dict), not {type(record).__name__}")
-    fields = message.DESCRIPTOR.fields_by_name
+    descriptor = message.DESCRIPTOR
     message.SetInParent()
     for key, value in record.items():
-        field = fields.get(key) if isinstance(key, str) else None
+        field = _field_named(descriptor, key)
         if field is None:
             if strict:
                 raise ValueError(f"{path} has no field {key!r}")
@@ -101,6 +101,16 @@ def _fill(message: Message, record: Any, path: str, strict: bool) -> None:
             if str(e).startswith(where):
                 raise
             raise ValueError(f"{where}: {e}") from e
+
+
+def _field_named(descriptor: Descriptor, key: Any) -> FieldDescriptor | None:
+    """The field a record key names: by its `.proto` name, else by its JSON name."""
+    if not isinstance(key, str):
+        return None
+    found = descriptor.fields_by_name.get(key)
+    if found is None:
+        found = next((field for field in descriptor.fields if field.json_name == key), None)
+    return found
 
 
 def _set(message: Message, field: FieldDescriptor, value: Any, where: str, strict: bool) -> None:
