@@ -1,0 +1,341 @@
+"""Protobuf contracts end to end on Spark: CEL and JSONata rules on Protobuf records, DLQ records,
+hostile frames, and Confluent frames both ways with the reference's ProtobufSerializer and
+ProtobufDeserializer as the oracle (over Python classes protoc generates at test time)."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import importlib
+import sys
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actions.dlq.local_topic import LocalTopicSink
+from contracts import DataContract, LocalRegistry, Schema, metrics_of
+from contracts.formats.wire import encode_frame
+
+pytestmark = pytest.mark.spark
+
+SUBJECT = "orders-value"
+TOPIC = "orders"
+PROTO_FILE = "contracts_test_order.proto"
+ORDER = """syntax = "proto3";
+package acme;
+import "google/protobuf/timestamp.proto";
+message Order {
+  int64 id = 1;
+  string customer = 2;
+  double amount = 3;
+  Status status = 4;
+  repeated string tags = 5;
+  Address address = 6;
+  google.protobuf.Timestamp at = 7;
+  map<string, int32> counts = 8;
+  uint64 big = 9;
+  message Address { string city = 1; }
+  enum Status { NEW = 0; PAID = 1; }
+}
+message Refund { int64 order_id = 1; }
+"""
+AT = datetime.datetime(2024, 5, 1, 12, 30, tzinfo=datetime.timezone.utc)
+ORDERS: list[dict[str, Any]] = [
+    {
+        "id": 1,
+        "customer": "ann",
+        "amount": 12.5,
+        "status": 1,
+        "tags": ["a"],
+        "address": {"city": "Oslo"},
+        "at": AT,
+        "counts": {"x": 2},
+        "big": 2**64 - 1,
+    },
+    {
+        "id": 2,
+        "customer": "bob",
+        "amount": -1.5,
+        "status": 0,
+        "tags": [],
+        "address": None,
+        "at": None,
+        "counts": {},
+        "big": 0,
+    },
+    {
+        "id": 3,
+        "customer": "cy",
+        "amount": 7.25,
+        "status": 1,
+        "tags": ["b", "c"],
+        "address": {"city": ""},
+        "at": AT,
+        "counts": {},
+        "big": 5,
+    },
+]
+POSITIVE = {
+    "name": "positiveAmount",
+    "kind": "CONDITION",
+    "type": "CEL",
+    "mode": "WRITEREAD",
+    "expr": "message.amount > 0.0 && message.status >= 0",
+    "onFailure": "DLQ",
+    "params": {"dlq.topic": "bad-orders"},
+}
+SHOUT = {
+    "name": "shout",
+    "kind": "TRANSFORM",
+    "type": "CEL",
+    "mode": "WRITE",
+    "expr": "{'id': message.id, 'customer': message.customer + '!', 'amount': message.amount,"
+    " 'status': message.status, 'tags': message.tags, 'big': message.big}",
+}
+UPPER = {
+    "name": "upperCustomer",
+    "kind": "TRANSFORM",
+    "type": "JSONATA",
+    "mode": "WRITE",
+    "expr": "$merge([$, {'customer': $uppercase(customer)}])",
+}
+
+
+@pytest.fixture(scope="module")
+def order_pb2(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The Python classes protoc generates for ORDER (the reference serializes instances of them)."""
+    from grpc_tools import protoc
+
+    out = tmp_path_factory.mktemp("order_pb2")
+    (out / PROTO_FILE).write_text(ORDER)
+    include = Path(protoc.__file__).parent / "_proto"
+    assert protoc.main(["protoc", f"-I{out}", f"-I{include}", f"--python_out={out}", PROTO_FILE]) == 0
+    sys.path.insert(0, str(out))
+    try:
+        return importlib.import_module(PROTO_FILE.removesuffix(".proto") + "_pb2")
+    finally:
+        sys.path.remove(str(out))
+
+
+def payload(rules: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"schemaType": "PROTOBUF", "schema": ORDER, "ruleSet": {"domainRules": rules}}
+
+
+def contract(tmp_path: Path, rules: list[dict[str, Any]]) -> tuple[DataContract, LocalTopicSink]:
+    registry = LocalRegistry()
+    registry.register_schema(SUBJECT, Schema.from_dict(payload(rules)))
+    sink = LocalTopicSink(tmp_path / "dlq")
+    return DataContract(registry, SUBJECT, dlq_sink=sink), sink
+
+
+def spark_row(order: dict[str, Any]) -> tuple[Any, ...]:
+    status = ["NEW", "PAID"][order["status"]]
+    return (
+        *[order[k] for k in ("id", "customer", "amount")],
+        status,
+        order["tags"],
+        order["address"],
+        order["at"],
+        order["counts"],
+        Decimal(order["big"]),
+    )
+
+
+def orders_frame(spark: Any, contract: DataContract) -> Any:
+    return spark.createDataFrame([spark_row(o) for o in ORDERS], contract.spark_schema)
+
+
+def message(order_pb2: Any, order: dict[str, Any]) -> Any:
+    made = order_pb2.Order(
+        id=order["id"],
+        customer=order["customer"],
+        amount=order["amount"],
+        status=order["status"],
+        tags=order["tags"],
+        counts=order["counts"],
+        big=order["big"],
+    )
+    if order["address"] is not None:
+        made.address.city = order["address"]["city"]
+    if order["at"] is not None:
+        made.at.FromDatetime(order["at"])
+    return made
+
+
+def reference_client(order_pb2: Any, rules: list[dict[str, Any]]) -> Any:
+    """A reference mock registry holding the same contract under id 1; the reference's clients ask
+    the registry for the schema as a serialized FileDescriptorProto (base64), so that is what the
+    mock holds."""
+    from confluent_kafka.schema_registry import Schema as ReferenceSchema
+    from reference_oracle import mock_client
+
+    client = mock_client(f"mock://protobuf-{id(rules)}")
+    serialized = base64.standard_b64encode(order_pb2.DESCRIPTOR.serialized_pb).decode("ascii")
+    schema = ReferenceSchema.from_dict({**payload(rules), "schema": serialized})
+    assert client.register_schema(SUBJECT, schema) == 1
+    return client
+
+
+def reference_rules() -> Any:
+    from confluent_kafka.schema_registry.rule_registry import RuleRegistry
+    from confluent_kafka.schema_registry.rules.cel.cel_executor import CelExecutor
+
+    registry = RuleRegistry()
+    registry.register_executor(CelExecutor())
+    return registry
+
+
+def ctx() -> Any:
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    return SerializationContext(TOPIC, MessageField.VALUE)
+
+
+def test_write_runs_cel_and_jsonata_rules_on_protobuf_records(spark: Any, tmp_path: Path) -> None:
+    orders, sink = contract(tmp_path, [POSITIVE, SHOUT, UPPER])
+    explained = orders.explain()
+    assert "no native form for records of a PROTOBUF schema with enums or unsigned integers" in explained
+    written = orders.write(orders_frame(spark, orders))
+    rows = sorted(written.collect(), key=lambda row: row["id"])
+    assert [(row["id"], row["customer"], row["status"]) for row in rows] == [
+        (1, "ANN!", "PAID"),
+        (3, "CY!", "PAID"),
+    ]
+    assert rows[0]["address"] is None and rows[0]["big"] == Decimal(2**64 - 1)  # the CEL transform replaced
+    (rejected,) = sink.read("bad-orders")
+    assert dict(rejected.headers)["__rule.name"] == b"positiveAmount"
+    counts = metrics_of(written).get()  # type: ignore[union-attr]
+    assert (counts["positiveAmount"].passed, counts["positiveAmount"].failed) == (2, 1)
+
+
+def test_serialize_writes_the_frames_the_reference_serializer_writes(
+    spark: Any, tmp_path: Path, order_pb2: Any
+) -> None:
+    from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+
+    rules = [{**POSITIVE, "onFailure": "NONE"}, SHOUT]
+    orders, _ = contract(tmp_path, rules)
+    framed = orders.serialize(orders_frame(spark, orders).where("id != 2")).collect()
+    client = reference_client(order_pb2, rules)
+    conf = {"auto.register.schemas": False, "use.latest.version": True}
+    serializer = ProtobufSerializer(order_pb2.Order, client, conf=conf, rule_registry=reference_rules())
+    expected = [serializer(message(order_pb2, order), ctx()) for order in ORDERS if order["id"] != 2]
+    assert sorted(bytes(row["value"]) for row in framed) == sorted(expected)
+    plain_conf = {"use.latest.version": False}
+    deserializer = ProtobufDeserializer(order_pb2.Order, plain_conf, client)
+    read = [deserializer(bytes(row["value"]), ctx()) for row in framed]
+    assert sorted((m.id, m.customer, m.big) for m in read) == [(1, "ann!", 2**64 - 1), (3, "cy!", 5)]
+
+
+def test_serialize_without_rules_is_byte_for_byte_the_reference(
+    spark: Any, tmp_path: Path, order_pb2: Any
+) -> None:
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+
+    orders, _ = contract(tmp_path, [])
+    framed = orders.serialize(orders_frame(spark, orders)).collect()
+    conf = {"auto.register.schemas": False, "use.latest.version": True}
+    serializer = ProtobufSerializer(order_pb2.Order, reference_client(order_pb2, []), conf=conf)
+    expected = [serializer(message(order_pb2, order), ctx()) for order in ORDERS]
+    assert sorted(bytes(row["value"]) for row in framed) == sorted(expected)
+
+
+def test_deserialize_reads_reference_frames_with_read_rules_and_routes_hostile_ones(
+    spark: Any, tmp_path: Path, order_pb2: Any
+) -> None:
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+
+    orders, sink = contract(tmp_path, [POSITIVE])
+    conf = {"auto.register.schemas": False, "use.latest.version": True}
+    serializer = ProtobufSerializer(order_pb2.Order, reference_client(order_pb2, []), conf=conf)
+    frames = [serializer(message(order_pb2, order), ctx()) for order in ORDERS]
+    body = frames[0][6:]
+    hostile = [
+        encode_frame(1, b"\x00" + body[: len(body) // 2]),  # truncated message
+        encode_frame(1, b"\x02\x02" + body),  # indexes [1]: a Refund, not an Order
+        encode_frame(1, b"\x02\x0a" + body),  # indexes [5]: no such message
+        encode_frame(1, b"\x04\x02"),  # indexes cut short
+    ]
+    rows = [(f"k{i}".encode(), frame) for i, frame in enumerate(frames + hostile)]
+    read = orders.deserialize(
+        spark.createDataFrame(rows, "key binary, value binary"),
+        on_decode_error="DLQ",
+        decode_dlq_topic="undecodable",
+    )
+    got = sorted(read.collect(), key=lambda row: row["id"])
+    seen = [(r["id"], r["customer"], r["status"], r["address"]["city"], r["at"] is not None) for r in got]
+    assert seen == [
+        (1, "ann", "PAID", "Oslo", True),
+        (3, "cy", "PAID", "", True),
+    ]
+    assert (
+        got[0]["big"] == Decimal(2**64 - 1) and got[0]["counts"] == {"x": 2} and got[1]["tags"] == ["b", "c"]
+    )
+    assert [r.key for r in sink.read("bad-orders")] == [b"k1"]
+    undecodable = {
+        r.key: (dict(r.headers)["__rule.exception"] or b"").decode() for r in sink.read("undecodable")
+    }
+    assert sorted(undecodable) == [b"k3", b"k4", b"k5", b"k6"]
+    assert "PROTOBUF body of schema id 1 cannot be decoded: not a acme.Order message" in undecodable[b"k3"]
+    assert "name message acme.Refund; the contract's records are acme.Order" in undecodable[b"k4"]
+    assert "message index 5 out of range: the file has 2 message type(s)" in undecodable[b"k5"]
+    assert "the body ends inside message index 2 of 2" in undecodable[b"k6"]
+
+
+def test_a_jsonata_migration_reads_as_the_reference_reads(spark: Any, tmp_path: Path, order_pb2: Any) -> None:
+    """Version 1 (major 1) names the buyer `customer`, version 2 (major 2) `buyer`; a JSONata
+    UPGRADE rule renames it on the protobuf JSON mapping, as the reference's deserializer runs it."""
+    from confluent_kafka.schema_registry import Schema as ReferenceSchema
+    from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+    from confluent_kafka.schema_registry.rule_registry import RuleRegistry
+    from confluent_kafka.schema_registry.rules.jsonata.jsonata_executor import JsonataExecutor
+    from reference_oracle import mock_client
+
+    from contracts.formats.protobuf import ProtobufFormat
+
+    renamed = ORDER.replace("string customer = 2;", "string buyer = 10;")
+    upgrade = {
+        "name": "customerToBuyer",
+        "kind": "TRANSFORM",
+        "type": "JSONATA",
+        "mode": "UPGRADE",
+        "expr": "$merge([$sift($, function($v, $k) {$k != 'customer'}), {'buyer': $uppercase(customer)}])",
+    }
+    first = {"schemaType": "PROTOBUF", "schema": ORDER, "metadata": {"properties": {"major": "1"}}}
+    second = {
+        "schemaType": "PROTOBUF",
+        "schema": renamed,
+        "metadata": {"properties": {"major": "2"}},
+        "ruleSet": {"migrationRules": [upgrade]},
+    }
+    registry = LocalRegistry()
+    registry.set_config(SUBJECT, compatibility="NONE")
+    for version in (first, second):
+        registry.register_schema(SUBJECT, Schema.from_dict(version))
+    client = mock_client("mock://protobuf-migration")
+    for version in (first, second):
+        parsed = ProtobufFormat().parse(version["schema"], ())
+        from google.protobuf import descriptor_pb2
+
+        main = descriptor_pb2.FileDescriptorSet.FromString(parsed.descriptor_set).file[-1]
+        serialized = base64.standard_b64encode(main.SerializeToString()).decode("ascii")
+        client.register_schema(SUBJECT, ReferenceSchema.from_dict({**version, "schema": serialized}))
+    conf = {"auto.register.schemas": False, "use.latest.with.metadata": {"major": "1"}}
+    serializer = ProtobufSerializer(order_pb2.Order, client, conf=conf)
+    frames = [serializer(message(order_pb2, order), ctx()) for order in ORDERS]
+    rules = RuleRegistry()
+    rules.register_executor(JsonataExecutor())
+    deserializer = ProtobufDeserializer(
+        order_pb2.Order, {"use.latest.with.metadata": {"major": "2"}}, client, rule_registry=rules
+    )
+    expected = [deserializer(frame, ctx()) for frame in frames]
+    reader = DataContract(registry, SUBJECT, use_latest_with_metadata={"major": "2"})
+    read = reader.deserialize(spark.createDataFrame([(frame,) for frame in frames], "value binary"))
+    assert "buyer" in read.columns and "customer" not in read.columns
+    got = sorted(read.collect(), key=lambda row: row["id"])
+    assert [(row["id"], row["buyer"], row["at"] is not None) for row in got] == [
+        (m.id, m.buyer, m.HasField("at")) for m in expected
+    ]
+    assert [row["buyer"] for row in got] == ["ANN", "BOB", "CY"]
