@@ -339,3 +339,41 @@ def test_a_jsonata_migration_reads_as_the_reference_reads(spark: Any, tmp_path: 
         (m.id, m.buyer, m.HasField("at")) for m in expected
     ]
     assert [row["buyer"] for row in got] == ["ANN", "BOB", "CY"]
+
+
+CEL_CONDITIONS = [
+    "message.status == 1",
+    "message.big > 10u",
+    "size(message.tags) == 1",
+    "message.customer.startsWith('a') || message.amount < 0.0",
+    "message.counts['x'] == 2",
+    "has(message.address) && message.address.city != ''",
+    "message.at > timestamp('2024-01-01T00:00:00Z')",
+    "message.id + 1 == 2 ? true : message.id == 3",
+]
+
+
+@pytest.mark.parametrize("expr", CEL_CONDITIONS)
+def test_cel_conditions_judge_records_as_the_reference_judges_messages(expr: str, order_pb2: Any) -> None:
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+    from confluent_kafka.serialization import SerializationError
+
+    from contracts.formats.protobuf import ProtobufFormat
+    from executors.cel import _runtime
+
+    rule = {"name": "judge", "kind": "CONDITION", "type": "CEL", "mode": "WRITE", "expr": expr}
+    conf = {"auto.register.schemas": False, "use.latest.version": True}
+    serializer = ProtobufSerializer(
+        order_pb2.Order, reference_client(order_pb2, [rule]), conf=conf, rule_registry=reference_rules()
+    )
+    parsed = ProtobufFormat().parse(ORDER, ())
+    program = _runtime.compile_program(expr)
+    for order in ORDERS:
+        framed = message(order_pb2, order)
+        try:
+            serializer(framed, ctx())
+            expected = True
+        except SerializationError:
+            expected = False
+        record = ProtobufFormat().decode(b"\x00" + framed.SerializeToString(), parsed, None)
+        assert program.condition({"message": _runtime.to_cel(record)}).passed == expected, order["id"]

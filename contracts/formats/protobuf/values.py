@@ -1,10 +1,11 @@
 """Protobuf records: messages as the plain values the reference's CEL sees, and those records as
 Spark values and back (docs/semantics.md §1.6).
 
-A record is a dict of every field by its `.proto` name: enums as numbers, repeated fields as
-lists, maps as dicts, Timestamp as an aware UTC datetime, Duration as a timedelta, wrappers as
-their value; a field with presence (a message, a wrapper, an `optional` scalar, a oneof member)
-is None when unset, a field without presence holds its value (the default when unset).
+A record is a dict of the fields by their `.proto` names: enums as numbers, unsigned integers
+as `Unsigned`, repeated fields as lists, maps as dicts, Timestamp as an aware UTC datetime,
+Duration as a timedelta, wrappers as their value. A field without presence holds its value (the
+default when unset); an unset message or wrapper field is None; an unset oneof member (a proto3
+`optional` field is one) is left out, as the reference leaves it out of what CEL sees.
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ def to_record(message: Message) -> dict[str, Any]:
         elif is_repeated(field):
             record[field.name] = [_plain(item, field) for item in value]
         elif field.has_presence and not message.HasField(field.name):
-            record[field.name] = None
+            if field.containing_oneof is None:
+                record[field.name] = None
         else:
             record[field.name] = _plain(value, field)
     return record
@@ -233,9 +235,9 @@ def from_spark(row: Mapping[str, Any], descriptor: Descriptor) -> dict[str, Any]
         value = row.get(field.name)
         where = f"{descriptor.full_name}.{field.name}"
         if value is None:
-            record[field.name] = (
-                None if field.has_presence or field.message_type is not None else _default(field)
-            )
+            if field.containing_oneof is None:
+                unset = field.has_presence or field.message_type is not None
+                record[field.name] = None if unset else _default(field)
         elif is_map(field):
             key_field = field.message_type.fields_by_name["key"]
             value_field = field.message_type.fields_by_name["value"]
