@@ -377,3 +377,33 @@ def test_cel_conditions_judge_records_as_the_reference_judges_messages(expr: str
             expected = False
         record = ProtobufFormat().decode(b"\x00" + framed.SerializeToString(), parsed, None)
         assert program.condition({"message": _runtime.to_cel(record)}).passed == expected, order["id"]
+
+
+@pytest.mark.parametrize("rule_type", ["CEL_FIELD", "ENCRYPT"])
+def test_field_rules_on_protobuf_records_are_refused_at_load(rule_type: str, tmp_path: Path) -> None:
+    from contracts.errors import ContractError
+
+    masked = {"name": "mask", "kind": "TRANSFORM", "type": rule_type, "mode": "WRITE", "expr": "'x'"}
+    with pytest.raises(
+        ContractError, match=f"{rule_type} rules on PROTOBUF records are not supported yet"
+    ) as refused:
+        contract(tmp_path, [masked])
+    assert refused.value.rule == "mask" and refused.value.version == 1
+
+
+def test_a_schema_without_a_spark_type_fails_at_load_naming_subject_and_version() -> None:
+    from contracts.errors import ContractError
+
+    registry = LocalRegistry()
+    registry.register_schema(
+        SUBJECT,
+        Schema.from_dict(
+            {
+                "schemaType": "PROTOBUF",
+                "schema": 'syntax = "proto3"; message Node { Node next = 1; int32 v = 2; }',
+            }
+        ),
+    )
+    with pytest.raises(ContractError, match=r"the recursive message Node \(Node -> Node\)") as refused:
+        DataContract(registry, SUBJECT)
+    assert (refused.value.subject, refused.value.version) == (SUBJECT, 1)
