@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from contracts.formats.protobuf import records_differ_from_spark
 from contracts.model import RuleKind
 from executors.cel import _runtime
 from executors.cel._compiler import NotNativeCel, compile_rule
@@ -25,9 +24,6 @@ class CelExecutor:
         # Compiling on the driver reports syntax errors at load, with their position.
         _runtime.compile_program(expr)
         batch = BatchStep(_CelBatch(expr, ctx.rule.kind))
-        if ctx.schema_format.schema_type == "PROTOBUF" and records_differ_from_spark(ctx.schema):
-            why = "records of a PROTOBUF schema with enums or unsigned integers (CEL sees their numbers)"
-            return dataclasses.replace(batch, why_not_native=f"no native form for {why}")
         try:
             build = compile_rule(expr, ctx.rule.kind, ctx.spark_type)
         except NotNativeCel as unsupported:

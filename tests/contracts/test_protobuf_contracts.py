@@ -82,7 +82,7 @@ POSITIVE = {
     "kind": "CONDITION",
     "type": "CEL",
     "mode": "WRITEREAD",
-    "expr": "message.amount > 0.0 && message.status >= 0",
+    "expr": "message.amount > 0.0 && size(message.tags) < 5",
     "onFailure": "DLQ",
     "params": {"dlq.topic": "bad-orders"},
 }
@@ -196,7 +196,14 @@ def ctx() -> Any:
 def test_write_runs_cel_and_jsonata_rules_on_protobuf_records(spark: Any, tmp_path: Path) -> None:
     orders, sink = contract(tmp_path, [POSITIVE, SHOUT, UPPER])
     explained = orders.explain()
-    assert "no native form for records of a PROTOBUF schema with enums or unsigned integers" in explained
+    assert (
+        "positiveAmount [CEL CONDITION, mode WRITE] on success NONE, on failure DLQ -> bad-orders (native)"
+        in explained
+    )
+    assert (
+        "shout [CEL TRANSFORM, mode WRITE] on success NONE, on failure ERROR (python); no native form for"
+        " field status, whose Spark value is not what CEL sees (a Protobuf enum or uint)" in explained
+    )
     written = orders.write(orders_frame(spark, orders))
     rows = sorted(written.collect(), key=lambda row: row["id"])
     assert [(row["id"], row["customer"], row["status"]) for row in rows] == [

@@ -15,7 +15,7 @@ from pyspark.sql import types as T
 from contracts import formats
 from contracts.errors import ContractError
 from contracts.formats.avro.values import arrow_type as spark_arrow_type
-from contracts.formats.protobuf import ProtobufFormat, Reference, records_differ_from_spark
+from contracts.formats.protobuf import CEL_DIFFERS_KEY, ProtobufFormat, Reference
 from contracts.formats.protobuf.indexes import read_indexes, write_indexes
 from contracts.formats.protobuf.values import Unsigned
 
@@ -90,7 +90,7 @@ def test_the_spark_type_follows_spark_protobuf(order: Any) -> None:
         "status": T.StringType(),
         "tags": T.ArrayType(T.StringType(), False),
         "counts": T.MapType(T.StringType(), T.IntegerType(), True),
-        "address": T.StructType([T.StructField("city", T.StringType(), True)]),
+        "address": T.StructType([T.StructField("city", T.StringType(), False)]),
         "at": T.TimestampType(),
         "note": T.StringType(),
         "big": T.DecimalType(20, 0),
@@ -102,9 +102,10 @@ def test_the_spark_type_follows_spark_protobuf(order: Any) -> None:
         "delta": T.IntegerType(),
         "ratio": T.FloatType(),
         "wait": T.DayTimeIntervalType(),
-        "stops": T.ArrayType(T.StructType([T.StructField("city", T.StringType(), True)]), False),
+        "stops": T.ArrayType(T.StructType([T.StructField("city", T.StringType(), False)]), False),
     }
-    assert all(field.nullable for field in struct.fields)
+    nullable = {field.name for field in struct.fields if field.nullable}
+    assert nullable == {"address", "at", "note", "card", "iban", "priority", "wait"}  # those with presence
 
 
 def test_the_parsed_schema_pickles_small_and_rebuilds_its_pool(order: Any) -> None:
@@ -252,6 +253,10 @@ def test_hostile_bodies_fail_with_why(order: Any, body: bytes, error: str) -> No
     assert error in str(refused.value), str(refused.value)
 
 
-def test_cel_sees_records_natively_only_without_enums_or_unsigned_fields(order: Any) -> None:
-    plain = FORMAT.parse('syntax = "proto3"; message P { int64 id = 1; string s = 2; }', ())
-    assert records_differ_from_spark(order) and not records_differ_from_spark(plain)
+def test_fields_whose_spark_value_is_not_what_cel_sees_are_marked(order: Any) -> None:
+    marked = {field.name for field in FORMAT.spark_type(order).fields if field.metadata.get(CEL_DIFFERS_KEY)}
+    assert marked == {"status", "big", "small"}
+    nested = FORMAT.parse(
+        'syntax = "proto3"; message P { Q q = 1; int64 id = 2; } message Q { uint32 n = 1; }', ()
+    )
+    assert [field.name for field in FORMAT.spark_type(nested).fields if field.metadata] == ["q"]

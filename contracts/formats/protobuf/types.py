@@ -11,10 +11,15 @@ from contracts.errors import ContractError
 
 if TYPE_CHECKING:
     from google.protobuf.descriptor import Descriptor, FieldDescriptor
-    from pyspark.sql.types import DataType, StructType
+    from pyspark.sql.types import DataType, StructField, StructType
 
 TIMESTAMP = "google.protobuf.Timestamp"
 DURATION = "google.protobuf.Duration"
+CEL_DIFFERS_KEY = "protobuf.celDiffers"
+"""Field metadata marking a field whose Spark value is not the value CEL sees (native CEL leaves
+it to cel-python)."""
+_UNSIGNED = frozenset({4, 6, 7, 13})
+"""FieldDescriptor.TYPE_UINT64, TYPE_FIXED64, TYPE_FIXED32, TYPE_UINT32."""
 WRAPPERS = frozenset(
     f"google.protobuf.{name}Value"
     for name in ("Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool", "String", "Bytes")
@@ -37,9 +42,17 @@ def _message_type(message: Descriptor, path: tuple[str, ...]) -> DataType:
 
     if not message.fields:
         raise _unsupported(path, f"message {message.full_name} has no fields (an empty struct)")
-    return T.StructType(
-        [T.StructField(field.name, _field_type(field, path), True) for field in message.fields]
-    )
+    return T.StructType([_struct_field(field, path) for field in message.fields])
+
+
+def _struct_field(field: FieldDescriptor, path: tuple[str, ...]) -> StructField:
+    """A field as a struct field: nullable when it can be unset (a message, a wrapper, a field with
+    presence), marked when what CEL sees of it differs from its Spark value."""
+    from pyspark.sql import types as T
+
+    always_set = is_repeated(field) or (field.message_type is None and not field.has_presence)
+    metadata = {CEL_DIFFERS_KEY: True} if cel_differs(field, frozenset(path)) else None
+    return T.StructField(field.name, _field_type(field, path), not always_set, metadata)
 
 
 def _field_type(field: FieldDescriptor, path: tuple[str, ...]) -> DataType:
@@ -115,22 +128,18 @@ def is_unsigned_64(field: FieldDescriptor) -> bool:
     return field.type in (F.TYPE_UINT64, F.TYPE_FIXED64)
 
 
-def spark_differs(message: Descriptor, seen: frozenset[str] = frozenset()) -> bool:
-    """Whether a record of `message` holds a value its Spark row holds otherwise: an enum (a number
-    in the record, its name in Spark) or an unsigned integer (CEL's uint, a wider Spark type)."""
+def cel_differs(field: FieldDescriptor, seen: frozenset[str] = frozenset()) -> bool:
+    """Whether CEL sees the field's value otherwise than Spark holds it: an enum (its number in
+    CEL, its name in Spark), an unsigned integer (a uint in CEL, a wider type in Spark), or a
+    message holding such a field."""
     from google.protobuf.descriptor import FieldDescriptor as F
 
-    unsigned = (F.TYPE_UINT32, F.TYPE_FIXED32, F.TYPE_UINT64, F.TYPE_FIXED64)
-    for field in message.fields:
-        if field.type == F.TYPE_ENUM or field.type in unsigned:
-            return True
-        nested = field.message_type
-        if nested is not None and nested.full_name not in seen:
-            if nested.full_name in WRAPPERS and nested.fields_by_name["value"].type in unsigned:
-                return True
-            if spark_differs(nested, seen | {message.full_name}):
-                return True
-    return False
+    if field.type == F.TYPE_ENUM or field.type in _UNSIGNED:
+        return True
+    nested = field.message_type
+    if nested is None or nested.full_name in seen:
+        return False
+    return any(cel_differs(inner, seen | {nested.full_name}) for inner in nested.fields)
 
 
 def _unsupported(path: tuple[str, ...], what: str, why: str | None = None) -> ContractError:
