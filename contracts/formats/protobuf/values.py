@@ -11,10 +11,11 @@ default when unset); an unset message or wrapper field is None; an unset oneof m
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from contracts.bounded import BoundedCache
 from contracts.formats.protobuf.types import (
     DURATION,
     TIMESTAMP,
@@ -192,39 +193,64 @@ def to_spark(record: Mapping[str, Any], descriptor: Descriptor) -> dict[str, Any
     """A record as its Spark row's value (a dict Arrow reads as the message's struct): enums by
     name (an unknown number as its digits), unsigned 64-bit integers as decimals, maps as pairs."""
     row: dict[str, Any] = {}
-    for field in descriptor.fields:
-        value = record.get(field.name)
-        if value is None:
-            row[field.name] = None
-        elif is_map(field):
-            key_field = field.message_type.fields_by_name["key"]
-            value_field = field.message_type.fields_by_name["value"]
-            row[field.name] = [
-                (_spark_value(key, key_field), None if item is None else _spark_value(item, value_field))
-                for key, item in value.items()
-            ]
-        elif is_repeated(field):
-            row[field.name] = [None if item is None else _spark_value(item, field) for item in value]
-        else:
-            row[field.name] = _spark_value(value, field)
+    for name, convert in spark_converters(descriptor):
+        value = record.get(name)
+        row[name] = value if value is None or convert is None else convert(value)
     return row
 
 
-def _spark_value(value: Any, field: FieldDescriptor) -> Any:
+def spark_converters(descriptor: Descriptor) -> tuple[tuple[str, Callable[[Any], Any] | None], ...]:
+    """Per field of the message, in order: its name and what turns its record value (not None)
+    into its Spark value (None where they are the same). Made once per message and process."""
+    return _CONVERTERS.get_or_make(
+        descriptor, lambda: tuple((field.name, _field_converter(field)) for field in descriptor.fields)
+    )
+
+
+_CONVERTERS: BoundedCache[Any, tuple[tuple[str, Callable[[Any], Any] | None], ...]] = BoundedCache(256)
+
+
+def _field_converter(field: FieldDescriptor) -> Callable[[Any], Any] | None:
+    if is_map(field):
+        key = _value_converter(field.message_type.fields_by_name["key"])
+        item = _value_converter(field.message_type.fields_by_name["value"])
+        return lambda value: [
+            (
+                k if key is None else key(k),
+                v if v is None or item is None else item(v),
+            )
+            for k, v in value.items()
+        ]
+    one = _value_converter(field)
+    if is_repeated(field):
+        return None if one is None else lambda value: [None if v is None else one(v) for v in value]
+    return one
+
+
+def _value_converter(field: FieldDescriptor) -> Callable[[Any], Any] | None:
+    """What turns one value of the field (an element, for a repeated one) into its Spark value."""
     message = field.message_type
     if message is not None:
         if message.full_name in WRAPPERS:
-            return _spark_value(value, message.fields_by_name["value"])
-        if message.full_name in (TIMESTAMP, DURATION) or not isinstance(value, Mapping):
-            return value
-        return to_spark(value, message)
+            return _value_converter(message.fields_by_name["value"])
+        if message.full_name in (TIMESTAMP, DURATION):
+            return None
+        return lambda value: to_spark(value, message) if isinstance(value, Mapping) else value
     enum = field.enum_type
-    if enum is not None and isinstance(value, int) and not isinstance(value, bool):
-        known = enum.values_by_number.get(value)
-        return known.name if known is not None else str(value)
-    if is_unsigned_64(field) and isinstance(value, int) and not isinstance(value, bool):
-        return Decimal(value)
-    return value
+    if enum is not None:
+
+        def name_of(value: Any) -> Any:
+            if isinstance(value, int) and not isinstance(value, bool):
+                known = enum.values_by_number.get(value)
+                return known.name if known is not None else str(value)
+            return value
+
+        return name_of
+    if is_unsigned_64(field):
+        return lambda value: (
+            Decimal(value) if isinstance(value, int) and not isinstance(value, bool) else value
+        )
+    return None
 
 
 def from_spark(row: Mapping[str, Any], descriptor: Descriptor) -> dict[str, Any]:
