@@ -209,10 +209,12 @@ def main() -> None:
     migrated = DataContract(registry, "migrated-value")
     print(checked.explain("READ"))
     print(migrated.explain("READ"), "(target version 2; version 1 records are upgraded by renameSsn)")
-    sample = checked.deserialize(checked_df).where("id = 12345").collect()
-    assert sample and sample[0]["ssn"] == data[12345]["ssn"], sample
-    upgraded = migrated.deserialize(mixed_df).where("id = 12344").collect()
-    assert upgraded and upgraded[0]["socialSecurityNumber"] == data[12344]["ssn"], upgraded
+    # Self-checks on one record each (any row count): a checked one, and an even (version 1) one upgraded.
+    probe, old = min(12345, rows - 1), min(12344, migration_rows - 1) // 2 * 2
+    sample = checked.deserialize(checked_df).where(f"id = {probe}").collect()
+    assert sample and sample[0]["ssn"] == data[probe]["ssn"], sample
+    upgraded = migrated.deserialize(mixed_df).where(f"id = {old}").collect()
+    assert upgraded and upgraded[0]["socialSecurityNumber"] == data[old]["ssn"], upgraded
 
     results: list[tuple[str, int, float]] = []
 

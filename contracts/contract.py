@@ -15,6 +15,7 @@ from actions.builtin import checked_topic
 from actions.dlq.local_topic import LocalTopicSink
 from actions.dlq.sink import DlqSink, RunScopedSink, is_run_id
 from actions.protocol import Action, ActionContext, ActionPlan, Effect
+from contracts import keys
 from contracts.codes import VERSION_NOT_FOUND
 from contracts.engine import runner, serde
 from contracts.engine.counts import Gatherer
@@ -325,6 +326,7 @@ class DataContract:
         *,
         run_id: str | None = None,
         is_key: bool | None = None,
+        key: DataContract | None = None,
     ) -> DataFrame:
         """Kafka-shaped rows (Confluent wire format in `value_col`) → the target version's record as
         typed columns plus the other columns (all but `value_col`), migrated, READ rules applied.
@@ -337,6 +339,12 @@ class DataContract:
         bytes, with the key from `key_col` (None: no key), to `decode_dlq_topic`. A tombstone (a
         null value) is not a record: "keep" passes it through with null record fields, skipping
         migrations and rules; "drop" leaves it out. `run_id` names the DLQ output as in `write`.
+
+        `key`, the contract of the key's subject (e.g. `<topic>-key`), decodes `key_col` first, as
+        Confluent's consumer does: its record replaces the key's bytes as one struct column (null
+        for a null key), after its own migrations and READ rules; a row its rules or decoding
+        reject goes to its DLQ with the key and value as they arrived and goes no further
+        (`metrics_of(result, key=True)` gives its counts; its DLQ output is named `<run_id>-key`).
         """
         from pyspark.sql import functions as F
 
@@ -344,6 +352,36 @@ class DataContract:
             checked_topic(decode_dlq_topic, "decode_dlq_topic", subject=self.subject, version=self.version)
         refuse_reserved_columns(df, self.subject, self.version)
         df = serde.tombstone_filter(df, value_col, tombstones)
+        is_key = value_col == "key" if is_key is None else is_key
+        policy = serde.DecodePolicy(on_decode_error, decode_dlq_topic)
+        if key is None:
+            return self._decode(df, value_col, _key_column(df, key_col), policy, run_id, is_key)
+        key_column = keys.key_column_of(df, key_col, key.subject, key.version)
+        keys.check_free(df, self.subject, self.version)
+        framed = df.withColumn(keys.RAW_KEY, F.col(f"`{key_column}`"))
+        pinned = run_id is None and self._run_id is not None
+        key_pass = key._with_run_id(f"{self._run_id}-key") if pinned else key
+        decoded_keys = key_pass._decode(
+            framed, key_column, keys.RAW_KEY, policy, keys.key_run_id(run_id), True, dlq_value=value_col
+        )
+        nested = keys.nest_decoded_key(decoded_keys, key.spark_schema, key_column, df.columns)
+        decoded = self._decode(nested, value_col, keys.RAW_KEY, policy, run_id, is_key)
+        return with_metrics(decoded.drop(keys.RAW_KEY), metrics_of(decoded), metrics_of(decoded_keys))
+
+    def _decode(
+        self,
+        df: DataFrame,
+        value_col: str,
+        key_col: str | None,
+        policy: serde.DecodePolicy,
+        run_id: str | None,
+        is_key: bool,
+        dlq_value: str | None = None,
+    ) -> DataFrame:
+        """`deserialize` of `value_col` alone; a DLQ record's key is `key_col`'s, its value the
+        bytes of `dlq_value` (default: `value_col`)."""
+        from pyspark.sql import functions as F
+
         versions = self._compiler.versions()
         writers = self._compiler.writers(versions)
         natives = self._natives(writers.values(), df)
@@ -357,28 +395,28 @@ class DataContract:
             target_type_json=self.spark_schema.json(),
             writers=writers,
             late=serde.LateWriters(self.registry, self.subject, self._compiler.writer),
-            policy=serde.DecodePolicy(on_decode_error, decode_dlq_topic),
+            policy=policy,
             value_column=value_col,
             schema_format=self.target.format,
             native_types={version: native.writer_type.json() for version, native in natives.items()},
             guids=_guids(versions),
             headers_column=kafka_headers,
-            id_header=schema_id_header(value_col == "key" if is_key is None else is_key),
+            id_header=schema_id_header(is_key),
         )
         plan = self.plan(RuleMode.READ)
         layout = DlqLayout(
             record_column=RECORD,
             schema=self.target.avro_schema,
             schema_format=self.target.format,
-            value_column=value_col,
-            key_column=_key_column(df, key_col),
+            value_column=dlq_value or value_col,
+            key_column=key_col,
             headers_column=_present(df, "headers"),
             topic_column=_present(df, "topic"),
         )
         run = self._start_run(df, run_id)
         # Decode failures and Python migrations are routed inside the decode pass itself; the
         # frames travel on only when a later rule may send a row's bytes to a DLQ topic.
-        unreadable_dlq = on_decode_error == "DLQ" and any(n.may_be_unreadable for n in natives.values())
+        unreadable_dlq = policy.action == "DLQ" and any(n.may_be_unreadable for n in natives.values())
         later_rejects = unreadable_dlq or any(p.can_reject for p in (plan, *natives.values()))
         router = Router(run.sink, run.run_id, layout, stage="decode")
         decoded = serde.decode(df, decoder, router, keep_value=later_rejects)
@@ -402,6 +440,8 @@ class DataContract:
         run_id: str | None = None,
         schema_id_serializer: str = "prefix",
         is_key: bool = False,
+        key: DataContract | None = None,
+        key_col: str = "key",
     ) -> DataFrame:
         """WRITE rules, then the record as a `value` column in Confluent framing; the other columns
         (a `key`, `topic`, `headers`, …) pass through for a Kafka sink. `run_id` names the DLQ
@@ -412,7 +452,37 @@ class DataContract:
         "prefix_guid", its GUID after magic byte 1; "header", its GUID in a `__value_schema_id`
         header (`__key_schema_id` when `is_key`) added to the `headers` column (created when the
         input has none), the value being the bare body. A schema id header of the input (it named
-        the schema of the value being replaced) is dropped whichever is chosen."""
+        the schema of the value being replaced) is dropped whichever is chosen.
+
+        `key`, the contract of the key's subject, first encodes `key_col` (a struct of its record;
+        null for no key, which stays null) into the key's frame, after its WRITE rules, as
+        Confluent's producer does; a row they reject goes to its DLQ and goes no further
+        (`metrics_of(result, key=True)` gives its counts; its DLQ output is named `<run_id>-key`).
+        The key's schema is named as `schema_id_serializer` says (a `__key_schema_id` header)."""
+        if key is None:
+            return self._encode(df, run_id, schema_id_serializer, is_key)
+        key_column = keys.key_column_of(df, key_col, key.subject, key.version)
+        keys.check_free(df, self.subject, self.version)
+        keys.check_key_struct(df, key_column, key.spark_schema, key.subject, key.version)
+        unpacked, lifted = keys.unpack_key_fields(df, key.spark_schema, key_column)
+        pinned = run_id is None and self._run_id is not None
+        key_pass = key._with_run_id(f"{self._run_id}-key") if pinned else key
+        encoded_keys = key_pass._encode(
+            unpacked, keys.key_run_id(run_id), schema_id_serializer, True, absent=keys.ABSENT
+        )
+        framed = keys.unpack_rest(encoded_keys, key_column, df.columns, lifted)
+        encoded = self._encode(framed, run_id, schema_id_serializer, is_key)
+        return with_metrics(encoded, metrics_of(encoded), metrics_of(encoded_keys))
+
+    def _encode(
+        self,
+        df: DataFrame,
+        run_id: str | None,
+        schema_id_serializer: str,
+        is_key: bool,
+        absent: str | None = None,
+    ) -> DataFrame:
+        """`serialize` of the record alone; rows where column `absent` is true hold none (a null key)."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import BinaryType, StructField, StructType
 
@@ -425,7 +495,7 @@ class DataContract:
         output = StructType([*passthrough, StructField("value", BinaryType(), True), *added])
         # Only what the encode pass reads enters it: not the original record, status or field columns.
         needed = [*[F.col(f"`{f.name}`") for f in passthrough], F.col(RECORD)]
-        enforced = self._enforced(plan, df, self._start_run(df, run_id), needed)
+        enforced = self._enforced(plan, df, self._start_run(df, run_id), needed, absent)
         schema = self.target.avro_schema
         encoded = serde.encode(enforced, schema, schema_ref, output, self.target.format, in_header)
         return with_metrics(encoded, metrics_of(enforced))
@@ -574,10 +644,18 @@ class DataContract:
             return _Run(sink, run_id)
         return _Run(sink.begin_run(run_id), run_id)
 
-    def _enforced(self, plan: Plan, df: DataFrame, run: _Run, columns: list[Column]) -> DataFrame:
-        """`plan` run on `df` with its rejected rows routed, as `columns`, answering `metrics_of`."""
-        metrics, gatherer = self._metrics(plan, df, runs_on_input=True)
-        routed = self._route(runner.stage(plan, df, gatherer), self._json_layout(df, plan), plan, run)
+    def _enforced(
+        self, plan: Plan, df: DataFrame, run: _Run, columns: list[Column], absent: str | None = None
+    ) -> DataFrame:
+        """`plan` run on `df` with its rejected rows routed, as `columns`, answering `metrics_of`;
+        rows where column `absent` is true hold no record and skip every rule."""
+        metrics, gatherer = self._metrics(plan, df, runs_on_input=absent is None)
+        if absent is None:
+            staged = runner.stage(plan, df, gatherer)
+        else:
+            packed = serde.without_record(runner.pack(plan, df), absent, self.subject, self.version)
+            staged = serde.release_tombstones(runner.run(plan, packed, gatherer))
+        routed = self._route(staged, self._json_layout(df, plan), plan, run)
         return with_metrics(_output(plan, routed, columns, gatherer), metrics)
 
     def _metrics(

@@ -222,26 +222,32 @@ def counts_table(counts: Mapping[str, RuleCounts]) -> str:
 
 
 _COUNTS: weakref.WeakKeyDictionary[DataFrame, RuleMetrics] = weakref.WeakKeyDictionary()
+_KEY_COUNTS: weakref.WeakKeyDictionary[DataFrame, RuleMetrics] = weakref.WeakKeyDictionary()
 _COUNTS_LOCK = threading.Lock()
 
 
-def metrics_of(df: DataFrame) -> RuleMetrics | None:
+def metrics_of(df: DataFrame, *, key: bool = False) -> RuleMetrics | None:
     """The per-rule counts of the call that returned `df` (`write`, `read`, `serialize`,
     `deserialize`, or `apply`'s valid and rejected rows); None for any other DataFrame, and when
-    the contract's `collect_metrics` is off or its plan has no rules.
+    the contract's `collect_metrics` is off or its plan has no rules. With `key`, those of the key
+    contract of a `deserialize`/`serialize` call given one (`key=`).
 
     Only that very DataFrame object answers: one derived from it (`df.select(...)`) is another
     DataFrame, though its first action still gathers the counts `metrics_of(df)` reads.
     """
     with _COUNTS_LOCK:
-        return _COUNTS.get(df)
+        return (_KEY_COUNTS if key else _COUNTS).get(df)
 
 
-def with_metrics(df: DataFrame, metrics: RuleMetrics | None) -> DataFrame:
-    """`df`, from now on answering `metrics_of` with `metrics`."""
-    if metrics is not None:
-        with _COUNTS_LOCK:
+def with_metrics(
+    df: DataFrame, metrics: RuleMetrics | None, key_metrics: RuleMetrics | None = None
+) -> DataFrame:
+    """`df`, from now on answering `metrics_of` with `metrics` (and `key=True` with `key_metrics`)."""
+    with _COUNTS_LOCK:
+        if metrics is not None:
             _COUNTS[df] = metrics
+        if key_metrics is not None:
+            _KEY_COUNTS[df] = key_metrics
     return df
 
 

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from actions.dlq.frame import last_header
 from actions.dlq.json_record import record_column
-from contracts.errors import ContractError
+from contracts.codes import NOT_REGISTERED
+from contracts.errors import ContractError, RegistryError
 from contracts.model import RegisteredSchema, RuleMode, Schema
 from contracts.registry import Registry
 
@@ -182,7 +183,18 @@ class RuleSkippingRegistry:
         raise ContractError("a replay's registry is read only", subject=subject)
 
     def lookup_schema(self, subject: str, schema: Schema) -> RegisteredSchema:
-        return self._registered(self.inner.lookup_schema(subject, schema))
+        """The version registering `schema`, given as the inner registry holds it or as this one
+        gives it (its rule disabled: a schema id resolved during the replay is looked up so)."""
+        try:
+            return self._registered(self.inner.lookup_schema(subject, schema))
+        except RegistryError as e:
+            if e.error_code not in NOT_REGISTERED:
+                raise
+            for number in reversed(self.inner.get_versions(subject)):
+                registered = self._registered(self.inner.get_version(subject, number))
+                if registered.schema == schema:
+                    return registered
+            raise
 
     def get_schema(self, schema_id: int) -> Schema:
         return self._skipping(self.inner.get_schema(schema_id))

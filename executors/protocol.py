@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from contracts import formats
-from contracts.formats.protocol import SchemaFormat
+from contracts.formats.protocol import Reference, SchemaFormat
 from contracts.model import Rule, RuleKind, RuleMode
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ class RuleContext:
     spark_type: StructType
     metadata_tags: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     properties: Mapping[str, str] = field(default_factory=dict)
-    named_schemas: tuple[str, ...] = ()
+    named_schemas: tuple[Reference, ...] = ()
     schema_format: SchemaFormat = field(default_factory=lambda: formats.get("AVRO"))
     """The format `schema` is parsed by (its registry schemaType): records, JSON view, bodies."""
     # The contract's registry, for executors keeping state there (ENCRYPT's DEKs), and its

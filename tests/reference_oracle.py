@@ -107,15 +107,15 @@ def reference_outcomes(
 
     client = SchemaRegistryClient.new_client({"url": "mock://x"})
     producer = CapturingProducer()
-    rule_registry = _rule_registry(producer)
+    rules = rule_registry(producer)
     if mode == "WRITE":
         client.register_schema(subject, Schema.from_dict(contract.payload()))
-        run = _writer(client, rule_registry, contract, subject, topic)
+        run = _writer(client, rules, contract, subject, topic)
     elif mode == "READ":
         plain = Schema.from_dict(contract.plain_payload())
         assert client.register_schema(subject, plain) == PLAIN_VERSION_ID
         client.register_schema(subject, Schema.from_dict(contract.payload()))
-        run = _reader(client, rule_registry, plain, subject, topic)
+        run = _reader(client, rules, plain, subject, topic)
     else:
         raise ValueError(f"mode must be WRITE or READ, not {mode!r}")
     outcomes: list[Outcome] = []
@@ -144,7 +144,7 @@ def decode(contract: Contract, framed: bytes) -> dict[str, Any]:
     return fastavro.schemaless_reader(io.BytesIO(framed[5:]), contract.parsed())
 
 
-def _rule_registry(producer: CapturingProducer) -> Any:
+def rule_registry(producer: CapturingProducer) -> Any:
     from confluent_kafka.schema_registry.rule_registry import RuleRegistry
     from confluent_kafka.schema_registry.rules.cel.cel_executor import CelExecutor
     from confluent_kafka.schema_registry.rules.cel.cel_field_executor import CelFieldExecutor
@@ -316,7 +316,7 @@ def read_by_reference(
     from confluent_kafka.serialization import MessageField, SerializationContext
 
     producer = CapturingProducer()
-    deserializer = AvroDeserializer(client, conf=dict(conf), rule_registry=_rule_registry(producer))
+    deserializer = AvroDeserializer(client, conf=dict(conf), rule_registry=rule_registry(producer))
 
     def run(framed: tuple[bytes, SourceRecord]) -> RecordOutcome:
         data, record = framed

@@ -20,6 +20,8 @@ from contracts.planning.plan import PlannedRule
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from contracts.registry import Registry
+
 # Record formats hold the record's fields as columns; wire formats hold Confluent frames in `value`.
 RECORD_FORMATS = ("parquet", "json")
 WIRE_FORMATS = ("avro-parquet", "avro-json")
@@ -96,6 +98,8 @@ class ApplyJob:
     """Fail the run (exit 1) when it rejects more rows than this."""
     rule_config: Mapping[str, str] = field(default_factory=dict, repr=False)
     """Passed to the rules' executors, as DataContract(rule_config=…); secrets, so never printed."""
+    key_subject: str | None = None
+    """Wire-format input only: the subject whose contract (latest version) decodes the `key` column first."""
 
     def __post_init__(self) -> None:
         if self.output is None and not self.dry_run:
@@ -122,6 +126,8 @@ class ApplyJob:
             # Wire-format records are decoded by `deserialize`, which runs the READ side
             # (docs/semantics.md §6).
             raise ValueError(f"{self.format} input is decoded with the READ rules: use --mode READ")
+        if self.key_subject is not None and self.format not in WIRE_FORMATS:
+            raise ValueError(f"--key-subject decodes framed keys: it takes {' or '.join(WIRE_FORMATS)} input")
         if self.run_id is not None and not is_run_id(self.run_id):
             raise ValueError(f"--run-id must be 1-100 ASCII letters, digits, '_' or '-', not {self.run_id!r}")
 
@@ -132,16 +138,8 @@ def run_apply(job: ApplyJob, spark: SparkSession, out: TextIO, err: TextIO) -> i
     dry run, only count and show them. Exit status 1 when more rows were rejected than
     `job.max_rejected` allows."""
     sink = LocalTopicSink(job.dlq_dir)
-    contract = DataContract(
-        open_registry(job.registry),
-        job.subject,
-        version=job.version,
-        use_latest_with_metadata=dict(job.use_latest_with_metadata) or None,
-        executors=job.executors,
-        actions=job.actions,
-        dlq_sink=sink,
-        rule_config=job.rule_config,
-    )
+    registry = open_registry(job.registry)
+    contract = _contract(job, registry, job.subject, sink)
     unhandled = unhandled_rules(contract, job)
     for rule in unhandled:
         err.write(f"spark-contracts apply: warning: {describe_unhandled(rule)}\n")
@@ -154,6 +152,21 @@ def run_apply(job: ApplyJob, spark: SparkSession, out: TextIO, err: TextIO) -> i
     if job.output is not None and not job.dry_run:  # ApplyJob: only a dry run may lack an output
         return _write(contract, sink, job, job.output, spark, out, err)
     return _dry_run(contract, job, spark, out, err)
+
+
+def _contract(job: ApplyJob, registry: Registry, subject: str, sink: LocalTopicSink) -> DataContract:
+    """The job's contract on `subject`: its version options apply to the job's own subject only."""
+    own = subject == job.subject
+    return DataContract(
+        registry,
+        subject,
+        version=job.version if own else None,
+        use_latest_with_metadata=(dict(job.use_latest_with_metadata) or None) if own else None,
+        executors=job.executors,
+        actions=job.actions,
+        dlq_sink=sink,
+        rule_config=job.rule_config,
+    )
 
 
 def _write(
@@ -172,7 +185,9 @@ def _write(
     # A new run that cannot reject a row has no DLQ output to name, so it leaves the DLQ dir alone.
     may_reject = job.format in WIRE_FORMATS or contract.plan(job.mode).can_reject
     contract_run = run_id if job.run_id or may_reject else None
-    valid = _enforced(contract, read_input(spark, job.format, job.input, contract), job, contract_run)
+    key = None if job.key_subject is None else _contract(job, contract.registry, job.key_subject, sink)
+    df = read_input(spark, job.format, job.input, contract, framed_keys=key is not None)
+    valid = _enforced(contract, df, job, contract_run, key)
     before = {topic: sink.count(topic) for topic in sink.topics()}
     label = f"{job.mode} rules of {job.subject} version {contract.version} on {job.input} (run {run_id})"
     try:
@@ -186,6 +201,9 @@ def _write(
         )
         raise
     written = spark.read.parquet(output).count()
+    key_metrics = metrics_of(valid, key=True)
+    if key_metrics is not None:
+        out.write(f"key rules of {job.key_subject}:\n{counts_table(key_metrics.get())}")
     metrics = metrics_of(valid)
     out.write(counts_table(metrics.get() if metrics is not None else {}))
     out.write(f"valid rows: {written} -> {output}\n")
@@ -275,10 +293,12 @@ def describe_unhandled(rule: PlannedRule) -> str:
     )
 
 
-def read_input(spark: SparkSession, fmt: str, path: str, contract: DataContract) -> DataFrame:
+def read_input(
+    spark: SparkSession, fmt: str, path: str, contract: DataContract, framed_keys: bool = False
+) -> DataFrame:
     """The input dataset: records as columns (JSON lines read with the contract's types, failing on
     a malformed line rather than nulling it), or Kafka-shaped rows with binary `value` frames (a
-    base64 string in JSON lines)."""
+    base64 string in JSON lines; the `key` too with `framed_keys`)."""
     from pyspark.sql import functions as F
 
     if fmt == "parquet" or fmt == "avro-parquet":
@@ -287,14 +307,18 @@ def read_input(spark: SparkSession, fmt: str, path: str, contract: DataContract)
         return spark.read.schema(contract.spark_schema).option("mode", "FAILFAST").json(path)
     if fmt == "avro-json":
         rows = spark.read.option("mode", "FAILFAST").json(path)
-        return rows.withColumn("value", F.unbase64(F.col("value")))
+        framed = ["value", "key"] if framed_keys and "key" in rows.columns else ["value"]
+        return rows.withColumns({name: F.unbase64(F.col(name)) for name in framed})
     raise ValueError(f"unknown input format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
-def _enforced(contract: DataContract, df: DataFrame, job: ApplyJob, run_id: str | None) -> DataFrame:
-    """The valid rows; wire-format input is decoded (and migrated) to the contract's version first."""
+def _enforced(
+    contract: DataContract, df: DataFrame, job: ApplyJob, run_id: str | None, key: DataContract | None = None
+) -> DataFrame:
+    """The valid rows; wire-format input is decoded (and migrated) to the contract's version first,
+    its keys first with the `key` contract when given."""
     if job.format in WIRE_FORMATS:
-        return contract.deserialize(df, run_id=run_id)
+        return contract.deserialize(df, run_id=run_id, key=key)
     if job.mode == "WRITE":
         return contract.write(df, run_id=run_id)
     return contract.read(df, run_id=run_id)

@@ -183,8 +183,8 @@ def _readable(target: loader.ContractVersion, problems: list[Problem], path: str
         return None
     named: dict[str, Any] = {}
     try:
-        for text in target.named_schemas:
-            named.update(parse_avro(json.loads(text), named).names)
+        for reference in target.named_schemas:
+            named.update(parse_avro(json.loads(reference.schema_str), named).names)
         return parse_avro(json.loads(target.schema.schema_str), named)
     except (ValueError, TypeError, KeyError, SchemaParseException) as error:
         reason = f"the compatibility check cannot read the schema: {error}"

@@ -169,6 +169,7 @@ def _apply(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, er
             sample=args.sample,
             max_rejected=args.max_rejected,
             rule_config=rule_config,
+            key_subject=args.key_subject,
         )
     except ValueError as error:
         raise UsageError(str(error)) from error
@@ -278,6 +279,11 @@ def _parser() -> argparse.ArgumentParser:
         choices=FORMATS,
         help="parquet / json (JSON lines): records as columns; avro-parquet / avro-json: Confluent"
         " wire-format frames in a binary `value` column (base64 in JSON lines), read with --mode READ",
+    )
+    apply.add_argument(
+        "--key-subject",
+        help="wire-format input: decode the `key` column first with this subject's contract (e.g."
+        " TOPIC-key), its record as a `key` struct; rows its rules reject go to its DLQ",
     )
     apply.add_argument("--output", help="where the valid rows go (Parquet); required unless --dry-run")
     apply.add_argument("--dlq-dir", default=DEFAULT_DLQ_DIR, help="the local DLQ topics directory")

@@ -34,6 +34,7 @@ from contracts.engine.frame import (
     STATUS,
     failure_field,
     raise_failures,
+    status_literal,
     status_type,
 )
 from contracts.engine.native_migration import NativeMigration
@@ -193,6 +194,22 @@ def tombstone_filter(df: DataFrame, value_column: str, tombstones: str) -> DataF
     if tombstones == "drop":
         return df.filter(F.col(f"`{value_column}`").isNotNull())
     return df
+
+
+def without_record(packed: DataFrame, absent: str, subject: str, version: int) -> DataFrame:
+    """A packed frame (runner.pack) whose rows where boolean column `absent` is true hold no
+    record (a null key on write): a null record with the TOMBSTONE status, so every rule skips
+    them until release_tombstones, and the encode pass writes a null frame."""
+    from pyspark.sql import functions as F
+
+    status = {"rule": None, "mode": "WRITE", "action": TOMBSTONE, "reason": None, "topic": None}
+    tombstone = status_literal({**status, "subject": subject, "version": version})
+    nulled = {
+        name: F.when(F.col(absent), F.lit(None)).otherwise(F.col(name))
+        for name in (RECORD, ORIGINAL)
+        if name in packed.columns
+    }
+    return packed.withColumns({**nulled, STATUS: F.when(F.col(absent), tombstone).otherwise(F.col(STATUS))})
 
 
 def release_tombstones(staged: DataFrame) -> DataFrame:
@@ -589,8 +606,9 @@ class SchemaIdHeaders:
     value: bytes | None
     from_input: bool
 
-    def rewritten(self, batch: pa.RecordBatch, data_type: pa.DataType) -> pa.Array:
-        """The batch's headers column, rewritten (the input's own when there is nothing to change)."""
+    def rewritten(self, batch: pa.RecordBatch, data_type: pa.DataType, framed: list[bool]) -> pa.Array:
+        """The batch's headers column, rewritten (the input's own when there is nothing to change);
+        the schema id header is added to the `framed` rows only (a null record has no schema)."""
         headers = batch.column(self.column) if self.from_input else pa.nulls(batch.num_rows, data_type)
         if self.value is None and (
             not self.from_input or schema_id_headers(batch, self.column, self.key) is None
@@ -598,8 +616,10 @@ class SchemaIdHeaders:
             return headers
         added = [] if self.value is None else [{"key": self.key, "value": self.value}]
         rows = [
-            None if row is None and not added else [*(h for h in row or () if h["key"] != self.key), *added]
-            for row in headers.to_pylist()
+            None
+            if row is None and not (added and has_frame)
+            else [*(h for h in row or () if h["key"] != self.key), *(added if has_frame else ())]
+            for row, has_frame in zip(headers.to_pylist(), framed, strict=True)
         ]
         return pa.array(rows, type=data_type)
 
@@ -639,11 +659,12 @@ class _EncodePass:
                 batch, rows_before, read.unreadable, None, None, f"encoded with {self.schema_name}"
             )
             rows_before += batch.num_rows
-            values = pa.array([self._frame(record) for record in read.records], type=pa.binary())
-            replaced = {"value": values}
+            frames = [None if record is None else self._frame(record) for record in read.records]
+            replaced = {"value": pa.array(frames, type=pa.binary())}
             if self.in_header is not None:
                 column = self.in_header.column
-                replaced[column] = self.in_header.rewritten(batch, output.field(column).type)
+                framed = [frame is not None for frame in frames]
+                replaced[column] = self.in_header.rewritten(batch, output.field(column).type, framed)
             columns = [replaced[f.name] if f.name in replaced else batch.column(f.name) for f in output]
             yield pa.RecordBatch.from_arrays(columns, schema=output)
 

@@ -1,6 +1,6 @@
 """The format protocol: what the engine needs of a registry `schemaType` (AVRO, and more to come).
 
-A format parses a registered schema (with the texts of its references) into its own parsed form,
+A format parses a registered schema (with the schemas it references) into its own parsed form,
 gives the Spark type of its records, converts between records (plain Python values, as the
 reference clients hand them to rules) and Arrow batches for the Python passes, gives JSONata the
 record's JSON view and reads it back, and decodes and encodes record bodies (the bytes after the
@@ -29,6 +29,15 @@ class Records:
     unreadable: dict[int, str]
 
 
+@dataclass(frozen=True)
+class Reference:
+    """A schema another one references: the name it is referenced by (an Avro schema's names do
+    not need it; a JSON Schema's `$ref` and a Protobuf import do) and its text."""
+
+    name: str
+    schema_str: str
+
+
 @runtime_checkable
 class SchemaFormat(Protocol):
     """One registry schema type. `parsed` is whatever `parse` returns; it must pickle (it ships to
@@ -37,8 +46,9 @@ class SchemaFormat(Protocol):
     schema_type: str
     """The registry's `schemaType` this format reads, upper case ("AVRO")."""
 
-    def parse(self, schema_str: str, references: Sequence[str]) -> Any:
-        """The schema text, its references' texts given dependencies first; ContractError if invalid."""
+    def parse(self, schema_str: str, references: Sequence[Reference]) -> Any:
+        """The schema text, with the schemas it references (theirs too), dependencies first;
+        ContractError if invalid."""
         ...
 
     def spark_type(self, parsed: Any) -> StructType:

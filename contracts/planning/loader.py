@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from contracts import formats
 from contracts.errors import ContractError, RegistryError
-from contracts.formats.protobuf import Reference
-from contracts.formats.protocol import SchemaFormat
+from contracts.formats.protocol import Reference, SchemaFormat
 from contracts.model import RegisteredSchema, Rule, RuleMode, Schema
 from contracts.plugins import PluginRegistry
 from contracts.registry import Registry
@@ -35,7 +34,7 @@ class ContractVersion:
     schema_id: int
     schema: Schema
     avro_schema: Any
-    named_schemas: tuple[str, ...]
+    named_schemas: tuple[Reference, ...]
     spark_type: StructType
     format: SchemaFormat = field(default_factory=lambda: formats.get("AVRO"))
     guid: str | None = None
@@ -97,10 +96,11 @@ def load_version(registry: Registry, registered: RegisteredSchema) -> ContractVe
     )
 
 
-def _referenced_schemas(registry: Registry, schema: Schema, seen: frozenset[str] = frozenset()) -> list[str]:
-    """The schema texts this schema references, dependencies first, each carrying its reference's
-    name (the import path a Protobuf schema knows it by)."""
-    texts: list[str] = []
+def _referenced_schemas(
+    registry: Registry, schema: Schema, seen: frozenset[str] = frozenset()
+) -> list[Reference]:
+    """The schemas this schema references, theirs too, dependencies first."""
+    texts: list[Reference] = []
     for reference in schema.references:
         key = f"{reference.subject}:{reference.version}"
         if key in seen:
@@ -114,7 +114,7 @@ def _referenced_schemas(registry: Registry, schema: Schema, seen: frozenset[str]
                 position="references",
             ) from e
         texts.extend(_referenced_schemas(registry, referenced, seen | {key}))
-        texts.append(Reference(referenced.schema_str, reference.name))
+        texts.append(Reference(reference.name, referenced.schema_str))
     return texts
 
 

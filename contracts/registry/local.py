@@ -49,7 +49,7 @@ from contracts.codes import (
     VERSION_NOT_FOUND,
 )
 from contracts.errors import ContractError, RegistryError
-from contracts.registry.protobuf_schema import ProtoSchema, Reference, parse_proto
+from contracts.registry.protobuf_schema import ProtoSchema, parse_proto
 
 try:
     import fcntl
@@ -666,9 +666,9 @@ class LocalRegistry:
         except ContractError as error:
             raise _invalid_schema(f"Invalid schema of type PROTOBUF, details: {error.reason}") from error
 
-    def _proto_references(self, schema: Schema, seen: frozenset[tuple[str, int]]) -> list[Reference]:
+    def _proto_references(self, schema: Schema, seen: frozenset[tuple[str, int]]) -> list[tuple[str, str]]:
         """The texts `schema` imports, dependencies first, each named by its import path."""
-        texts: list[Reference] = []
+        texts: list[tuple[str, str]] = []
         for ref in schema.references:
             if (ref.subject, ref.version) in seen:
                 raise _invalid_schema(f"Circular reference to {ref.subject} version {ref.version}")
@@ -679,7 +679,7 @@ class LocalRegistry:
                     f" {ref.version} cannot be resolved"
                 )
             texts.extend(self._proto_references(target.schema, seen | {(ref.subject, ref.version)}))
-            texts.append(Reference(target.schema.schema_str, ref.name))
+            texts.append((ref.name, target.schema.schema_str))
         return texts
 
     def _incompatibilities(

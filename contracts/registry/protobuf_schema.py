@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from contracts.bounded import BoundedCache
 from contracts.errors import ContractError
@@ -33,20 +33,6 @@ _MISSING = (
     "Protobuf contracts need the `protobuf` extra: pip install 'spark-data-contracts[protobuf]'"
     " (grpcio-tools compiles the .proto text, protobuf reads the records)"
 )
-
-
-class Reference(str):
-    """A referenced schema's text that also carries the name its referrer imports it by."""
-
-    name: str
-
-    def __new__(cls, text: str, name: str) -> Reference:
-        made = super().__new__(cls, text)
-        made.name = name
-        return made
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (Reference, (str(self), self.name))
 
 
 @dataclass(frozen=True)
@@ -86,8 +72,8 @@ class ProtoSchema:
         return found
 
 
-def parse_proto(schema_str: str, references: Sequence[str] = ()) -> ProtoSchema:
-    """The `.proto` text compiled with its references (each a `Reference` naming its import path,
+def parse_proto(schema_str: str, references: Sequence[tuple[str, str]] = ()) -> ProtoSchema:
+    """The `.proto` text compiled with its references (each its import path and text,
     dependencies first; google/protobuf's well-known types need none); ContractError with protoc's
     message when it does not compile, or when the file declares no message."""
     try:
@@ -135,26 +121,16 @@ def parse_proto(schema_str: str, references: Sequence[str] = ()) -> ProtoSchema:
     return ProtoSchema(schema_str, descriptor_set, MAIN_FILE, full_name)
 
 
-def _named_files(references: Sequence[str]) -> dict[str, str]:
-    """Each reference's text by the import path it is written under; ContractError for one without
-    a name or with a path that is absolute or climbs out of the source tree."""
+def _named_files(references: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """Each reference's text by the import path it is written under; ContractError for a path
+    that is empty, absolute or climbs out of the source tree."""
     files: dict[str, str] = {}
-    for reference in references:
-        name = getattr(reference, "name", None)
-        if not name:
-            raise ContractError(
-                "a Protobuf reference needs the import path it is known by (the reference's name)",
-                position="references",
-            )
+    for name, text in references:
         path = PurePosixPath(name)
-        if (
-            path.is_absolute()
-            or ".." in path.parts
-            or name == MAIN_FILE
-            or not re.fullmatch(r"[\w./-]+", name)
-        ):
+        usable = re.fullmatch(r"[\w./-]+", name) and not path.is_absolute() and ".." not in path.parts
+        if not usable or name == MAIN_FILE:
             raise ContractError(f"reference name {name!r} is not a usable import path", position="references")
-        files.setdefault(name, str(reference))
+        files.setdefault(name, text)
     return files
 
 

@@ -18,6 +18,7 @@ from contracts.model import Rule, RuleKind
 from executors.cel import _runtime
 from executors.cel._native_types import NotNativeCel
 from executors.cel_field.batch import CelFieldBatch
+from executors.cel_field.json_walk import CelFieldJsonBatch
 from executors.cel_field.native import NativePlanner
 from executors.cel_field.schema import schema_tree
 from executors.protocol import (
@@ -56,15 +57,29 @@ class CelFieldExecutor:
 
     def compile(self, ctx: RuleContext) -> Step:
         rule = ctx.rule
-        if ctx.schema_format.schema_type != "AVRO":
-            # The field walk (its tags, type names and full names) reads Avro schemas only.
+        schema_type = ctx.schema_format.schema_type
+        if schema_type not in ("AVRO", "JSON"):
             raise ContractError(
-                f"CEL_FIELD rules on {ctx.schema_format.schema_type} records are not supported yet",
-                position="type",
+                f"CEL_FIELD rules on {schema_type} records are not supported yet", position="type"
             )
         expr = rule.expr or ""
         # Compiling on the driver reports syntax errors at load, with their position.
         _runtime.compile_program(expr, subject=ctx.subject, version=ctx.version, rule=rule.name)
+        if schema_type == "JSON":
+            walked = f"fields tagged {', '.join(sorted(rule.tags))}" if rule.tags else "every field"
+            json_batch = CelFieldJsonBatch(
+                expr,
+                rule.kind,
+                frozenset(rule.tags),
+                ctx.schema.document,
+                dict(ctx.metadata_tags),
+                condition_failure_message(rule),
+            )
+            return BatchStep(
+                json_batch,
+                explain=f"touches {walked} its guard accepts, decided per record",
+                why_not_native="no native form for records of a JSON schema (Avro only)",
+            )
         batch = BatchStep(
             CelFieldBatch(
                 expr,

@@ -21,9 +21,10 @@ from registry_server import RegistryServer, running_registry
 
 import contracts
 from actions.dlq.local_topic import LocalTopicSink
-from contracts import DataContract, LocalRegistry, RegistryError
+from contracts import DataContract, LocalRegistry, RegistryError, Schema
 from contracts.cli.main import run
 from contracts.cli.progress import Progress
+from contracts.formats.wire import encode_frame
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "registry"
@@ -549,6 +550,48 @@ def test_apply_on_wire_format_decodes_then_runs_the_read_rules(
     assert summary_row(ran.out, "validEmail") == ["validEmail", "READ", "2", "1", "NONE=2", "DLQ=1"]
     assert f"DLQ bad-emails: 1 rows -> {dlq_dir}/bad-emails" in ran.out
     assert "READ rules of users-value version 1" in ran.err
+
+
+def test_apply_decodes_framed_keys_with_the_key_subject_first(
+    spark: Any, users_dir: Path, tmp_path: Path, frames: list[bytes]
+) -> None:
+    key_schema = {"type": "record", "name": "UserKey", "fields": [{"name": "id", "type": "string"}]}
+    rule = cel(
+        "knownId", "message.id != 'k-eve'", mode="READ", onFailure="DLQ", params={"dlq.topic": "bad-keys"}
+    )
+    registry = LocalRegistry(users_dir)  # registered after users-value, so its frames keep their id
+    key_id = registry.register_schema("users-key", Schema.from_dict(contract_payload([rule], key_schema)))
+    keys = [encode_frame(key_id, b"\x0a" + f"k-{name}".encode()) for name in ("ann", "dee", "eve")]
+    source = tmp_path / "topic.jsonl"
+    source.write_text(
+        "".join(
+            json.dumps({"key": base64.b64encode(k).decode(), "value": base64.b64encode(f).decode()}) + "\n"
+            for k, f in zip(keys, frames, strict=True)
+        )
+    )
+    output, dlq_dir = tmp_path / "valid", tmp_path / "dlq"
+
+    ran = cli(
+        "apply", "--registry", str(users_dir), "--subject", SUBJECT, "--mode", "READ", "--input", str(source),
+        "--format", "avro-json", "--key-subject", "users-key", "--output", str(output),
+        "--dlq-dir", str(dlq_dir), spark=spark,
+    )  # fmt: skip
+
+    assert ran.status == 0, ran.err
+    valid = spark.read.parquet(str(output)).collect()
+    assert [(row.name, row.key.id) for row in valid] == [("ann", "k-ann")]
+    assert [(r.key, r.value) for r in LocalTopicSink(dlq_dir).read("bad-keys")] == [(keys[2], frames[2])]
+    assert "key rules of users-key:" in ran.out
+    assert summary_row(ran.out, "knownId") == ["knownId", "READ", "2", "1", "NONE=2", "DLQ=1"]
+
+
+def test_apply_takes_a_key_subject_with_wire_format_input_only(users_dir: Path) -> None:
+    ran = cli(
+        "apply", "--registry", str(users_dir), "--subject", SUBJECT, "--mode", "READ", "--input", "x",
+        "--format", "json", "--key-subject", "users-key", "--output", "o",
+    )  # fmt: skip
+    assert ran.status == 2
+    assert "--key-subject decodes framed keys: it takes avro-parquet or avro-json input" in ran.err
 
 
 def test_apply_stops_with_the_rule_when_an_error_action_fires(

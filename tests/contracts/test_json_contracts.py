@@ -89,13 +89,98 @@ def test_a_transform_result_that_breaks_the_json_schema_fails_the_rule(spark: An
         orders.write(orders_frame(spark, orders)).collect()
 
 
-def test_cel_field_rules_on_json_records_are_refused_at_load(tmp_path: Path) -> None:
-    masked = {"name": "mask", "kind": "TRANSFORM", "type": "CEL_FIELD", "mode": "WRITE", "expr": "'x'"}
-    with pytest.raises(
-        ContractError, match="CEL_FIELD rules on JSON records are not supported yet"
-    ) as refused:
-        contract(tmp_path, [masked])
-    assert refused.value.rule == "mask" and refused.value.version == 1
+PII_ORDER: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer"},
+        "email": {"type": ["string", "null"], "confluent:tags": ["PII"]},
+        "customer": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "confluent:tags": ["PII"]},
+                "tier": {"type": "string", "enum": ["gold", "basic"]},
+                "note": {"$ref": "#/definitions/note"},
+            },
+            "required": ["name", "tier"],
+        },
+        "phones": {"type": "array", "items": {"type": "string"}, "confluent:tags": ["PII"]},
+        "amount": {"type": "number"},
+    },
+    "required": ["id", "customer", "amount"],
+    "definitions": {"note": {"type": "string"}},
+}
+PII_TAGS = {"$.customer.note": ["PII"]}
+PII_ORDERS = [
+    {
+        "id": 1,
+        "email": "ann@example.com",
+        "customer": {"name": "ann", "tier": "gold", "note": "vip"},
+        "phones": ["555-0100", "555-0101"],
+        "amount": 12.5,
+    },
+    {"id": 2, "email": None, "customer": {"name": "bob", "tier": "basic"}, "phones": [], "amount": 3.0},
+]
+MASK = {
+    "name": "maskPii",
+    "kind": "TRANSFORM",
+    "type": "CEL_FIELD",
+    "mode": "WRITE",
+    "tags": ["PII"],
+    "expr": "typeName == 'STRING' ; 'xxx-' + name + '-' + fullName",
+}
+SHORT = {
+    "name": "shortStrings",
+    "kind": "CONDITION",
+    "type": "CEL_FIELD",
+    "mode": "WRITE",
+    "expr": "typeName == 'STRING' || typeName == 'ENUM' ; size(value) < 16",
+    "onFailure": "DLQ",
+    "params": {"dlq.topic": "long-strings"},
+}
+
+
+def _pii_payload(rules: list[dict[str, Any]]) -> dict[str, Any]:
+    return {**payload(rules, PII_ORDER), "metadata": {"tags": PII_TAGS}}
+
+
+def test_cel_field_rules_walk_json_records_as_the_reference_does(spark: Any, tmp_path: Path) -> None:
+    from confluent_kafka.schema_registry import Schema as ReferenceSchema
+    from confluent_kafka.schema_registry.json_schema import JSONSerializer
+    from confluent_kafka.schema_registry.rule_registry import RuleRegistry
+    from confluent_kafka.schema_registry.rules.cel.cel_field_executor import CelFieldExecutor
+    from confluent_kafka.serialization import MessageField, SerializationContext
+    from reference_oracle import mock_client
+
+    registry = LocalRegistry()
+    registry.register_schema(SUBJECT, Schema.from_dict(_pii_payload([SHORT, MASK])))
+    sink = LocalTopicSink(tmp_path / "dlq")
+    orders = DataContract(registry, SUBJECT, dlq_sink=sink)
+    assert "maskPii" in orders.explain() and "no native form for records of a JSON schema" in orders.explain()
+    long_phone = {**PII_ORDERS[1], "id": 3, "customer": {"name": "a-very-long-name", "tier": "gold"}}
+    rows = [{**order, "customer": {"note": None, **order["customer"]}} for order in [*PII_ORDERS, long_phone]]
+    df = spark.createDataFrame(
+        [tuple(row[f] for f in orders.spark_schema.fieldNames()) for row in rows], orders.spark_schema
+    )
+
+    framed = sorted(orders.serialize(df).collect(), key=lambda row: json.loads(bytes(row["value"])[5:])["id"])
+
+    client = mock_client(f"mock://json-cel-field-{tmp_path.name}")
+    client.register_schema(SUBJECT, ReferenceSchema.from_dict(_pii_payload([MASK])))
+    rules = RuleRegistry()
+    rules.register_executor(CelFieldExecutor())
+    serializer = JSONSerializer(
+        None, client, conf={"auto.register.schemas": False, "use.latest.version": True}, rule_registry=rules
+    )
+    ctx = SerializationContext(TOPIC, MessageField.VALUE)
+    expected = [json.loads(serializer(json.loads(json.dumps(order)), ctx)[5:]) for order in PII_ORDERS]
+    assert expected[0]["customer"] == {
+        "name": "xxx-name-$.customer.name",
+        "tier": "gold",
+        "note": "xxx-note-$.customer.note",
+    }
+    assert [json.loads(bytes(row["value"])[5:]) for row in framed] == expected
+    (rejected,) = sink.read("long-strings")
+    assert json.loads(rejected.value or b"")["id"] == 3
 
 
 def reference_client(rules: list[dict[str, Any]]) -> Any:
@@ -207,3 +292,90 @@ def test_a_jsonata_migration_upgrades_records_of_an_older_major(spark: Any, tmp_
     (undecodable,) = LocalTopicSink(tmp_path / "dlq").read("undecodable")
     reason = (dict(undecodable.headers)["__rule.exception"] or b"").decode()
     assert "migrated record does not fit the target schema" in reason and "customerToBuyer" in reason, reason
+
+
+CUSTOMER_SCHEMA = {
+    "$id": "https://acme.example/customer.json",
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "minLength": 1},
+        "tier": {"$ref": "#/definitions/tier"},
+    },
+    "required": ["name", "tier"],
+    "definitions": {"tier": {"type": "string", "enum": ["gold", "basic"]}},
+}
+REFERRING_ORDER = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer"},
+        "customer": {"$ref": "customer.json"},
+        "tier": {"$ref": "customer.json#/definitions/tier"},
+        "amount": {"type": "number"},
+    },
+    "required": ["id", "customer", "amount"],
+}
+CUSTOMER_REFERENCE = {"name": "customer.json", "subject": "customer", "version": 1}
+REFERRING_ORDERS = [
+    {"id": 1, "customer": {"name": "ann", "tier": "gold"}, "tier": "gold", "amount": 12.5},
+    {"id": 2, "customer": {"name": "bob", "tier": "basic"}, "tier": "basic", "amount": 3.0},
+]
+
+
+def _with_customer(register: Any) -> None:
+    """The customer schema, then an order schema referencing it by name, through `register`."""
+    register("customer", {"schemaType": "JSON", "schema": json.dumps(CUSTOMER_SCHEMA)})
+    order = {"schemaType": "JSON", "schema": json.dumps(REFERRING_ORDER), "references": [CUSTOMER_REFERENCE]}
+    register(SUBJECT, order)
+
+
+def test_a_schema_referencing_another_subject_reads_frames_the_reference_writes(
+    spark: Any, tmp_path: Path
+) -> None:
+    from confluent_kafka.schema_registry import Schema as ReferenceSchema
+    from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+    from reference_oracle import mock_client
+
+    registry = LocalRegistry()
+    _with_customer(lambda subject, p: registry.register_schema(subject, Schema.from_dict(p)))
+    client = mock_client(f"mock://json-references-{tmp_path.name}")
+    _with_customer(lambda subject, p: client.register_schema(subject, ReferenceSchema.from_dict(p)))
+    sink = LocalTopicSink(tmp_path / "dlq")
+    orders = DataContract(registry, SUBJECT, dlq_sink=sink)
+    customer = orders.spark_schema["customer"].dataType
+    assert customer.simpleString() == "struct<name:string,tier:string>"
+
+    ctx = SerializationContext(TOPIC, MessageField.VALUE)
+    serializer = JSONSerializer(
+        None, client, conf={"auto.register.schemas": False, "use.latest.version": True}
+    )
+    frames = [serializer(dict(order), ctx) for order in REFERRING_ORDERS]
+    # The referenced schema's enum holds here too: an unknown tier is undecodable.
+    platinum = {**REFERRING_ORDERS[0], "customer": {"name": "cy", "tier": "platinum"}}
+    frames.append(frames[0][:5] + json.dumps(platinum).encode())
+    df = spark.createDataFrame([(frame,) for frame in frames], "value binary")
+    read = orders.deserialize(df, on_decode_error="DLQ", decode_dlq_topic="undecodable")
+    rows = sorted(read.collect(), key=lambda row: row["id"])
+    assert [(row["customer"].asDict(), row["tier"]) for row in rows] == [
+        (order["customer"], order["tier"]) for order in REFERRING_ORDERS
+    ]
+    (undecodable,) = sink.read("undecodable")
+    assert (
+        "'platinum' is not one of ['gold', 'basic']"
+        in (dict(undecodable.headers)["__rule.exception"] or b"").decode()
+    )
+
+    written = orders.serialize(read.select("id", "customer", "tier", "amount")).collect()
+    deserializer = JSONDeserializer(None, schema_registry_client=client)
+    back = sorted((deserializer(bytes(row["value"]), ctx) for row in written), key=lambda o: o["id"])
+    assert back == REFERRING_ORDERS
+
+
+def test_a_reference_that_is_not_json_is_refused_naming_it(tmp_path: Path) -> None:
+    from contracts.formats.json_schema.types import parse_json_schema
+    from contracts.formats.protocol import Reference
+
+    with pytest.raises(ContractError, match=r"the reference 'customer\.json' is not JSON"):
+        parse_json_schema(json.dumps(REFERRING_ORDER), [Reference("customer.json", "{nope")])
+    with pytest.raises(ContractError, match=r"\$ref 'customer.json' outside this schema \(no schema it"):
+        parse_json_schema(json.dumps(REFERRING_ORDER), [Reference("other.json", json.dumps(CUSTOMER_SCHEMA))])

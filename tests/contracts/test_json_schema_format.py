@@ -13,6 +13,7 @@ from contracts import formats
 from contracts.errors import ContractError
 from contracts.formats.avro import arrow_type
 from contracts.formats.json_schema import JsonSchemaFormat, parse_json_schema
+from contracts.formats.protocol import Reference
 
 ORDER: dict[str, Any] = {
     "$schema": "http://json-schema.org/draft-07/schema#",
@@ -115,9 +116,20 @@ def test_a_schema_that_is_not_json_is_refused() -> None:
         JSON.parse("{not json", ())
 
 
-def test_references_to_other_subjects_are_refused_for_now() -> None:
-    with pytest.raises(ContractError, match="references to other subjects are not supported yet"):
-        JSON.parse(json.dumps(ORDER), ["{}"])
+def test_a_reference_is_bundled_and_its_refs_made_local() -> None:
+    address = {
+        "$id": "https://acme.example/address.json",
+        "type": "object",
+        "properties": {"city": {"$ref": "#/definitions/City"}},
+        "definitions": {"City": {"type": "string"}},
+    }
+    order = {"type": "object", "properties": {"ship": {"$ref": "https://acme.example/address.json"}}}
+    parsed = JSON.parse(json.dumps(order), [Reference("address", json.dumps(address))])
+    assert parsed.document["properties"]["ship"] == {"$ref": "#/$defs/__reference_0"}
+    bundled = parsed.document["$defs"]["__reference_0"]
+    assert "$id" not in bundled
+    assert bundled["properties"]["city"] == {"$ref": "#/$defs/__reference_0/definitions/City"}
+    assert parsed.struct_type().simpleString() == "struct<ship:struct<city:string>>"
 
 
 def record() -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from contracts import ContractError, DataContract, LocalRegistry, LocalTopicSink, Schema
+from contracts import ContractError, DataContract, LocalRegistry, LocalTopicSink, RegistryError, Schema
 
 SUBJECT = "payments-value"
 SCHEMA = {
@@ -200,3 +200,25 @@ def test_replay_refuses_bad_arguments(spark: Any, tmp_path: Path) -> None:
         contract.replay("payments-dlq", run_id="x" * 97, spark=spark)
     with pytest.raises(ContractError, match="write takes no options, got on_decode_error"):
         contract.replay("payments-dlq", spark=spark, on_decode_error="DLQ")
+
+
+def test_a_replays_registry_looks_up_the_schemas_it_gives() -> None:
+    # A schema id first seen while a replay runs is read through the replay's registry, then
+    # looked up under the subject: the rule-disabled schema it gave must be found.
+    from contracts.replay import RuleSkippingRegistry
+
+    registry = LocalRegistry()
+    _register(registry, POSITIVE)
+    _register(registry, POSITIVE, CURRENCY_V1)
+    skipping = RuleSkippingRegistry(registry, "positive")
+    schema_id = registry.get_version(SUBJECT, 2).schema_id
+
+    found = skipping.lookup_schema(SUBJECT, skipping.get_schema(schema_id))
+
+    assert found.version == 2
+    assert [(r.name, r.disabled) for r in found.schema.rule_set.domain_rules] == [
+        ("positive", True),
+        ("knownCurrency", False),
+    ]
+    with pytest.raises(RegistryError):
+        skipping.lookup_schema(SUBJECT, Schema(json.dumps({**SCHEMA, "name": "Other"})))

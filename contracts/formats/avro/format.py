@@ -16,7 +16,7 @@ from contracts.formats.avro.project import project
 from contracts.formats.avro.sizes import size_check
 from contracts.formats.avro.types import AvroSchema, parse_schema, struct_type
 from contracts.formats.avro.values import chooses_union_branches, read_struct, records_to_struct
-from contracts.formats.protocol import Records
+from contracts.formats.protocol import Records, Reference
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -31,8 +31,8 @@ class AvroFormat:
 
     schema_type = "AVRO"
 
-    def parse(self, schema_str: str, references: Sequence[str]) -> AvroSchema:
-        return parse_schema(schema_str, tuple(references))
+    def parse(self, schema_str: str, references: Sequence[Reference]) -> AvroSchema:
+        return parse_schema(schema_str, tuple(reference.schema_str for reference in references))
 
     def spark_type(self, parsed: AvroSchema) -> StructType:
         return struct_type(parsed)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from contracts.bounded import BoundedCache
 from contracts.formats.arrow_text import invalid_utf8_rows, sound_nulls, valid_utf8
 from contracts.formats.json_schema.types import JsonSchema, Shape, parse_json_schema
-from contracts.formats.protocol import Records
+from contracts.formats.protocol import Records, Reference
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -42,7 +42,7 @@ class JsonSchemaFormat:
 
     schema_type = "JSON"
 
-    def parse(self, schema_str: str, references: Sequence[str]) -> JsonSchema:
+    def parse(self, schema_str: str, references: Sequence[Reference]) -> JsonSchema:
         return parse_json_schema(schema_str, references)
 
     def spark_type(self, parsed: JsonSchema) -> StructType:

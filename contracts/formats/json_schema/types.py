@@ -6,8 +6,9 @@ objects with `properties` are structs (a property is non-nullable when required 
 nullable), objects with only an `additionalProperties` schema are maps, `items` arrays, `string`
 strings, `integer` longs, `number` doubles, `boolean` booleans; a type list, `oneOf` or `anyOf`
 with `null` and one other schema is that schema, nullable; `enum` and `const` take their values'
-type. `$ref` to `#/definitions/…` or `#/$defs/…` is followed; a recursive one is refused, as are
-schemas that allow several types (Spark columns have one).
+type. `$ref` to `#/definitions/…` or `#/$defs/…` is followed, and so is one to a referenced
+schema (bundled into the document); a recursive one is refused, as are schemas that allow several
+types (Spark columns have one).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from contracts.errors import ContractError
+from contracts.formats.protocol import Reference
 
 if TYPE_CHECKING:
     from pyspark.sql.types import DataType, StructType
@@ -78,20 +80,18 @@ class JsonSchema:
         return spark
 
 
-def parse_json_schema(schema_str: str, references: Sequence[str] = ()) -> JsonSchema:
+def parse_json_schema(schema_str: str, references: Sequence[Reference] = ()) -> JsonSchema:
     """The schema text as a JsonSchema; ContractError when it is not JSON, not a valid schema, or
-    its records have no Spark type. References to other subjects are not supported yet."""
+    its records have no Spark type. The schemas it references (a `$ref` to a reference's name, or
+    to the `$id` of the schema it names) are bundled into its document (`bundle`)."""
     from jsonschema.exceptions import SchemaError
     from jsonschema.validators import validator_for
 
+    document = _document(schema_str, "schema")
     if references:
-        raise ContractError(
-            "JSON Schema references to other subjects are not supported yet", position="references"
+        document = bundle(
+            document, [(r.name, _document(r.schema_str, f"reference {r.name!r}")) for r in references]
         )
-    try:
-        document = json.loads(schema_str)
-    except json.JSONDecodeError as e:
-        raise ContractError(f"the schema is not JSON: {e}", position="schema") from e
     try:
         validator_for(document).check_schema(document)
     except SchemaError as e:
@@ -101,7 +101,64 @@ def parse_json_schema(schema_str: str, references: Sequence[str] = ()) -> JsonSc
         raise ContractError(
             f"a record's schema must be an object with properties, not {shape.kind}", position="schema"
         )
-    return JsonSchema(document, schema_str, shape)
+    text = json.dumps(document, sort_keys=True) if references else schema_str
+    return JsonSchema(document, text, shape)
+
+
+def _document(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ContractError(
+            f"the {what} is not JSON: {e}", position="schema" if what == "schema" else "references"
+        ) from e
+
+
+BUNDLED = "$defs"
+"""Where `bundle` puts the referenced schemas: `#/$defs/<BUNDLED_PREFIX><n>`."""
+BUNDLED_PREFIX = "__reference_"
+
+
+def bundle(document: Any, references: Sequence[tuple[str, Any]]) -> Any:
+    """One self-contained document: each referenced schema under `$defs`, and every `$ref` to a
+    reference (by its name or its `$id`, with any `#` fragment) made local, as are the referenced
+    schemas' own local `$ref`s. So the validators and the Spark type see one document, as the
+    reference clients' resolver sees the referenced schemas by name."""
+    index: dict[str, int] = {}
+    for position, (name, referenced) in enumerate(references):
+        index.setdefault(name, position)
+        if isinstance(referenced, Mapping) and isinstance(referenced.get("$id"), str):
+            index.setdefault(referenced["$id"], position)
+
+    def local(position: int | None) -> str:
+        return "#" if position is None else f"#/{BUNDLED}/{BUNDLED_PREFIX}{position}"
+
+    def rewrite(node: Any, own: int | None) -> Any:
+        if isinstance(node, list):
+            return [rewrite(item, own) for item in node]
+        if not isinstance(node, Mapping):
+            return node
+        rewritten = {key: rewrite(value, own) for key, value in node.items()}
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            base, _, fragment = ref.partition("#")
+            if base == "":
+                rewritten["$ref"] = local(own) + fragment
+            elif base in index:
+                rewritten["$ref"] = local(index[base]) + fragment
+        return rewritten
+
+    root = rewrite(document, None)
+    if not isinstance(root, dict):
+        return root
+    bundled = dict(root.get(BUNDLED) or {})
+    for position, (_, referenced) in enumerate(references):
+        embedded = rewrite(referenced, position)
+        if isinstance(embedded, dict):
+            # Inside the bundle it is no resource of its own: its refs now resolve from the root.
+            embedded = {k: v for k, v in embedded.items() if k not in ("$id", "$schema")}
+        bundled[f"{BUNDLED_PREFIX}{position}"] = embedded
+    return {**root, BUNDLED: bundled}
 
 
 class _Shaper:
@@ -172,7 +229,7 @@ class _Shaper:
     def _reference(self, ref: str, pointer: str, refs: frozenset[str]) -> Shape:
         if not ref.startswith("#/"):
             raise _unsupported(
-                pointer, f"$ref {ref!r} outside this schema (references are not supported yet)"
+                pointer, f"$ref {ref!r} outside this schema (no schema it references has that name or $id)"
             )
         if ref in refs:
             raise _unsupported(pointer, f"the recursive $ref {ref!r}", "a Spark type cannot nest without end")

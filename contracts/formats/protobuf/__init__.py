@@ -3,6 +3,6 @@ message bodies (message indexes, then the message's bytes)."""
 
 from contracts.formats.protobuf.format import ProtobufFormat
 from contracts.formats.protobuf.types import CEL_DIFFERS_KEY
-from contracts.registry.protobuf_schema import ProtoSchema, Reference, parse_proto
+from contracts.registry.protobuf_schema import ProtoSchema, parse_proto
 
-__all__ = ["CEL_DIFFERS_KEY", "ProtoSchema", "ProtobufFormat", "Reference", "parse_proto"]
+__all__ = ["CEL_DIFFERS_KEY", "ProtoSchema", "ProtobufFormat", "parse_proto"]

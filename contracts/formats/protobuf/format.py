@@ -12,7 +12,7 @@ from contracts.formats.arrow_text import invalid_utf8_rows, sound_nulls, valid_u
 from contracts.formats.protobuf.indexes import read_indexes, write_indexes
 from contracts.formats.protobuf.types import struct_type
 from contracts.formats.protobuf.values import from_spark, spark_converters, to_message, to_record
-from contracts.formats.protocol import Records
+from contracts.formats.protocol import Records, Reference
 from contracts.registry.protobuf_schema import ProtoSchema, parse_proto
 
 if TYPE_CHECKING:
@@ -25,8 +25,9 @@ class ProtobufFormat:
 
     schema_type = "PROTOBUF"
 
-    def parse(self, schema_str: str, references: Sequence[str]) -> ProtoSchema:
-        parsed = parse_proto(schema_str, references)
+    def parse(self, schema_str: str, references: Sequence[Reference]) -> ProtoSchema:
+        """The `.proto` text compiled with the referenced files, each under its reference's name."""
+        parsed = parse_proto(schema_str, [(reference.name, reference.schema_str) for reference in references])
         struct_type(parsed.message())  # a message without a Spark type fails at load
         return parsed
 
