@@ -414,3 +414,39 @@ def test_a_schema_without_a_spark_type_fails_at_load_naming_subject_and_version(
     with pytest.raises(ContractError, match=r"the recursive message Node \(Node -> Node\)") as refused:
         DataContract(registry, SUBJECT)
     assert (refused.value.subject, refused.value.version) == (SUBJECT, 1)
+
+
+def test_a_protobuf_key_goes_with_a_protobuf_value(spark: Any, tmp_path: Path) -> None:
+    registry = LocalRegistry()
+    key_proto = (
+        'syntax = "proto3";'
+        " message OrderKey { string id = 1; Region region = 2; enum Region { EU = 0; US = 1; } }"
+    )
+    known = {
+        "name": "euOnly",
+        "kind": "CONDITION",
+        "type": "CEL",
+        "mode": "WRITEREAD",
+        "expr": "message.region == 0",
+    }
+    key_rules = [{**known, "onFailure": "DLQ", "params": {"dlq.topic": "bad-keys"}}]
+    registry.register_schema(
+        "orders-key",
+        Schema.from_dict(
+            {"schemaType": "PROTOBUF", "schema": key_proto, "ruleSet": {"domainRules": key_rules}}
+        ),
+    )
+    registry.register_schema(SUBJECT, Schema.from_dict(payload([])))
+    sink = LocalTopicSink(tmp_path / "dlq")
+    key = DataContract(registry, "orders-key", dlq_sink=sink)
+    value = DataContract(registry, SUBJECT, dlq_sink=sink)
+    keys = "named_struct('id', cast(id as string), 'region', if(id = 1, 'EU', 'US')) as key"
+    df = orders_frame(spark, value).where("id != 2").selectExpr("*", keys)
+
+    framed = value.serialize(df, key=key).collect()
+
+    assert [bytes(row["key"])[5:] for row in framed] == [b"\x00\n\x011"]  # indexes [0], id "1", region EU (0)
+    back = value.deserialize(spark.createDataFrame(framed), key=key).collect()
+    assert [(r["id"], r["key"]["id"], r["key"]["region"]) for r in back] == [(1, "1", "EU")]
+    (rejected,) = sink.read("bad-keys")
+    assert dict(rejected.headers)["__rule.name"] == b"euOnly"
