@@ -450,3 +450,23 @@ def test_a_protobuf_key_goes_with_a_protobuf_value(spark: Any, tmp_path: Path) -
     assert [(r["id"], r["key"]["id"], r["key"]["region"]) for r in back] == [(1, "1", "EU")]
     (rejected,) = sink.read("bad-keys")
     assert dict(rejected.headers)["__rule.name"] == b"euOnly"
+
+
+def test_frames_of_an_earlier_version_read_as_the_target_by_field_name(spark: Any, tmp_path: Path) -> None:
+    """Version 2 drops `tags`, adds `note` and widens nothing: version 1's frames read as version 2
+    records (the dropped field left out, the new one at its default), as protobuf reads old data."""
+    registry = LocalRegistry()
+    registry.register_schema(SUBJECT, Schema.from_dict(payload([])))
+    second = ORDER.replace("repeated string tags = 5;", "string note = 10;")
+    registry.register_schema(SUBJECT, Schema.from_dict({"schemaType": "PROTOBUF", "schema": second}))
+    writer, _ = contract(tmp_path, [])
+    framed = writer.serialize(orders_frame(spark, writer)).select("value")
+    reader = DataContract(registry, SUBJECT, dlq_sink=LocalTopicSink(tmp_path / "dlq"))
+    assert reader.version == 2
+    read = sorted(reader.deserialize(framed).collect(), key=lambda row: row["id"])
+    assert "tags" not in read[0].asDict() and [row["note"] for row in read] == ["", "", ""]
+    assert [(row["id"], row["customer"], row["status"]) for row in read] == [
+        (1, "ann", "PAID"),
+        (2, "bob", "NEW"),
+        (3, "cy", "PAID"),
+    ]
