@@ -5,6 +5,8 @@ so it pickles small and each Python worker builds its descriptor pool once (per 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 import subprocess
 import sys
@@ -19,12 +21,16 @@ from contracts.errors import ContractError
 
 if TYPE_CHECKING:
     from google.protobuf.descriptor import Descriptor
+    from google.protobuf.descriptor_pb2 import FileDescriptorProto
     from google.protobuf.descriptor_pool import DescriptorPool
 
 MAIN_FILE = "default.proto"
 """The file name the registered schema is compiled under (Confluent's clients call it "default")."""
 
 _PROTOC_TIMEOUT = 60.0
+_BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
+_LOG_PREFIX = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ [\w.]+:\d+\] ")
+_PREAMBLE = "WARNING: All log messages before absl::InitializeLog()"
 _SHOWN_LENGTH = 600
 """How much of protoc's message an error shows."""
 _POOLS: BoundedCache[bytes, DescriptorPool] = BoundedCache(64)
@@ -75,19 +81,69 @@ class ProtoSchema:
 def parse_proto(schema_str: str, references: Sequence[tuple[str, str]] = ()) -> ProtoSchema:
     """The `.proto` text compiled with its references (each its import path and text,
     dependencies first; google/protobuf's well-known types need none); ContractError with protoc's
-    message when it does not compile, or when the file declares no message."""
+    message when it does not compile, or when the file declares no message.
+
+    The schema may also be a serialized FileDescriptorProto in base64, the form Confluent's
+    clients register and ask for (`format=serialized`): protoc then compiles what it imports, and
+    the descriptor joins them."""
     try:
         from google.protobuf import descriptor_pb2
+    except ImportError as e:
+        raise ContractError(_MISSING, position="schema") from e
+    serialized = _serialized(schema_str)
+    if serialized is None:
+        descriptor_set = _compile(schema_str, references)
+    else:
+        imports = "".join(f'import "{name}";\n' for name in serialized.dependency)
+        compiled = descriptor_pb2.FileDescriptorSet.FromString(
+            _compile(f'syntax = "proto3";\n{imports}', references)
+        )
+        del compiled.file[-1]  # the stub that imported them
+        serialized.name = MAIN_FILE
+        compiled.file.append(serialized)
+        descriptor_set = compiled.SerializeToString()
+        try:
+            _build_pool(descriptor_set)
+        except (TypeError, ValueError) as e:
+            raise ContractError(
+                f"invalid Protobuf schema (a serialized descriptor): {e}", position="schema"
+            ) from e
+    main = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set).file[-1]
+    if not main.message_type:
+        raise ContractError("the Protobuf schema declares no message type", position="schema")
+    name = main.message_type[0].name
+    full_name = f"{main.package}.{name}" if main.package else name
+    return ProtoSchema(schema_str, descriptor_set, MAIN_FILE, full_name)
+
+
+def _serialized(schema_str: str) -> FileDescriptorProto | None:
+    """The schema as a FileDescriptorProto when it is one in base64 (`.proto` text never is: it
+    has spaces, quotes and semicolons), else None."""
+    from google.protobuf import descriptor_pb2
+    from google.protobuf.message import DecodeError
+
+    text = schema_str.strip()
+    if not _BASE64.fullmatch(text):
+        return None
+    try:
+        return descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(text, validate=True))
+    except (binascii.Error, DecodeError):
+        return None
+
+
+def _compile(text: str, references: Sequence[tuple[str, str]]) -> bytes:
+    """protoc's FileDescriptorSet of `text` and everything it imports, the text's file last."""
+    try:
         from grpc_tools import protoc
     except ImportError as e:
         raise ContractError(_MISSING, position="schema") from e
     files = _named_files(references)
     with tempfile.TemporaryDirectory(prefix="contracts-proto-") as tmp:
         root = Path(tmp) / "src"
-        for name, text in [*files.items(), (MAIN_FILE, schema_str)]:
+        for name, source in [*files.items(), (MAIN_FILE, text)]:
             path = root / name
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            path.write_text(source, encoding="utf-8")
         out = Path(tmp) / "set.pb"
         include = Path(protoc.__file__).parent / "_proto"
         command = [
@@ -107,18 +163,9 @@ def parse_proto(schema_str: str, references: Sequence[tuple[str, str]] = ()) -> 
                 f"protoc did not finish compiling the schema in {_PROTOC_TIMEOUT:g}s", position="schema"
             ) from e
         if done.returncode != 0:
-            said = done.stderr.decode("utf-8", "replace").replace(f"{root}/", "").strip()
+            said = _said(done.stderr.decode("utf-8", "replace").replace(f"{root}/", ""))
             raise ContractError(f"invalid Protobuf schema: {_shown(said)}", position="schema")
-        descriptor_set = out.read_bytes()
-    parsed = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set)
-    main = parsed.file[-1]
-    if main.name != MAIN_FILE:
-        raise ContractError(f"protoc compiled {main.name} last, not the schema", position="schema")
-    if not main.message_type:
-        raise ContractError("the Protobuf schema declares no message type", position="schema")
-    name = main.message_type[0].name
-    full_name = f"{main.package}.{name}" if main.package else name
-    return ProtoSchema(schema_str, descriptor_set, MAIN_FILE, full_name)
+        return out.read_bytes()
 
 
 def _named_files(references: Sequence[tuple[str, str]]) -> dict[str, str]:
@@ -141,6 +188,12 @@ def _build_pool(descriptor_set: bytes) -> DescriptorPool:
     for file in descriptor_pb2.FileDescriptorSet.FromString(descriptor_set).file:
         pool.Add(file)
     return pool
+
+
+def _said(stderr: str) -> str:
+    """protoc's messages without the logging library's preamble and line prefixes."""
+    lines = [_LOG_PREFIX.sub("", line) for line in stderr.splitlines() if not line.startswith(_PREAMBLE)]
+    return "\n".join(line for line in lines if line.strip())
 
 
 def _shown(text: str) -> str:

@@ -470,3 +470,30 @@ def test_frames_of_an_earlier_version_read_as_the_target_by_field_name(spark: An
         (2, "bob", "NEW"),
         (3, "cy", "PAID"),
     ]
+
+
+def test_schemas_the_reference_registers_over_rest_read_with_the_same_contract(
+    spark: Any, tmp_path: Path, order_pb2: Any
+) -> None:
+    """The reference serializer auto-registers its message's descriptor (serialized, base64) in a
+    LocalRegistry served over REST; the contract reads that schema and the frames it wrote."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient as ReferenceClient
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+    from registry_server import running_registry
+
+    registry = LocalRegistry()
+    with running_registry(registry) as server:
+        client = ReferenceClient({"url": server.url})
+        serializer = ProtobufSerializer(order_pb2.Order, client, conf={"auto.register.schemas": True})
+        frames = [serializer(message(order_pb2, order), ctx()) for order in ORDERS]
+    stored = registry.get_latest_version(SUBJECT).schema
+    assert stored.schema_type == "PROTOBUF" and "message" not in stored.schema_str  # base64, not text
+    orders = DataContract(registry, SUBJECT)
+    read = sorted(orders.deserialize(spark.createDataFrame([(f,) for f in frames], "value binary")).collect())
+    assert [(row["id"], row["customer"], row["status"], row["big"]) for row in read] == [
+        (1, "ann", "PAID", Decimal(2**64 - 1)),
+        (2, "bob", "NEW", Decimal(0)),
+        (3, "cy", "PAID", Decimal(5)),
+    ]
+    registry.register_schema(SUBJECT, Schema.from_dict(payload([])))  # the same schema as text: compatible
+    assert registry.get_latest_version(SUBJECT).version == 2

@@ -264,3 +264,21 @@ def test_fields_whose_spark_value_is_not_what_cel_sees_are_marked(order: Any) ->
         'syntax = "proto3"; message P { Q q = 1; int64 id = 2; } message Q { uint32 n = 1; }', ()
     )
     assert [field.name for field in FORMAT.spark_type(nested).fields if field.metadata] == ["q"]
+
+
+def test_a_serialized_descriptor_in_base64_parses_as_its_text_does() -> None:
+    import base64
+
+    from google.protobuf import descriptor_pb2
+
+    money = Reference(
+        "common/money.proto", 'syntax = "proto3"; package common; message Money { int64 units = 1; }'
+    )
+    text = 'syntax = "proto3"; import "common/money.proto"; message P { common.Money m = 1; }'
+    compiled = descriptor_pb2.FileDescriptorSet.FromString(FORMAT.parse(text, (money,)).descriptor_set)
+    serialized = base64.b64encode(compiled.file[-1].SerializeToString()).decode("ascii")
+    parsed = FORMAT.parse(serialized, (money,))
+    assert parsed.text == serialized and parsed.message_name == "P"
+    assert FORMAT.spark_type(parsed) == FORMAT.spark_type(FORMAT.parse(text, (money,)))
+    with pytest.raises(ContractError, match=r"common/money\.proto: File not found"):
+        FORMAT.parse(serialized, ())
