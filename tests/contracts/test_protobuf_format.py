@@ -17,7 +17,7 @@ from contracts.errors import ContractError
 from contracts.formats.avro.values import arrow_type as spark_arrow_type
 from contracts.formats.protobuf import CEL_DIFFERS_KEY, ProtobufFormat
 from contracts.formats.protobuf.indexes import read_indexes, write_indexes
-from contracts.formats.protobuf.values import Unsigned
+from contracts.formats.protobuf.values import Unsigned, from_spark
 from contracts.formats.protocol import Reference
 
 FORMAT = ProtobufFormat()
@@ -282,3 +282,12 @@ def test_a_serialized_descriptor_in_base64_parses_as_its_text_does() -> None:
     assert FORMAT.spark_type(parsed) == FORMAT.spark_type(FORMAT.parse(text, (money,)))
     with pytest.raises(ContractError, match=r"common/money\.proto: File not found"):
         FORMAT.parse(serialized, ())
+
+
+def test_nulls_in_spark_read_as_unset_fields(order: Any) -> None:
+    """A DataFrame may hold nulls where a field always has a value (nullability is not checked):
+    they read as the field's default, as the serializer then writes it."""
+    record = from_spark({}, order.message())
+    assert record == FORMAT.decode(b"\x00", order, None)
+    assert record["tags"] == [] and record["counts"] == {} and record["status"] == 0
+    assert isinstance(record["big"], Unsigned) and record["address"] is None and "card" not in record

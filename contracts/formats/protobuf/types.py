@@ -18,7 +18,7 @@ DURATION = "google.protobuf.Duration"
 CEL_DIFFERS_KEY = "protobuf.celDiffers"
 """Field metadata marking a field whose Spark value is not the value CEL sees (native CEL leaves
 it to cel-python)."""
-_UNSIGNED = frozenset({4, 6, 7, 13})
+UNSIGNED = frozenset({4, 6, 7, 13})
 """FieldDescriptor.TYPE_UINT64, TYPE_FIXED64, TYPE_FIXED32, TYPE_UINT32."""
 WRAPPERS = frozenset(
     f"google.protobuf.{name}Value"
@@ -134,7 +134,7 @@ def cel_differs(field: FieldDescriptor, seen: frozenset[str] = frozenset()) -> b
     message holding such a field."""
     from google.protobuf.descriptor import FieldDescriptor as F
 
-    if field.type == F.TYPE_ENUM or field.type in _UNSIGNED:
+    if field.type == F.TYPE_ENUM or field.type in UNSIGNED:
         return True
     nested = field.message_type
     if nested is None or nested.full_name in seen:

@@ -19,6 +19,7 @@ from contracts.bounded import BoundedCache
 from contracts.formats.protobuf.types import (
     DURATION,
     TIMESTAMP,
+    UNSIGNED,
     WRAPPERS,
     is_map,
     is_repeated,
@@ -35,10 +36,6 @@ class Unsigned(int):
     an int that tells CEL it is a uint, as the reference binds those fields."""
 
     __slots__ = ()
-
-
-_UNSIGNED_TYPES = frozenset({4, 6, 7, 13})
-"""FieldDescriptor.TYPE_UINT64, TYPE_FIXED64, TYPE_FIXED32, TYPE_UINT32."""
 
 
 def to_record(message: Message) -> dict[str, Any]:
@@ -62,7 +59,7 @@ def to_record(message: Message) -> dict[str, Any]:
 def _plain(value: Any, field: FieldDescriptor) -> Any:
     message = field.message_type
     if message is None:
-        return Unsigned(value) if field.type in _UNSIGNED_TYPES else value
+        return Unsigned(value) if field.type in UNSIGNED else value
     name = message.full_name
     if name == TIMESTAMP:
         return value.ToDatetime(tzinfo=datetime.timezone.utc)
@@ -262,7 +259,7 @@ def from_spark(row: Mapping[str, Any], descriptor: Descriptor) -> dict[str, Any]
         where = f"{descriptor.full_name}.{field.name}"
         if value is None:
             if field.containing_oneof is None:
-                unset = field.has_presence or field.message_type is not None
+                unset = not is_repeated(field) and (field.has_presence or field.message_type is not None)
                 record[field.name] = None if unset else _default(field)
         elif is_map(field):
             key_field = field.message_type.fields_by_name["key"]
@@ -285,7 +282,7 @@ def _default(field: FieldDescriptor) -> Any:
         return {}
     if is_repeated(field):
         return []
-    return field.default_value
+    return Unsigned(field.default_value) if field.type in UNSIGNED else field.default_value
 
 
 def _record_value(value: Any, field: FieldDescriptor, where: str) -> Any:
@@ -306,6 +303,6 @@ def _record_value(value: Any, field: FieldDescriptor, where: str) -> Any:
         if value.lstrip("-").isdigit():
             return int(value)
         raise ValueError(f"{where}: {value!r} is no value of enum {enum.full_name}")
-    if field.type in _UNSIGNED_TYPES:
+    if field.type in UNSIGNED:
         return Unsigned(value)
     return value
