@@ -35,6 +35,9 @@ _SHOWN_LENGTH = 600
 """How much of protoc's message an error shows."""
 _POOLS: BoundedCache[bytes, DescriptorPool] = BoundedCache(64)
 """Per process: the descriptor pool of each descriptor set."""
+_PARSED: BoundedCache[tuple[str, tuple[tuple[str, str], ...]], ProtoSchema] = BoundedCache(64)
+"""Per process: each schema text with its references, compiled (protoc runs once per schema)."""
+"""Per process: the descriptor pool of each descriptor set."""
 _MISSING = (
     "Protobuf contracts need the `protobuf` extra: pip install 'spark-data-contracts[protobuf]'"
     " (grpcio-tools compiles the .proto text, protobuf reads the records)"
@@ -86,6 +89,12 @@ def parse_proto(schema_str: str, references: Sequence[tuple[str, str]] = ()) -> 
     The schema may also be a serialized FileDescriptorProto in base64, the form Confluent's
     clients register and ask for (`format=serialized`): protoc then compiles what it imports, and
     the descriptor joins them."""
+    key = (schema_str, tuple(references))
+    found = _PARSED.get(key)
+    return found if found is not None else _PARSED.put(key, _parse(schema_str, references))
+
+
+def _parse(schema_str: str, references: Sequence[tuple[str, str]]) -> ProtoSchema:
     try:
         from google.protobuf import descriptor_pb2
     except ImportError as e:
