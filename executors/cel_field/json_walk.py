@@ -1,18 +1,20 @@
-"""CEL_FIELD on JSON Schema records: the reference's JSON field walk, in Python (docs/semantics.md §4.8).
+"""The reference's JSON Schema field walk (docs/semantics.md §4.8), for CEL_FIELD (and ENCRYPT) rules
+on JSON records, in Python.
 
 It mirrors confluent-kafka 2.16.1's `common/json_schema.py` walk: from the root `$`, an object's
 `properties` field by field (full names `$.a.b`), array `items` element by element, a `type` list
 by the first type the value validates against, `oneOf` by the first valid branch, `anyOf` every
 valid branch, `allOf` each part, `$ref` followed; the field's type name is the innermost schema's
-(ENUM for `enum`/`const`, RECORD, MAP, ARRAY, STRING, INT, DOUBLE, BOOLEAN, NULL) and only
-STRING, INT, DOUBLE and BOOLEAN values are visited; enums and maps' values are not. Tags are the
-property's `confluent:tags` plus the metadata tag paths matching its full name.
+(ENUM for `enum`/`const`, RECORD, MAP, ARRAY, STRING, INT, DOUBLE, BOOLEAN, NULL), and ENUM,
+STRING, INT, DOUBLE and BOOLEAN values go to the field's rule (CEL_FIELD's expression sees all but
+enums); maps' values are not walked. Tags are the property's `confluent:tags` plus the metadata
+tag paths matching its full name.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,9 +24,10 @@ from executors.cel_field.schema import tag_matches
 from executors.protocol import BatchEvaluator, Outcome
 
 TAGS_PROP = "confluent:tags"
-VISITED_TYPES = frozenset({"STRING", "INT", "DOUBLE", "BOOLEAN"})
-"""The type names whose values the expression sees: the walk hands ENUM values to the field
-transform too, and the reference's CEL_FIELD executor returns them unchanged (not primitive)."""
+WALKED_TYPES = frozenset({"ENUM", "STRING", "INT", "DOUBLE", "BOOLEAN"})
+"""The type names whose values the walk hands to the field's rule."""
+CEL_VISITED_TYPES = frozenset({"STRING", "INT", "DOUBLE", "BOOLEAN"})
+"""Those a CEL_FIELD expression sees: the reference's executor returns an enum unchanged (not primitive)."""
 _TYPE_NAMES = {
     "array": "ARRAY",
     "string": "STRING",
@@ -50,8 +53,8 @@ def type_name(schema: Any) -> str:
     return "RECORD" if schema.get("properties") is not None else "NULL"
 
 
-class _ConditionFailed(Exception):
-    """A visited field's expression returned a plain false: the CONDITION fails."""
+class ConditionFailed(Exception):
+    """A visited field's result was a plain false in a condition's walk: the CONDITION fails."""
 
 
 class _EvaluationFailed(Exception):
@@ -61,7 +64,7 @@ class _EvaluationFailed(Exception):
 
 
 @dataclass
-class _Field:
+class JsonField:
     """The field being walked: its names and tags, the record holding it, and its current type name."""
 
     name: str
@@ -71,54 +74,45 @@ class _Field:
     type_name: str
 
 
-@dataclass(frozen=True)
-class CelFieldJsonBatch:
-    """Picklable factory of the Python evaluator of one CEL_FIELD rule on JSON records; `document`
-    is the parsed schema with its references bundled (every `$ref` local)."""
-
-    expr: str
-    kind: RuleKind
-    rule_tags: frozenset[str]
-    document: Any
-    metadata_tags: Mapping[str, tuple[str, ...]]
-    failure_message: str
-
-    def __call__(self) -> BatchEvaluator:
-        return _JsonWalker(self)
+FieldVisit = Callable[[JsonField, Any], Any]
+"""What a walk does to a value its rule's tags select: the field (its type name that of the
+value's innermost schema) and the value, to the new value."""
 
 
-class _JsonWalker:
-    def __init__(self, spec: CelFieldJsonBatch) -> None:
+class JsonFieldWalk:
+    """The reference's JSON walk of one schema (its references bundled, every `$ref` local): calls
+    `visit` on each ENUM, STRING, INT, DOUBLE or BOOLEAN value of a field `rule_tags` select (none:
+    every field). A condition's walk changes nothing and raises ConditionFailed on a plain false;
+    a transform's walks a copy of the record, so a failed one leaves the record as it was."""
+
+    def __init__(
+        self,
+        document: Any,
+        metadata_tags: Mapping[str, tuple[str, ...]],
+        rule_tags: frozenset[str],
+        visit: FieldVisit,
+        condition: bool = False,
+    ) -> None:
         from jsonschema.validators import validator_for
         from referencing import Registry, Resource
         from referencing.jsonschema import DRAFT7
 
-        self.spec = spec
-        self.condition = spec.kind is RuleKind.CONDITION
-        self.program = _runtime.compile_program(spec.expr)
-        self.reads_message = "message" in spec.expr
+        self.document = document
+        self.metadata_tags = metadata_tags
+        self.rule_tags = rule_tags
+        self.visit = visit
+        self.condition = condition
         # Draft 7 unless the schema says otherwise, as the reference and the format's validation.
-        self.validator = validator_for(spec.document)
-        root = Resource.from_contents(spec.document, default_specification=DRAFT7)
-        self.resolver = Registry().resolver_with_root(root)
+        self.validator = validator_for(document)
+        self.resolver = Registry().resolver_with_root(
+            Resource.from_contents(document, default_specification=DRAFT7)
+        )
 
-    def __call__(self, records: Sequence[Any]) -> Sequence[Outcome]:
-        return [self._one(record) for record in records]
-
-    def _one(self, record: Any) -> Outcome:
-        # A copy, not the reference's in-place update, so a failed rule leaves the record as it was.
+    def __call__(self, record: Any) -> Any:
         walked = record if self.condition else copy.deepcopy(record)
-        try:
-            result = self._transform(self.spec.document, self.resolver, "$", walked, None)
-        except _ConditionFailed:
-            return Outcome(False, record, self.spec.failure_message)
-        except _EvaluationFailed as e:
-            return Outcome(False, record, e.reason)
-        except Exception as e:  # an evaluation error is a rule failure (docs/semantics.md §2.2)
-            return Outcome(False, record, _runtime.evaluation_reason(e))
-        return Outcome(True, record if self.condition else result)
+        return self._transform(self.document, self.resolver, "$", walked, None)
 
-    def _transform(self, schema: Any, resolver: Any, path: str, message: Any, field: _Field | None) -> Any:
+    def _transform(self, schema: Any, resolver: Any, path: str, message: Any, field: JsonField | None) -> Any:
         if message is None or schema is None or isinstance(schema, bool):
             return message
         if field is not None:
@@ -142,16 +136,16 @@ class _JsonWalker:
             if isinstance(message, dict):
                 self._properties(schema, resolver, path, message)
             return message
-        if kind in VISITED_TYPES and field is not None and self._selects(field):
-            return self._visit(field, message)
+        if kind in WALKED_TYPES and field is not None and self._selects(field):
+            return self.visit(field, message)
         return message
 
-    def _selects(self, field: _Field) -> bool:
+    def _selects(self, field: JsonField) -> bool:
         """Whether the rule's tags (none: every field) select the field."""
-        return not self.spec.rule_tags or not self.spec.rule_tags.isdisjoint(field.tags)
+        return not self.rule_tags or not self.rule_tags.isdisjoint(field.tags)
 
     def _combined(
-        self, schema: Mapping[str, Any], resolver: Any, path: str, message: Any, field: _Field | None
+        self, schema: Mapping[str, Any], resolver: Any, path: str, message: Any, field: JsonField | None
     ) -> Any:
         """allOf each part; oneOf the first valid branch; anyOf every valid branch; then the
         sibling `properties` and `items` of this level."""
@@ -183,39 +177,24 @@ class _JsonWalker:
             if not isinstance(property_schema, dict):
                 continue
             full_name = f"{path}.{name}"
-            field = _Field(
-                name, full_name, self._tags(property_schema, full_name), message, type_name(property_schema)
-            )
+            tags = self._tags(property_schema, full_name)
+            field = JsonField(name, full_name, tags, message, type_name(property_schema))
             value = message.get(name)
             if value is None:
                 continue
             result = self._transform(property_schema, resolver, full_name, value, field)
             if self.condition:
                 if result is False:
-                    raise _ConditionFailed
+                    raise ConditionFailed
             else:
                 message[name] = result
 
     def _tags(self, property_schema: Mapping[str, Any], full_name: str) -> frozenset[str]:
         tags = set(property_schema.get(TAGS_PROP) or ())
-        for path, path_tags in self.spec.metadata_tags.items():
+        for path, path_tags in self.metadata_tags.items():
             if tag_matches(full_name, path):
                 tags.update(path_tags)
         return frozenset(tags)
-
-    def _visit(self, field: _Field, value: Any) -> Any:
-        activation = _runtime.field_activation(
-            value,
-            field.name,
-            field.full_name,
-            field.type_name,
-            sorted(field.tags),
-            field.containing if self.reads_message else None,
-        )
-        outcome = self.program.field(activation, value, condition=self.condition)
-        if not outcome.passed:
-            raise _EvaluationFailed(outcome.reason)
-        return outcome.value
 
     def _first_type(self, schema: Mapping[str, Any], types: list[Any], message: Any, resolver: Any) -> Any:
         for declared in types:
@@ -232,3 +211,62 @@ class _JsonWalker:
             resolved = resolver.lookup(branch["$ref"])
             branch, resolver = resolved.contents, resolved.resolver
         return (branch, resolver) if self.validator(branch, _resolver=resolver).is_valid(message) else None
+
+
+@dataclass(frozen=True)
+class CelFieldJsonBatch:
+    """Picklable factory of the Python evaluator of one CEL_FIELD rule on JSON records; `document`
+    is the parsed schema with its references bundled (every `$ref` local)."""
+
+    expr: str
+    kind: RuleKind
+    rule_tags: frozenset[str]
+    document: Any
+    metadata_tags: Mapping[str, tuple[str, ...]]
+    failure_message: str
+
+    def __call__(self) -> BatchEvaluator:
+        return _CelFieldJson(self)
+
+
+class _CelFieldJson:
+    """Evaluates one CEL_FIELD rule over JSON records through the walk."""
+
+    def __init__(self, spec: CelFieldJsonBatch) -> None:
+        self.spec = spec
+        self.condition = spec.kind is RuleKind.CONDITION
+        self.program = _runtime.compile_program(spec.expr)
+        self.reads_message = "message" in spec.expr
+        self.walk = JsonFieldWalk(
+            spec.document, spec.metadata_tags, spec.rule_tags, self._visit, self.condition
+        )
+
+    def __call__(self, records: Sequence[Any]) -> Sequence[Outcome]:
+        return [self._one(record) for record in records]
+
+    def _one(self, record: Any) -> Outcome:
+        try:
+            result = self.walk(record)
+        except ConditionFailed:
+            return Outcome(False, record, self.spec.failure_message)
+        except _EvaluationFailed as e:
+            return Outcome(False, record, e.reason)
+        except Exception as e:  # an evaluation error is a rule failure (docs/semantics.md §2.2)
+            return Outcome(False, record, _runtime.evaluation_reason(e))
+        return Outcome(True, record if self.condition else result)
+
+    def _visit(self, field: JsonField, value: Any) -> Any:
+        if field.type_name not in CEL_VISITED_TYPES:
+            return value
+        activation = _runtime.field_activation(
+            value,
+            field.name,
+            field.full_name,
+            field.type_name,
+            sorted(field.tags),
+            field.containing if self.reads_message else None,
+        )
+        outcome = self.program.field(activation, value, condition=self.condition)
+        if not outcome.passed:
+            raise _EvaluationFailed(outcome.reason)
+        return outcome.value
