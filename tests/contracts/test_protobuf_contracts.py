@@ -193,7 +193,11 @@ def ctx() -> Any:
     return SerializationContext(TOPIC, MessageField.VALUE)
 
 
-def test_write_runs_cel_and_jsonata_rules_on_protobuf_records(spark: Any, tmp_path: Path) -> None:
+def test_write_runs_cel_and_jsonata_rules_on_protobuf_records(
+    spark: Any, tmp_path: Path, order_pb2: Any
+) -> None:
+    from google.protobuf.json_format import MessageToJson
+
     orders, sink = contract(tmp_path, [POSITIVE, SHOUT, UPPER])
     explained = orders.explain()
     assert (
@@ -213,6 +217,8 @@ def test_write_runs_cel_and_jsonata_rules_on_protobuf_records(spark: Any, tmp_pa
     assert rows[0]["address"] is None and rows[0]["big"] == Decimal(2**64 - 1)  # the CEL transform replaced
     (rejected,) = sink.read("bad-orders")
     assert dict(rejected.headers)["__rule.name"] == b"positiveAmount"
+    # The message's JSON, as the reference's DLQ action writes a rejected message.
+    assert rejected.value == MessageToJson(message(order_pb2, ORDERS[1])).encode()
     counts = metrics_of(written).get()  # type: ignore[union-attr]
     assert (counts["positiveAmount"].passed, counts["positiveAmount"].failed) == (2, 1)
 

@@ -20,6 +20,17 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 
+def protobuf_dlq_value(record: Any, parsed: ProtoSchema) -> bytes:
+    """A WRITE-side DLQ record's value: the message's protobuf JSON as `MessageToJson` prints it,
+    as the reference's DLQ action writes a message (a record that is no message: its repr)."""
+    from google.protobuf.json_format import MessageToJson
+
+    try:
+        return MessageToJson(to_message(record, parsed.message())).encode("utf-8")
+    except (TypeError, ValueError) as e:
+        return f"{record!r} (not a {parsed.message_name} message: {e})".encode()
+
+
 class ProtobufFormat:
     """The PROTOBUF schema type: `.proto` schemas whose first message is the record."""
 
