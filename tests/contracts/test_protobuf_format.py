@@ -291,3 +291,13 @@ def test_nulls_in_spark_read_as_unset_fields(order: Any) -> None:
     assert record == FORMAT.decode(b"\x00", order, None)
     assert record["tags"] == [] and record["counts"] == {} and record["status"] == 0
     assert isinstance(record["big"], Unsigned) and record["address"] is None and "card" not in record
+
+
+def test_without_the_protobuf_extra_a_schema_fails_with_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "grpc_tools", None)  # as if grpcio-tools were not installed
+    with pytest.raises(ContractError, match=r"pip install 'spark-data-contracts\[protobuf\]'"):
+        FORMAT.parse('syntax = "proto3"; message Uncompiled { int32 a = 1; }', ())
