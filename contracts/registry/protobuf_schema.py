@@ -37,7 +37,6 @@ _POOLS: BoundedCache[bytes, DescriptorPool] = BoundedCache(64)
 """Per process: the descriptor pool of each descriptor set."""
 _PARSED: BoundedCache[tuple[str, tuple[tuple[str, str], ...]], ProtoSchema] = BoundedCache(64)
 """Per process: each schema text with its references, compiled (protoc runs once per schema)."""
-"""Per process: the descriptor pool of each descriptor set."""
 _MISSING = (
     "Protobuf contracts need the `protobuf` extra: pip install 'spark-data-contracts[protobuf]'"
     " (grpcio-tools compiles the .proto text, protobuf reads the records)"
@@ -103,6 +102,8 @@ def _parse(schema_str: str, references: Sequence[tuple[str, str]]) -> ProtoSchem
     if serialized is None:
         descriptor_set = _compile(schema_str, references)
     else:
+        for name in serialized.dependency:
+            _check_path(name, "import")
         imports = "".join(f'import "{name}";\n' for name in serialized.dependency)
         compiled = descriptor_pb2.FileDescriptorSet.FromString(
             _compile(f'syntax = "proto3";\n{imports}', references)
@@ -182,12 +183,17 @@ def _named_files(references: Sequence[tuple[str, str]]) -> dict[str, str]:
     that is empty, absolute or climbs out of the source tree."""
     files: dict[str, str] = {}
     for name, text in references:
-        path = PurePosixPath(name)
-        usable = re.fullmatch(r"[\w./-]+", name) and not path.is_absolute() and ".." not in path.parts
-        if not usable or name == MAIN_FILE:
-            raise ContractError(f"reference name {name!r} is not a usable import path", position="references")
+        _check_path(name, "reference name")
         files.setdefault(name, text)
     return files
+
+
+def _check_path(name: str, what: str) -> None:
+    """ContractError unless `name` is a relative path inside the source tree (not the schema's)."""
+    path = PurePosixPath(name)
+    usable = re.fullmatch(r"[\w./-]+", name) and not path.is_absolute() and ".." not in path.parts
+    if not usable or name == MAIN_FILE:
+        raise ContractError(f"{what} {name!r} is not a usable import path", position="references")
 
 
 def _build_pool(descriptor_set: bytes) -> DescriptorPool:

@@ -301,3 +301,13 @@ def test_without_the_protobuf_extra_a_schema_fails_with_how_to_install_it(
     monkeypatch.setitem(sys.modules, "grpc_tools", None)  # as if grpcio-tools were not installed
     with pytest.raises(ContractError, match=r"pip install 'spark-data-contracts\[protobuf\]'"):
         FORMAT.parse('syntax = "proto3"; message Uncompiled { int32 a = 1; }', ())
+
+
+def test_a_serialized_descriptor_importing_outside_the_source_tree_is_refused() -> None:
+    import base64
+
+    from google.protobuf import descriptor_pb2
+
+    hostile = descriptor_pb2.FileDescriptorProto(name="x.proto", dependency=['../../etc/passwd"; x'])
+    with pytest.raises(ContractError, match="is not a usable import path"):
+        FORMAT.parse(base64.b64encode(hostile.SerializeToString()).decode("ascii"), ())
