@@ -503,3 +503,29 @@ def test_schemas_the_reference_registers_over_rest_read_with_the_same_contract(
     ]
     registry.register_schema(SUBJECT, Schema.from_dict(payload([])))  # the same schema as text: compatible
     assert registry.get_latest_version(SUBJECT).version == 2
+
+
+def test_well_known_types_oneofs_and_optional_fields_round_trip_on_spark(spark: Any, tmp_path: Path) -> None:
+    text = """syntax = "proto3";
+import "google/protobuf/duration.proto";
+import "google/protobuf/wrappers.proto";
+message Shipment {
+  string id = 1;
+  google.protobuf.Duration wait = 2;
+  google.protobuf.Int64Value weight = 3;
+  oneof via { string truck = 4; string ship = 5; }
+  optional sint32 priority = 6;
+  map<int64, Stop> stops = 7;
+  message Stop { string city = 1; fixed32 minutes = 2; }
+}
+"""
+    registry = LocalRegistry()
+    registry.register_schema("shipments-value", Schema.from_dict({"schemaType": "PROTOBUF", "schema": text}))
+    shipments = DataContract(registry, "shipments-value", dlq_sink=LocalTopicSink(tmp_path / "dlq"))
+    rows = [
+        ("s1", datetime.timedelta(hours=2, microseconds=5), 40, "t-9", None, -3, {7: ("Oslo", 2**32 - 1)}),
+        ("s2", None, None, None, "ms-1", None, {}),
+    ]
+    df = spark.createDataFrame(rows, shipments.spark_schema)
+    back = shipments.deserialize(shipments.serialize(df).select("value"))
+    assert sorted(back.collect()) == sorted(df.collect())
