@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 JARS := .jars
 JARS_STAMP := $(JARS)/.fetched
 
-.PHONY: demo demo-kafka test fuzz lint install jars clean
+.PHONY: demo demo-json demo-kafka test fuzz lint install jars clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ jars: $(JARS_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python examples/orders_pipeline.py
+
+# Payments under JSON Schema contracts, keys and values each with its own (examples/payments_json.py).
+demo-json: $(STAMP)
+	$(BIN)/python examples/payments_json.py
 
 # The orders pipeline as a Structured Streaming job on a real Kafka broker, started and stopped here;
 # Spark gets its Kafka connector from .jars/ through PYSPARK_SUBMIT_ARGS (what --jars does for spark-submit).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -33,3 +34,18 @@ def test_the_example_migrates_a_major_1_record_to_major_2(spark: Any) -> None:
     df = spark.createDataFrame([("o-1", "a@b.example", 12.5, "EUR", "app", None)], columns)
     (row,) = reader.read(df, writer_version=1).collect()
     assert (row["orderId"], row["email"], row["coupon"]) == ("o-1", "<masked>", None)
+
+
+def test_the_json_example_routes_bad_keys_and_values_and_masks_pii(spark: Any, tmp_path: Path) -> None:
+    path = Path(__file__).resolve().parent.parent / "examples" / "payments_json.py"
+    spec = importlib.util.spec_from_file_location("payments_json", path)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+
+    counts = example.run(spark, tmp_path, n=30)
+
+    # Amounts 3, 10, 17, 24 are not positive; keys 4, 13, 22 are malformed.
+    assert counts == {"valid": 23, "payments-bad-keys": 3, "payments-rejected": 4}
+    (row,) = spark.read.parquet(str(tmp_path / "topic")).where("key is not null").limit(1).collect()
+    assert row["value"][0] == 0 and row["key"][0] == 0

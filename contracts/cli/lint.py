@@ -36,6 +36,7 @@ from contracts.registry.compatibility import (
 from contracts.registry.json_compatibility import json_schema_compatibility_errors
 from contracts.registry.layout import SUBJECT_FILE, subject_of, version_of
 from contracts.registry.local_dek import DEK_DIRECTORY
+from contracts.registry.protobuf_compatibility import protobuf_compatibility_errors
 from executors import as_executor
 
 _CONFIG_FILE = "config.json"
@@ -168,7 +169,7 @@ def lint_registry(
 class _Compared:
     """A version as the compatibility check sees it: its metadata properties (for the
     compatibilityGroup), its schema type and what that type's checker reads (parsed Avro, a JSON
-    Schema document), None when it did not load (reported already)."""
+    Schema document, a compiled Protobuf schema), None when it did not load (reported already)."""
 
     version: int
     properties: dict[str, str]
@@ -179,11 +180,13 @@ class _Compared:
 
 def _readable(target: loader.ContractVersion, problems: list[Problem], path: str | None) -> Any | None:
     """The version's schema as its type's compatibility checker reads it (Avro with its references'
-    named types; a JSON Schema's document); None for a type without a checker or, with a
-    problem, a schema the checker refuses."""
+    named types; a JSON Schema's document; the compiled Protobuf schema); None for a type without
+    a checker or, with a problem, a schema the checker refuses."""
     schema_type = target.schema.schema_type.upper()
     if schema_type == "JSON":
         return json.loads(target.schema.schema_str)  # it loaded, so it is JSON
+    if schema_type == "PROTOBUF":
+        return target.avro_schema  # the parsed schema: protoc compiled it when it loaded
     if schema_type != "AVRO":
         return None
     named: dict[str, Any] = {}
@@ -206,6 +209,8 @@ def _compatibility_errors(level: Compatibility, new: _Compared, old: _Compared) 
             return json_schema_compatibility_errors(level, new.readable, [old.readable])
         except ValueError as error:
             return [f"the compatibility check cannot read the schemas: {error}"]
+    if new.schema_type == "PROTOBUF":
+        return protobuf_compatibility_errors(level, new.readable, [old.readable])
     return compatibility_errors(level, new.readable, [old.readable])
 
 

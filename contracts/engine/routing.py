@@ -24,6 +24,7 @@ from contracts import formats
 from contracts.engine.frame import OUTCOME_PREFIX, PARTITION, RECORD, STATUS
 from contracts.engine.reasons import NativeReasons
 from contracts.engine.runner import field_columns, keeps_field_columns
+from contracts.formats.protobuf import protobuf_dlq_value
 from contracts.formats.protocol import SchemaFormat
 from contracts.planning.plan import CopyAction, Plan
 
@@ -191,6 +192,8 @@ class Router:
         # topic all the same, and JSON (UTF-8 text) can hold nothing else.
         read = layout.schema_format.read_struct(rejected.column(layout.record_column), layout.schema)
         records = read.records if layout.redact is None else layout.redact(read.records)
+        if layout.schema_format.schema_type == "PROTOBUF":  # the message's JSON, as the reference writes it
+            return [None if r is None else protobuf_dlq_value(r, layout.schema) for r in records]
         return [record_value_bytes(record) for record in records]
 
 
