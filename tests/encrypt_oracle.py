@@ -8,6 +8,7 @@ KEKs and DEKs move between its mock DEK registry and one of ours only in their s
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -79,7 +80,8 @@ class ReferenceEncryption:
     def serialize(self, record: Mapping[str, Any]) -> bytes:
         from confluent_kafka.serialization import MessageField, SerializationContext
 
-        data = self.serializer(dict(record), SerializationContext(TOPIC, MessageField.VALUE))
+        # A deep copy: the reference's walk encrypts nested records in place.
+        data = self.serializer(copy.deepcopy(dict(record)), SerializationContext(TOPIC, MessageField.VALUE))
         assert data is not None
         return data
 

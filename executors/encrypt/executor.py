@@ -19,7 +19,8 @@ from contracts.errors import ContractError
 from contracts.model import Rule, RuleMode
 from contracts.registry.dek import DEFAULT_ALGORITHM, DEK_ALGORITHMS, DekRegistry
 from executors.cel_field.executor import same_tag_transforms
-from executors.cel_field.schema import Field, Leaf, schema_tree
+from executors.cel_field.json_walk import JsonField
+from executors.cel_field.schema import Field, Leaf
 from executors.encrypt.cryptor import Cryptor
 from executors.encrypt.envelope import split_version, with_version
 from executors.encrypt.keys import (
@@ -34,7 +35,7 @@ from executors.encrypt.keys import (
 )
 from executors.encrypt.kms import KmsDriver
 from executors.encrypt.localkms import LocalKmsDriver
-from executors.encrypt.walk import FieldWalk
+from executors.encrypt.walk import field_walk
 from executors.protocol import BatchEvaluator, BatchStep, Outcome, RuleContext, Step
 
 KEK_NAME = "encrypt.kek.name"
@@ -66,8 +67,8 @@ class EncryptExecutor:
         return f"EncryptExecutor(kms_drivers={[d.kms_type for d in self.kms_drivers]})"
 
     def compile(self, ctx: RuleContext) -> Step:
-        if ctx.schema_format.schema_type != "AVRO":
-            # Tagged fields are found by the CEL_FIELD walk, which reads Avro schemas only.
+        if ctx.schema_format.schema_type not in ("AVRO", "JSON"):
+            # Tagged fields are found by the reference's Avro and JSON walks.
             raise ContractError(
                 f"ENCRYPT rules on {ctx.schema_format.schema_type} records are not supported yet",
                 position="type",
@@ -154,7 +155,7 @@ class EncryptBatch:
             ttl_ms=self.dek_ttl_ms,
             now_millis_fn=self.clock,
         )
-        return _Evaluator(self, keys, schema_tree(self.schema, self.metadata_tags))
+        return _Evaluator(self, keys)
 
 
 class _FieldFailure(Exception):
@@ -162,10 +163,11 @@ class _FieldFailure(Exception):
 
 
 class _Evaluator:
-    def __init__(self, batch: EncryptBatch, keys: KeyRing, tree: Any) -> None:
+    def __init__(self, batch: EncryptBatch, keys: KeyRing) -> None:
         self.batch = batch
         self.keys = keys
-        self.walk = FieldWalk(tree, batch.tags, self._write if batch.mode is RuleMode.WRITE else self._read)
+        transform = self._write if batch.mode is RuleMode.WRITE else self._read
+        self.walk = field_walk(batch.schema, batch.metadata_tags, batch.tags, transform)
 
     def __call__(self, records: Sequence[Any]) -> Sequence[Outcome]:
         return [self._one(record) for record in records]
@@ -178,7 +180,7 @@ class _Evaluator:
         except _FieldFailure as e:
             return Outcome(False, record, str(e))
 
-    def _write(self, leaf: Leaf, field: Field, value: Any) -> Any:
+    def _write(self, leaf: Leaf, field: Field | JsonField, value: Any) -> Any:
         if value is None:
             return None
         if leaf.type_name not in ("STRING", "BYTES"):
@@ -200,7 +202,7 @@ class _Evaluator:
             ciphertext = with_version(version, ciphertext)
         return base64.b64encode(ciphertext).decode("ascii") if leaf.type_name == "STRING" else ciphertext
 
-    def _read(self, leaf: Leaf, field: Field, value: Any) -> Any:
+    def _read(self, leaf: Leaf, field: Field | JsonField, value: Any) -> Any:
         if value is None or leaf.type_name not in ("STRING", "BYTES"):
             return value
         where = f"ENCRYPT cannot decrypt field {field.full_name!r}"

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.model import Rule
-from executors.cel_field.schema import Field, Leaf, schema_tree
-from executors.encrypt.walk import FieldWalk
+from executors.cel_field.schema import Leaf
+from executors.encrypt.walk import field_walk
 
 REDACTED = "<REDACTED>"
 REDACTED_BYTES = REDACTED.encode("utf-8")
@@ -27,7 +27,7 @@ DEFAULT_REDACT_RULE_TYPES = "ENCRYPT,ENCRYPT_PAYLOAD"
 
 @dataclass(frozen=True)
 class Redaction:
-    """Replaces the tagged string and bytes fields of records of one Avro schema; picklable."""
+    """Replaces the tagged string and bytes fields of records of one Avro or JSON schema; picklable."""
 
     tags: frozenset[str]
     """The tags whose fields are redacted; empty: every string and bytes field."""
@@ -36,7 +36,7 @@ class Redaction:
 
     def __call__(self, records: Sequence[Any]) -> list[Any]:
         """The records with those fields redacted (copies; None stays None)."""
-        walk = FieldWalk(schema_tree(self.schema, self.metadata_tags), self.tags, _redacted)
+        walk = field_walk(self.schema, self.metadata_tags, self.tags, _redacted)
         return [None if record is None else walk(record) for record in records]
 
 
@@ -59,7 +59,7 @@ def redaction_for(
     return Redaction(tags, schema, dict(metadata_tags))
 
 
-def _redacted(leaf: Leaf, _field: Field, value: Any) -> Any:
+def _redacted(leaf: Leaf, _field: Any, value: Any) -> Any:
     if value is None:
         return None
     if leaf.type_name == "STRING":
