@@ -21,6 +21,7 @@ from contracts.engine import jvm_avro, runner, serde
 from contracts.engine.counts import Gatherer
 from contracts.engine.frame import ORIGINAL, RECORD, STATUS, refuse_reserved_columns
 from contracts.engine.native_migration import NativeMigration, native_migration
+from contracts.engine.payload import PayloadRules
 from contracts.engine.reasons import NativeReasons, with_exact_reasons
 from contracts.engine.routing import DlqLayout, Router, route_rejected
 from contracts.engine.serde import WriterVersion
@@ -37,6 +38,7 @@ from contracts.replay import RuleSkippingRegistry, replay
 from contracts.streaming import MicroBatchWriter
 from executors import as_executor
 from executors.config import RuleConfig
+from executors.encrypt.redact import Redaction, redaction_for
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -121,6 +123,14 @@ class _ContractPlanner:
         ]
         return build_plan(*where, compiled, self.resolve_action, skipped=note, left_out=left_out)
 
+    def payload(self, version: loader.ContractVersion, mode: RuleMode) -> PayloadRules:
+        """The encoding rules of `version` in WRITE or READ, compiled and planned (§11.5)."""
+        rules = loader.encoding_rules_for(version, mode, self.executors)
+        keys = self.keys if self.keys is not None else self.registry
+        compiled = loader.compile_rules(version, mode, rules, self.executors, None, keys, self.rule_config)
+        where = (version.subject, version.version, mode, version.spark_type)
+        return PayloadRules(build_plan(*where, compiled, self.resolve_action))
+
     def load(self, version: int) -> loader.ContractVersion:
         if version == self.target.version:
             return self.target
@@ -142,7 +152,9 @@ class _ContractPlanner:
             return WriterVersion(writer, loaded.avro_schema, loaded.format, failure=failure)
         plans = migration.migration_plans(versions, writer, target, self.executors, self.resolve_action)
         native = native_migration(versions, writer, target, self.executors, self.resolve_action)
-        return WriterVersion(writer, versions[writer].avro_schema, versions[writer].format, plans, native)
+        loaded = versions[writer]
+        payload = self.payload(loaded, RuleMode.READ)
+        return WriterVersion(writer, loaded.avro_schema, loaded.format, plans, native, payload=payload)
 
     def versions(self) -> list[RegisteredSchema]:
         """Every version of the subject, as the registry holds them now."""
@@ -206,6 +218,8 @@ class DataContract:
         self._run_id: str | None = None
         self._resolved: dict[int, NativeMigration | None] = {}
         self._plans = {mode: self._compiler.plan(mode) for mode in (RuleMode.WRITE, RuleMode.READ)}
+        self._encoding = self._compiler.payload(self.target, RuleMode.WRITE)
+        self._redaction = _redaction(self.target, self._compiler.rule_config)
 
     @property
     def spark_schema(self) -> StructType:
@@ -239,8 +253,19 @@ class DataContract:
         """What the engine decided for `mode`: each rule in running order with its actions, how it
         runs (native, or in Python and why) and what it touches, and the rules that do not run.
         With `writer_version`, first the migration of that version's records to the target: its
-        UPGRADE/DOWNGRADE steps and whether they run as Spark expressions."""
-        plan = self.plan(mode).explain()
+        UPGRADE/DOWNGRADE steps and whether they run as Spark expressions. Encoding rules (on the
+        serialized payload, in `serialize` and `deserialize`) come last, when the target has any."""
+        chosen = _mode(mode)
+        plan = self.plan(chosen).explain()
+        encoding = self._encoding if chosen is RuleMode.WRITE else self._compiler.payload(self.target, chosen)
+        if encoding:
+            lines = encoding.plan.explain().splitlines()[1:]
+            where = (
+                "after encoding, in serialize"
+                if chosen is RuleMode.WRITE
+                else "before decoding, in deserialize"
+            )
+            plan += f"\nEncoding rules on the serialized payload ({where}):\n" + "\n".join(lines)
         if writer_version is None or writer_version == self.version:
             return plan
         return f"{self._explain_migration(writer_version)}\n{plan}"
@@ -504,9 +529,23 @@ class DataContract:
         output = StructType([*passthrough, StructField("value", BinaryType(), True), *added])
         # Only what the encode pass reads enters it: not the original record, status or field columns.
         needed = [*[F.col(f"`{f.name}`") for f in passthrough], F.col(RECORD)]
-        enforced = self._enforced(plan, df, self._start_run(df, run_id), needed, absent)
+        run = self._start_run(df, run_id)
+        enforced = self._enforced(plan, df, run, needed, absent)
         schema = self.target.avro_schema
-        encoded = jvm_avro.encode(enforced, schema, schema_ref, output, self.target.format, in_header)
+        # Rows the encoding rules reject carry their serialized body to the DLQ, as the reference's.
+        layout = DlqLayout(
+            record_column=RECORD,
+            schema=schema,
+            schema_format=self.target.format,
+            value_column="value",
+            key_column=_present(df, "key"),
+            headers_column=_present(df, "headers"),
+            topic_column=_present(df, "topic"),
+        )
+        payload = (self._encoding, Router(run.sink, run.run_id, layout, stage="encode"))
+        encoded = jvm_avro.encode(
+            enforced, schema, schema_ref, output, self.target.format, in_header, payload
+        )
         return with_metrics(encoded, metrics_of(enforced))
 
     def _schema_ref(self, schema_id_serializer: str) -> SchemaRef:
@@ -608,6 +647,7 @@ class DataContract:
         variant._compiler = dataclasses.replace(self._compiler, registry=registry, target=variant.target)
         variant._resolved = {}
         variant._plans = {mode: variant._compiler.plan(mode) for mode in (RuleMode.WRITE, RuleMode.READ)}
+        variant._encoding = variant._compiler.payload(variant.target, RuleMode.WRITE)
         return variant
 
     def _with_run_id(self, run_id: str) -> DataContract:
@@ -677,8 +717,10 @@ class DataContract:
         return new_metrics(plan, df, self.collect_metrics, runs_on_input)
 
     def _json_layout(self, df: DataFrame, plan: Plan) -> DlqLayout:
-        """DLQ records whose value is the record as it arrived, as JSON (docs/semantics.md §7)."""
+        """DLQ records whose value is the record as it arrived, as JSON (docs/semantics.md §7);
+        on WRITE, with the fields ENCRYPT rules tag redacted (§11.4)."""
         return DlqLayout(
+            redact=self._redaction if plan.mode is RuleMode.WRITE else None,
             record_column=ORIGINAL if plan.has_transforms else RECORD,
             schema=self.target.avro_schema,
             schema_format=self.target.format,
@@ -716,6 +758,15 @@ def _executor_registry(executors: Iterable[Any] | Mapping[str, Any] | None) -> P
     if isinstance(executors, Mapping):
         return with_overrides(base, {name: as_executor(e) for name, e in executors.items()})
     return with_overrides(base, [as_executor(e) for e in executors] if executors else None)
+
+
+def _redaction(target: loader.ContractVersion, config: Mapping[str, str]) -> Redaction | None:
+    """What a WRITE-side DLQ value of `target` redacts: the fields its ENCRYPT rules tag, unless
+    the rule config's `dlq.redact.rule.types` names other types (or none)."""
+    if target.format.schema_type not in ("AVRO", "JSON"):
+        return None  # ENCRYPT rules walk Avro and JSON records only: a contract of another format has none
+    rules = target.schema.rules.domain_rules
+    return redaction_for(rules, target.avro_schema, target.metadata_tags, config)
 
 
 def _mode(mode: str | RuleMode) -> RuleMode:

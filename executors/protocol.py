@@ -41,6 +41,9 @@ class RuleContext:
     # rule_config (secrets included: never printed; executors/config.py).
     registry: Any = field(default=None, repr=False, compare=False)
     rule_config: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+    read_only: bool = False
+    """Compile only to check the rule (`spark-contracts lint`): change nothing the rule reaches (no
+    key created in a registry); the step is never run."""
 
     @property
     def params(self) -> Mapping[str, str]:

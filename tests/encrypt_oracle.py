@@ -1,5 +1,6 @@
-"""The reference's field encryption as an oracle: confluent-kafka 2.16.1's AvroSerializer and
-AvroDeserializer with its FieldEncryptionExecutor, LocalKmsDriver and mock DEK registry.
+"""The reference's encryption as an oracle: confluent-kafka 2.16.1's Avro (or JSON) serializer and
+deserializer with its FieldEncryptionExecutor (ENCRYPT) or EncryptionExecutor (ENCRYPT_PAYLOAD),
+LocalKmsDriver and mock DEK registry.
 
 KEKs and DEKs move between its mock DEK registry and one of ours only in their stored form
 (the KEK's KMS coordinates, the DEK wrapped), as two clients of one registry would share them.
@@ -7,23 +8,37 @@ KEKs and DEKs move between its mock DEK registry and one of ours only in their s
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
 from typing import Any
 
 SUBJECT = "people-value"
 TOPIC = "people"
+SECRET = "parity-secret"
+"""The local KMS secret every test using the oracle gives it: Tink keeps the reference's KMS clients
+process-wide, and the first local-kms client registered serves every `local-kms://` key after it,
+so another secret would wrap and unwrap with this one's KEK."""
 
 
 class ReferenceEncryption:
-    """The reference's serdes over one registered contract (schema id 1) and one local KMS secret."""
+    """The reference's serdes over one registered contract (schema id 1) and one local KMS secret;
+    `whole_payload` runs ENCRYPT_PAYLOAD encoding rules instead of ENCRYPT field rules."""
 
-    def __init__(self, payload: Mapping[str, Any], secret: str, clock_millis: int | None = None) -> None:
+    def __init__(
+        self,
+        payload: Mapping[str, Any],
+        secret: str,
+        clock_millis: int | None = None,
+        whole_payload: bool = False,
+    ) -> None:
         from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
         from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+        from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
         from confluent_kafka.schema_registry.rule_registry import RuleRegistry
         from confluent_kafka.schema_registry.rules.encryption.encrypt_executor import (
             Clock,
+            EncryptionExecutor,
             FieldEncryptionExecutor,
         )
         from confluent_kafka.schema_registry.rules.encryption.localkms.local_driver import LocalKmsDriver
@@ -37,25 +52,36 @@ class ReferenceEncryption:
         self.client = SchemaRegistryClient.new_client({"url": f"mock://{id(self)}"})
         assert self.client.register_schema(SUBJECT, Schema.from_dict(dict(payload))) == 1
         rules = RuleRegistry()
-        self.executor = FieldEncryptionExecutor(_Fixed())
+        self.executor = EncryptionExecutor(_Fixed()) if whole_payload else FieldEncryptionExecutor(_Fixed())
         rules.register_executor(self.executor)
         conf = {"secret": secret}
-        self.serializer = AvroSerializer(
-            self.client,
-            None,
+        json_schema = payload.get("schemaType") == "JSON"
+        serializer, deserializer = (
+            (JSONSerializer, JSONDeserializer) if json_schema else (AvroSerializer, AvroDeserializer)
+        )
+        # The JSON serdes take the schema text first (None: the registry's latest).
+        schema_text: tuple[None, ...] = (None,) if json_schema else ()
+        self.serializer = serializer(
+            *schema_text,
+            schema_registry_client=self.client,
             conf={"auto.register.schemas": False, "use.latest.version": True},
             rule_conf=conf,
             rule_registry=rules,
         )
-        self.deserializer = AvroDeserializer(
-            self.client, conf={"use.latest.version": True}, rule_conf=conf, rule_registry=rules
+        self.deserializer = deserializer(
+            *schema_text,
+            schema_registry_client=self.client,
+            conf={"use.latest.version": True},
+            rule_conf=conf,
+            rule_registry=rules,
         )
         assert self.deks is not None  # the serdes configured the executor, which made its client
 
     def serialize(self, record: Mapping[str, Any]) -> bytes:
         from confluent_kafka.serialization import MessageField, SerializationContext
 
-        data = self.serializer(dict(record), SerializationContext(TOPIC, MessageField.VALUE))
+        # A deep copy: the reference's walk encrypts nested records in place.
+        data = self.serializer(copy.deepcopy(dict(record)), SerializationContext(TOPIC, MessageField.VALUE))
         assert data is not None
         return data
 
@@ -67,7 +93,8 @@ class ReferenceEncryption:
     @property
     def deks(self) -> Any:
         """The reference executor's own (mock) DEK registry client."""
-        return self.executor.executor.client
+        field_level = getattr(self.executor, "executor", None)
+        return (field_level or self.executor).client
 
     def export_keys(self, registry: Any) -> None:
         """Copy the reference's KEKs and wrapped DEKs into `registry` (a DekRegistry of ours)."""

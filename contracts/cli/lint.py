@@ -9,6 +9,7 @@ the earlier ones of its subject under the subject's compatibility level, as regi
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -34,15 +35,19 @@ from contracts.registry.compatibility import (
 )
 from contracts.registry.json_compatibility import json_schema_compatibility_errors
 from contracts.registry.layout import SUBJECT_FILE, subject_of, version_of
+from contracts.registry.local_dek import DEK_DIRECTORY
+from contracts.registry.protobuf_compatibility import protobuf_compatibility_errors
 from executors import as_executor
 
 _CONFIG_FILE = "config.json"
 _MALFORMED = object()  # what _read_json answers for a file that is not JSON (`null` is JSON)
 _RULE_LISTS = ("migrationRules", "domainRules", "encodingRules")
-# Domain rules run in WRITE and READ, migration rules in UPGRADE and DOWNGRADE (docs/semantics.md §2).
+# Domain and encoding rules run in WRITE and READ, migration rules in UPGRADE and DOWNGRADE
+# (docs/semantics.md §2, §11.5).
 _MODES = (
     ("domain_rules", (RuleMode.WRITE, RuleMode.READ)),
     ("migration_rules", (RuleMode.UPGRADE, RuleMode.DOWNGRADE)),
+    ("encoding_rules", (RuleMode.WRITE, RuleMode.READ)),
 )
 
 
@@ -110,6 +115,10 @@ def lint_directory(root: Path) -> list[Problem]:
             target.write_text(json.dumps(payload), encoding="utf-8")
             if version is not None:
                 staged[(subject, version)] = target
+        keys = root / DEK_DIRECTORY
+        if keys.is_dir():
+            # ENCRYPT rules' KEKs, for lint to look at (it never changes them).
+            shutil.copytree(keys, Path(staging) / DEK_DIRECTORY)
         registry = _open_dropping_bad_versions(Path(staging), staged, originals, problems)
         if registry is not None:
             problems.extend(lint_registry(registry, paths=originals))
@@ -160,7 +169,7 @@ def lint_registry(
 class _Compared:
     """A version as the compatibility check sees it: its metadata properties (for the
     compatibilityGroup), its schema type and what that type's checker reads (parsed Avro, a JSON
-    Schema document), None when it did not load (reported already)."""
+    Schema document, a compiled Protobuf schema), None when it did not load (reported already)."""
 
     version: int
     properties: dict[str, str]
@@ -171,11 +180,13 @@ class _Compared:
 
 def _readable(target: loader.ContractVersion, problems: list[Problem], path: str | None) -> Any | None:
     """The version's schema as its type's compatibility checker reads it (Avro with its references'
-    named types; a JSON Schema's document); None for a type without a checker or, with a
-    problem, a schema the checker refuses."""
+    named types; a JSON Schema's document; the compiled Protobuf schema); None for a type without
+    a checker or, with a problem, a schema the checker refuses."""
     schema_type = target.schema.schema_type.upper()
     if schema_type == "JSON":
         return json.loads(target.schema.schema_str)  # it loaded, so it is JSON
+    if schema_type == "PROTOBUF":
+        return target.avro_schema  # the parsed schema: protoc compiled it when it loaded
     if schema_type != "AVRO":
         return None
     named: dict[str, Any] = {}
@@ -198,6 +209,8 @@ def _compatibility_errors(level: Compatibility, new: _Compared, old: _Compared) 
             return json_schema_compatibility_errors(level, new.readable, [old.readable])
         except ValueError as error:
             return [f"the compatibility check cannot read the schemas: {error}"]
+    if new.schema_type == "PROTOBUF":
+        return protobuf_compatibility_errors(level, new.readable, [old.readable])
     return compatibility_errors(level, new.readable, [old.readable])
 
 
@@ -253,14 +266,18 @@ def _rule_errors(
     executors: PluginRegistry[Any],
     actions: PluginRegistry[Any],
 ) -> Iterator[ContractError]:
-    """Compile each rule, one at a time, in each mode it runs in, through the loader and planner."""
+    """Compile each rule, one at a time, in each mode it runs in, through the loader and planner,
+    read-only: nothing is created in the registry."""
     compiler = _ContractPlanner(registry, target.subject, target, executors, actions)
     for attribute, modes in _MODES:
         for mode in modes:
             rules = loader.running_order(getattr(target.schema.rules, attribute), mode, executors)
             for rule, record in zip(rules, _received(compiler, target, mode, rules), strict=True):
                 try:
-                    compiled = loader.compile_rules(target, mode, [rule], executors, record=record)
+                    # Read-only: the registry is asked (an ENCRYPT rule's KEK), never changed.
+                    compiled = loader.compile_rules(
+                        target, mode, [rule], executors, record=record, registry=registry, read_only=True
+                    )
                     build_plan(
                         target.subject,
                         target.version,

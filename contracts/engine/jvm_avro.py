@@ -459,22 +459,24 @@ def encode(
     output: Any,
     schema_format: Any,
     in_header: serde.SchemaIdHeaders | None = None,
+    payload: Any = None,
 ) -> DataFrame:
     """`serde.encode`, the bodies written by `to_avro` when it writes fastavro's bytes (the schema
-    passes `encode_inexact_reason`, no Kafka headers to rewrite); a record fastavro would refuse (a
-    null where the schema has none, a string that is not UTF-8) is encoded by fastavro, failing the
-    job with the fastavro path's message."""
+    passes `encode_inexact_reason`, no Kafka headers to rewrite, no payload encoding rules); a
+    record fastavro would refuse (a null where the schema has none, a string that is not UTF-8) is
+    encoded by fastavro, failing the job with the fastavro path's message."""
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import to_avro
 
     spark = staged.sparkSession
-    usable = in_header is None and uses_jvm(spark, schema_format.schema_type)
+    encodes_payload = payload is not None and bool(payload[0])
+    usable = in_header is None and not encodes_payload and uses_jvm(spark, schema_format.schema_type)
     if not usable or encode_inexact_reason(schema) is not None:
-        return serde.encode(staged, schema, schema_ref, output, schema_format, in_header)
+        return serde.encode(staged, schema, schema_ref, output, schema_format, in_header, payload)
     avro_json = schema_json(schema)
     found = _from_avro_type(spark, avro_json)
     if isinstance(found, str) or not _same_shape(found, staged.schema[RECORD].dataType):
-        return serde.encode(staged, schema, schema_ref, output, schema_format, in_header)
+        return serde.encode(staged, schema, schema_ref, output, schema_format, in_header, payload)
     prefix = encode_prefix(schema_ref)
     named = schema.get("__named_schemas", {})
     record = F.col(RECORD)

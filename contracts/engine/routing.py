@@ -12,7 +12,7 @@ import contextlib
 import json
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,7 @@ from contracts import formats
 from contracts.engine.frame import OUTCOME_PREFIX, PARTITION, RECORD, STATUS
 from contracts.engine.reasons import NativeReasons
 from contracts.engine.runner import field_columns, keeps_field_columns
+from contracts.formats.protobuf import protobuf_dlq_value
 from contracts.formats.protocol import SchemaFormat
 from contracts.planning.plan import CopyAction, Plan
 
@@ -45,7 +46,8 @@ class DlqLayout:
     """Where a DLQ record's parts come from in the staged rows (docs/semantics.md §7).
 
     `value_column` names a column of original bytes (READ side); when None the value is the
-    record as JSON, read from `record_column` with the parsed `schema` by its format (WRITE side).
+    record as JSON, read from `record_column` with the parsed `schema` by its format (WRITE side),
+    after `redact` (the fields ENCRYPT rules tag, redacted) when given.
     """
 
     record_column: str
@@ -55,6 +57,7 @@ class DlqLayout:
     key_column: str | None = None
     headers_column: str | None = None
     topic_column: str | None = None
+    redact: Callable[[Sequence[Any]], list[Any]] | None = None
 
 
 def route_rejected(
@@ -188,7 +191,10 @@ class Router:
         # A string that is not UTF-8 is written with each such byte as U+FFFD: the row goes to its
         # topic all the same, and JSON (UTF-8 text) can hold nothing else.
         read = layout.schema_format.read_struct(rejected.column(layout.record_column), layout.schema)
-        return [record_value_bytes(record) for record in read.records]
+        records = read.records if layout.redact is None else layout.redact(read.records)
+        if layout.schema_format.schema_type == "PROTOBUF":  # the message's JSON, as the reference writes it
+            return [None if r is None else protobuf_dlq_value(r, layout.schema) for r in records]
+        return [record_value_bytes(record) for record in records]
 
 
 def _writer_id(run_id: str, stage: str | None, input_partition: int) -> str:

@@ -38,6 +38,7 @@ from contracts.engine.frame import (
     status_type,
 )
 from contracts.engine.native_migration import NativeMigration
+from contracts.engine.payload import PayloadRefused, PayloadRules
 from contracts.engine.routing import Router, with_partition
 from contracts.errors import RegistryError, SerializationError
 from contracts.formats import avro
@@ -79,6 +80,8 @@ class WriterVersion:
     native: NativeMigration | None = None
     failure: str | None = None
     """Why its records cannot reach the target (a version in between was deleted), if they cannot."""
+    payload: PayloadRules | None = None
+    """Its READ encoding rules, which turn a payload into the body its format reads (§11.5)."""
 
     @cached_property
     def chooses_branches(self) -> bool:
@@ -294,6 +297,9 @@ def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) ->
             continue  # a tombstone: no record (_DecodePass marks it)
         try:
             writer, records[i] = read_frame(decoder, frame, None if id_headers is None else id_headers[i])
+        except PayloadRefused as e:
+            statuses[i], failures[i] = e.status, e.failure
+            continue
         except SerializationError as e:
             statuses[i] = undecodable_status(decoder, batch, i, e)
             continue
@@ -378,6 +384,8 @@ def read_frame(decoder: Decoder, frame: Any, id_header: bytes | None) -> tuple[W
     writer = decoder.writer(schema_id)
     if writer.failure is not None:
         raise SerializationError(writer.failure)
+    if writer.payload:
+        body = writer.payload.apply(body)
     reader = decoder.target_schema if writer.version == decoder.target_version else None
     tagged = writer.chooses_branches and decoder.keeps_branches(writer)
     schema_format = decoder.schema_format
@@ -631,12 +639,38 @@ def encode(
     output: StructType,
     schema_format: SchemaFormat,
     in_header: SchemaIdHeaders | None = None,
+    payload: tuple[PayloadRules, Router] | None = None,
 ) -> DataFrame:
     """Replace the record struct with a `value` column of Confluent frames, naming `schema_ref` in
-    their prefix, or (when `in_header` gives it a value) in a schema id header before a bare body."""
+    their prefix, or (when `in_header` gives it a value) in a schema id header before a bare body.
+    With `payload`, its encoding rules turn each body into the payload after the prefix; the rows
+    they reject go through its router (their serialized body as the DLQ value, §11.5)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
     prefix = b"" if in_header is not None and in_header.value is not None else encode_prefix(schema_ref)
-    encoder = _EncodePass(schema, describe(schema_ref), prefix, output.json(), schema_format, in_header)
-    return staged.mapInArrow(encoder, output)
+    name = describe(schema_ref)
+    if payload is None or not payload[0]:
+        encoder = _EncodePass(schema, name, prefix, output.json(), schema_format, in_header)
+        return staged.mapInArrow(encoder, output)
+    rules, router = payload
+    # The router's input: the staged columns, the frames, the status and failure of each row.
+    routed = [f for f in staged.schema.fields if f.name != RECORD]
+    middle = StructType(
+        [
+            *routed,
+            StructField("value", BinaryType(), True),
+            StructField(STATUS, status_type(), True),
+            failure_field(),
+        ]
+    )
+    sealed = StructType([*output.fields, StructField(STATUS, status_type(), True), failure_field()])
+    encoder = _EncodePass(
+        schema, name, prefix, sealed.json(), schema_format, in_header, rules, router, middle.json()
+    )
+    encoded = raise_failures(with_partition(staged).mapInArrow(encoder, sealed))
+    # Filtering on the status makes Spark evaluate the ERROR failures raise_failures raises.
+    return encoded.filter(F.col(STATUS).isNull()).drop(STATUS)
 
 
 @dataclass(frozen=True)
@@ -647,24 +681,68 @@ class _EncodePass:
     output_json: str
     schema_format: SchemaFormat
     in_header: SchemaIdHeaders | None
+    payload: PayloadRules | None = None
+    router: Router | None = None
+    middle_json: str | None = None
+    """With `payload`: the type of the batches the router receives (`encode`)."""
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.types import StructType
 
         output = avro.arrow_schema(StructType.fromJson(json.loads(self.output_json)))
-        rows_before = 0
-        for batch in batches:
-            frames = encode_frames(
-                batch, rows_before, self.schema, self.schema_name, self.prefix, self.schema_format
-            )
-            rows_before += batch.num_rows
-            replaced = {"value": pa.array(frames, type=pa.binary())}
+        if self.router is None or self.middle_json is None:
+            encoded = self._all(batches, None)
+        else:
+            middle = avro.arrow_schema(StructType.fromJson(json.loads(self.middle_json)))
+            encoded = self.router(self._all(batches, middle))
+        for batch in encoded:
+            replaced = {}
             if self.in_header is not None:
                 column = self.in_header.column
-                framed = [frame is not None for frame in frames]
+                framed = batch.column("value").is_valid().to_pylist()
                 replaced[column] = self.in_header.rewritten(batch, output.field(column).type, framed)
             columns = [replaced[f.name] if f.name in replaced else batch.column(f.name) for f in output]
             yield pa.RecordBatch.from_arrays(columns, schema=output)
+
+    def _all(self, batches: Iterator[pa.RecordBatch], middle: pa.Schema | None) -> Iterator[pa.RecordBatch]:
+        rows_before = 0
+        for batch in batches:
+            yield self._encoded(batch, middle, rows_before)
+            rows_before += batch.num_rows
+
+    def _encoded(self, batch: pa.RecordBatch, middle: pa.Schema | None, rows_before: int) -> pa.RecordBatch:
+        """The batch with its frames in `value` (and, for the router, each row's status and failure)."""
+        read = self.schema_format.read_struct(batch.column(RECORD), self.schema, tagged=True)
+        _refuse_unread(batch, rows_before, read.unreadable, None, None, f"encoded with {self.schema_name}")
+        bodies = [None if record is None else self._body(record) for record in read.records]
+        present = [i for i, body in enumerate(bodies) if body is not None]  # no record: no frame
+        frames: list[bytes | None] = list(bodies)
+        statuses: list[dict[str, Any] | None] = [None] * len(bodies)
+        failures: list[str | None] = [None] * len(bodies)
+        if self.payload:
+            sealed, refused, failed, _ = self.payload.apply_all([bodies[i] for i in present])
+            for i, payload, status, failure in zip(present, sealed, refused, failed, strict=True):
+                # A rejected row's DLQ value is its serialized body, as the reference sends it.
+                frames[i] = self.prefix + payload if status is None and failure is None else bodies[i]
+                statuses[i], failures[i] = status, failure
+        else:
+            for i in present:
+                frames[i] = self.prefix + bodies[i]
+        columns = {"value": pa.array(frames, type=pa.binary())}
+        if middle is None:
+            return batch.append_column("value", columns["value"])
+        columns[STATUS] = pa.array(statuses, type=middle.field(STATUS).type)
+        columns[FAILURE] = pa.array(failures, type=middle.field(FAILURE).type)
+        names = [*middle.names[:-3], PARTITION]
+        kept = [batch.column(n) for n in names]
+        schema = pa.schema([*(batch.schema.field(n) for n in names), *(middle.field(n) for n in columns)])
+        return pa.RecordBatch.from_arrays([*kept, *columns.values()], schema=schema)
+
+    def _body(self, record: Any) -> bytes:
+        try:
+            return self.schema_format.encode(record, self.schema)
+        except Exception as e:
+            raise SerializationError(f"record cannot be encoded with {self.schema_name}: {e}") from e
 
 
 def encode_frames(

@@ -13,11 +13,16 @@ from importlib.metadata import entry_points
 from contracts.errors import ContractError
 from contracts.formats.avro.format import AvroFormat
 from contracts.formats.json_schema import JsonSchemaFormat
+from contracts.formats.protobuf import ProtobufFormat
 from contracts.formats.protocol import Records, SchemaFormat
 
 FORMAT_GROUP = "spark_data_contracts.formats"
 
-_FORMATS: dict[str, SchemaFormat] = {"AVRO": AvroFormat(), "JSON": JsonSchemaFormat()}
+_FORMATS: dict[str, SchemaFormat] = {
+    "AVRO": AvroFormat(),
+    "JSON": JsonSchemaFormat(),
+    "PROTOBUF": ProtobufFormat(),
+}
 _LOADED = threading.Event()
 _LOCK = threading.Lock()
 

@@ -127,6 +127,15 @@ def rules_for(version: ContractVersion, mode: RuleMode, executors: PluginRegistr
     return running_order(rule_set.domain_rules, mode, executors) if rule_set.runs_on_client else []
 
 
+def encoding_rules_for(
+    version: ContractVersion, mode: RuleMode, executors: PluginRegistry[Executor]
+) -> list[Rule]:
+    """The encoding rules (on the serialized payload) that run in WRITE or READ, in running order
+    (docs/semantics.md §11.5); none when the rule set's `enableAt` leaves it to the server."""
+    rule_set = version.schema.rules
+    return running_order(rule_set.encoding_rules, mode, executors) if rule_set.runs_on_client else []
+
+
 def migration_rules_for(
     version: ContractVersion, mode: RuleMode, executors: PluginRegistry[Executor]
 ) -> list[Rule]:
@@ -224,6 +233,7 @@ def rule_context(
     record: ContractVersion | None = None,
     registry: Registry | None = None,
     rule_config: Mapping[str, str] | None = None,
+    read_only: bool = False,
 ) -> RuleContext:
     """The context of `rule`, registered in `version`, over records of `record` (by default the
     version's own; a migration rule runs on the record it migrates), with the contract's registry
@@ -242,6 +252,7 @@ def rule_context(
         schema_format=shape.format,
         registry=registry,
         rule_config=rule_config if rule_config is not None else {},
+        read_only=read_only,
     )
 
 
@@ -253,14 +264,16 @@ def compile_rules(
     record: ContractVersion | None = None,
     registry: Registry | None = None,
     rule_config: Mapping[str, str] | None = None,
+    read_only: bool = False,
 ) -> list[tuple[RuleContext, Step | None]]:
     """Compile each rule once with the executor for its name or type; None where there is none.
 
     `record` is the version whose records the rules receive, when not `version`'s own: a
-    migration rule runs on the record of the version it migrates from."""
+    migration rule runs on the record of the version it migrates from. `read_only` compiles to
+    check only, changing nothing in the registry (lint)."""
     compiled: list[tuple[RuleContext, Step | None]] = []
     for rule in rules:
-        ctx = rule_context(version, mode, rule, record, registry, rule_config)
+        ctx = rule_context(version, mode, rule, record, registry, rule_config, read_only)
         executor = executors.find(rule.type, rule_name=rule.name)
         if executor is None:
             compiled.append((ctx, None))

@@ -49,6 +49,7 @@ from contracts.codes import (
     VERSION_NOT_FOUND,
 )
 from contracts.errors import ContractError, RegistryError
+from contracts.registry.protobuf_schema import ProtoSchema, parse_proto
 
 try:
     import fcntl
@@ -92,6 +93,7 @@ from contracts.registry.layout import (
     write_json,
 )
 from contracts.registry.local_dek import LocalDekStore
+from contracts.registry.protobuf_compatibility import protobuf_compatibility_errors
 
 _DEFAULT_CONFIG: dict[str, Any] = {"compatibility": Compatibility.BACKWARD.value}
 _CONFIG_KEYS = frozenset(
@@ -150,12 +152,16 @@ def _not_found(kind: str, message: str) -> RegistryError:
     return RegistryError(message, status=404, error_code=codes[kind])
 
 
-_SCHEMA_TYPES = ("AVRO", "JSON")
+_SCHEMA_TYPES = ("AVRO", "JSON", "PROTOBUF")
 """The schema types LocalRegistry stores and checks."""
 
 
 def _is_avro(schema: Schema) -> bool:
     return schema.schema_type.upper() == "AVRO"
+
+
+def _is_protobuf(schema: Schema) -> bool:
+    return schema.schema_type.upper() == "PROTOBUF"
 
 
 def _json_document(schema: Schema) -> Any:
@@ -616,7 +622,7 @@ class LocalRegistry:
             )
         candidate = _effective(schema, config, previous)
         self._check(candidate)
-        if normalize or config.get("normalize"):
+        if (normalize or config.get("normalize")) and not _is_protobuf(candidate):
             document = json.loads(candidate.schema_str)
             normalized = _normalized_text(document) if _is_avro(candidate) else _canonical_json(document)
             candidate = candidate.with_changes(schema_str=normalized)
@@ -626,6 +632,8 @@ class LocalRegistry:
         """42201 when the schema is no valid schema of its type."""
         if _is_avro(schema):
             self._parse(schema)
+        elif _is_protobuf(schema):
+            self._parse_proto(schema)
         else:
             _json_document(schema)
 
@@ -650,6 +658,30 @@ class LocalRegistry:
         except Exception as error:  # fastavro raises several exception types for bad schemas
             raise _invalid_schema(f"Invalid schema of type AVRO, details: {error}") from error
 
+    def _parse_proto(self, schema: Schema) -> ProtoSchema:
+        """Compile the .proto text with its references (their texts by import path); 42201 when
+        protoc refuses it or a reference cannot be resolved."""
+        try:
+            return parse_proto(schema.schema_str, self._proto_references(schema, frozenset()))
+        except ContractError as error:
+            raise _invalid_schema(f"Invalid schema of type PROTOBUF, details: {error.reason}") from error
+
+    def _proto_references(self, schema: Schema, seen: frozenset[tuple[str, int]]) -> list[tuple[str, str]]:
+        """The texts `schema` imports, dependencies first, each named by its import path."""
+        texts: list[tuple[str, str]] = []
+        for ref in schema.references:
+            if (ref.subject, ref.version) in seen:
+                raise _invalid_schema(f"Circular reference to {ref.subject} version {ref.version}")
+            target = next((v for v in self._state.live(ref.subject) if v.version == ref.version), None)
+            if target is None:
+                raise _invalid_schema(
+                    f"Invalid schema: reference '{ref.name}' to subject '{ref.subject}' version"
+                    f" {ref.version} cannot be resolved"
+                )
+            texts.extend(self._proto_references(target.schema, seen | {(ref.subject, ref.version)}))
+            texts.append((ref.name, target.schema.schema_str))
+        return texts
+
     def _incompatibilities(
         self, candidate: Schema, existing: list[_Version], config: Mapping[str, Any]
     ) -> list[str]:
@@ -673,6 +705,9 @@ class LocalRegistry:
             errors = [f"the schema type changed from {changed[0]} to {candidate.schema_type.upper()}"]
         elif _is_avro(candidate):
             errors = compatibility_errors(level, self._parse(candidate), [self._parse(s) for s in against])
+        elif _is_protobuf(candidate):
+            previous_protos = [self._parse_proto(s) for s in against]
+            errors = protobuf_compatibility_errors(level, self._parse_proto(candidate), previous_protos)
         else:
             previous = [_json_document(s) for s in against]
             try:

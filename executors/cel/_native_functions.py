@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from contracts.formats.avro import LOGICAL_TYPES_KEY, TYPE_KEY
+from contracts.formats.protobuf import CEL_DIFFERS_KEY
 from executors.cel import _native_builtins as builtins
 from executors.cel import _native_ops as ops
 from executors.cel._native_types import (
@@ -72,6 +73,10 @@ def record_field(receiver: Term, field: StructField) -> Term:
 
     field_type = spark_cel_type(field.dataType, field.nullable, field.metadata.get(TYPE_KEY))
     times_of_day = {"time-millis", "time-micros"} & set(field.metadata.get(LOGICAL_TYPES_KEY, ()))
+    if field.metadata.get(CEL_DIFFERS_KEY):
+        raise NotNativeCel(
+            f"field {field.name}, whose Spark value is not what CEL sees (a Protobuf enum or uint)"
+        )
     if field_type.kind == "opaque" or times_of_day:
         # A time of day is an int column here but a datetime.time, no CEL type, in cel-python.
         raise NotNativeCel(f"field {field.name} holds values cel-python sees as non-CEL types")

@@ -31,6 +31,7 @@ from celpy.evaluation import Activation, CELEvalError, Evaluator, Transpiler, Tr
 
 from contracts.bounded import BoundedCache
 from contracts.errors import ContractError
+from contracts.formats.protobuf.values import Unsigned
 from executors.cel import _builtins
 from executors.cel._checks import ExpressionProblem, check_expression, ensure_recursion_limit
 
@@ -373,6 +374,7 @@ def _to_cel_other(value: Any) -> Any:
 
 
 _TO_CEL: dict[type, Callable[[Any], Any]] = {
+    Unsigned: celtypes.UintType,
     dict: _map_to_cel,
     list: _list_to_cel,
     str: celtypes.StringType,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,12 +19,23 @@ from contracts.errors import ContractError
 from contracts.model import Rule, RuleMode
 from contracts.registry.dek import DEFAULT_ALGORITHM, DEK_ALGORITHMS, DekRegistry
 from executors.cel_field.executor import same_tag_transforms
-from executors.cel_field.schema import Field, Leaf, schema_tree
+from executors.cel_field.json_walk import JsonField
+from executors.cel_field.schema import Field, Leaf
 from executors.encrypt.cryptor import Cryptor
-from executors.encrypt.keys import EncryptionKeyError, KeyRing, KeySpec, ensure_dek
+from executors.encrypt.envelope import split_version, with_version
+from executors.encrypt.keys import (
+    DEFAULT_TTL_MS,
+    EncryptionKeyError,
+    KeyRing,
+    KeySpec,
+    dek_ttl_ms,
+    ensure_dek,
+    kek_problem,
+    now_millis,
+)
 from executors.encrypt.kms import KmsDriver
 from executors.encrypt.localkms import LocalKmsDriver
-from executors.encrypt.walk import FieldWalk
+from executors.encrypt.walk import field_walk
 from executors.protocol import BatchEvaluator, BatchStep, Outcome, RuleContext, Step
 
 KEK_NAME = "encrypt.kek.name"
@@ -33,19 +43,22 @@ KMS_TYPE = "encrypt.kms.type"
 KMS_KEY_ID = "encrypt.kms.key.id"
 DEK_ALGORITHM = "encrypt.dek.algorithm"
 DEK_EXPIRY_DAYS = "encrypt.dek.expiry.days"
-_VERSION_PREFIX = 0  # the reference's magic byte before a rotated DEK's version
 
 
 class EncryptExecutor:
     """Compiles ENCRYPT rules. `kms_drivers` adds KMS types beyond local-kms and the installed
-    entry points; `clock` (epoch milliseconds) judges DEK expiry."""
+    entry points; `clock` (epoch milliseconds) judges DEK expiry; a worker keeps an unwrapped DEK
+    for at most `dek_cache_ttl_s` seconds (and not past its expiry) before fetching it again."""
 
     type = "ENCRYPT"
 
-    def __init__(self, kms_drivers: Iterable[KmsDriver] = (), clock: Any = None) -> None:
+    def __init__(
+        self, kms_drivers: Iterable[KmsDriver] = (), clock: Any = None, dek_cache_ttl_s: float = 300.0
+    ) -> None:
         # local-kms is built in; drivers given here come first, installed ones after (kms.py).
         self.kms_drivers = (*kms_drivers, LocalKmsDriver())
-        self.clock = clock or _now_millis
+        self.clock = clock or now_millis
+        self.dek_ttl_ms = dek_ttl_ms(dek_cache_ttl_s)
 
     def supersedes(self, rule: Rule, other: Rule) -> bool:
         return same_tag_transforms(rule, other)
@@ -54,39 +67,65 @@ class EncryptExecutor:
         return f"EncryptExecutor(kms_drivers={[d.kms_type for d in self.kms_drivers]})"
 
     def compile(self, ctx: RuleContext) -> Step:
-        if ctx.schema_format.schema_type != "AVRO":
-            # Tagged fields are found by the CEL_FIELD walk, which reads Avro schemas only.
+        if ctx.schema_format.schema_type not in ("AVRO", "JSON"):
+            # Tagged fields are found by the reference's Avro and JSON walks.
             raise ContractError(
                 f"ENCRYPT rules on {ctx.schema_format.schema_type} records are not supported yet",
                 position="type",
             )
-        spec = _spec(ctx)
-        registry = ctx.registry
-        if not isinstance(registry, DekRegistry):
-            raise ContractError(
-                f"ENCRYPT needs a registry with a DEK registry; {type(registry).__name__} has none",
-                position="registry",
-            )
-        version = None
-        failure = None
-        if ctx.mode is RuleMode.WRITE:
-            try:
-                version = ensure_dek(spec, registry, ctx.rule_config, self.kms_drivers, self.clock)
-            except EncryptionKeyError as e:
-                failure = f"ENCRYPT cannot get a DEK to encrypt with: {e}"
+        keys = compile_keys(ctx, self.type, self.kms_drivers, self.clock)
         batch = EncryptBatch(
-            spec,
+            keys.spec,
             ctx.mode,
             frozenset(ctx.rule.tags),
             ctx.schema,
             dict(ctx.metadata_tags),
-            registry,
+            keys.registry,
             ctx.rule_config,
             self.kms_drivers,
-            version,
-            failure,
+            keys.write_version,
+            keys.failure,
+            self.clock,
+            self.dek_ttl_ms,
         )
         return BatchStep(batch)
+
+
+@dataclass(frozen=True)
+class CompiledKeys:
+    """What compiling an encryption rule decided about its keys: the spec, the DEK registry, the
+    DEK version a WRITE encrypts with, or why it has none (each record then fails with it)."""
+
+    spec: KeySpec
+    registry: DekRegistry = field(repr=False)
+    write_version: int | None = None
+    failure: str | None = None
+
+
+def compile_keys(
+    ctx: RuleContext, rule_type: str, drivers: tuple[KmsDriver, ...], clock: Any
+) -> CompiledKeys:
+    """The keys of an ENCRYPT or ENCRYPT_PAYLOAD rule: its params checked, and on WRITE its DEK
+    found or created (docs/semantics.md §11.2)."""
+    spec = _spec(ctx, rule_type)
+    registry = ctx.registry
+    if not isinstance(registry, DekRegistry):
+        raise ContractError(
+            f"{rule_type} needs a registry with a DEK registry; {type(registry).__name__} has none",
+            position="registry",
+        )
+    if ctx.mode is not RuleMode.WRITE:
+        return CompiledKeys(spec, registry)
+    if ctx.read_only:
+        problem = kek_problem(spec, registry)
+        if problem is not None:
+            raise ContractError(f"{problem}: the rule would fail every record", position=f"params.{KEK_NAME}")
+        return CompiledKeys(spec, registry, failure=f"{rule_type} was compiled to be checked, not run")
+    try:
+        version = ensure_dek(spec, registry, ctx.rule_config, drivers, clock)
+    except EncryptionKeyError as e:
+        return CompiledKeys(spec, registry, failure=f"{rule_type} cannot get a DEK to encrypt with: {e}")
+    return CompiledKeys(spec, registry, version)
 
 
 @dataclass(frozen=True)
@@ -104,10 +143,19 @@ class EncryptBatch:
     drivers: tuple[KmsDriver, ...] = field(repr=False)
     write_version: int | None = None
     failure: str | None = None
+    clock: Any = field(default=None, repr=False)
+    dek_ttl_ms: int = DEFAULT_TTL_MS
 
     def __call__(self) -> BatchEvaluator:
-        keys = KeyRing(self.spec, self.registry, self.config, self.drivers)
-        return _Evaluator(self, keys, schema_tree(self.schema, self.metadata_tags))
+        keys = KeyRing(
+            self.spec,
+            self.registry,
+            self.config,
+            self.drivers,
+            ttl_ms=self.dek_ttl_ms,
+            now_millis_fn=self.clock,
+        )
+        return _Evaluator(self, keys)
 
 
 class _FieldFailure(Exception):
@@ -115,10 +163,11 @@ class _FieldFailure(Exception):
 
 
 class _Evaluator:
-    def __init__(self, batch: EncryptBatch, keys: KeyRing, tree: Any) -> None:
+    def __init__(self, batch: EncryptBatch, keys: KeyRing) -> None:
         self.batch = batch
         self.keys = keys
-        self.walk = FieldWalk(tree, batch.tags, self._write if batch.mode is RuleMode.WRITE else self._read)
+        transform = self._write if batch.mode is RuleMode.WRITE else self._read
+        self.walk = field_walk(batch.schema, batch.metadata_tags, batch.tags, transform)
 
     def __call__(self, records: Sequence[Any]) -> Sequence[Outcome]:
         return [self._one(record) for record in records]
@@ -131,7 +180,7 @@ class _Evaluator:
         except _FieldFailure as e:
             return Outcome(False, record, str(e))
 
-    def _write(self, leaf: Leaf, field: Field, value: Any) -> Any:
+    def _write(self, leaf: Leaf, field: Field | JsonField, value: Any) -> Any:
         if value is None:
             return None
         if leaf.type_name not in ("STRING", "BYTES"):
@@ -150,10 +199,10 @@ class _Evaluator:
                 f"ENCRYPT cannot encrypt field {field.full_name!r}: {type(e).__name__}"
             ) from None
         if self.batch.spec.rotated:
-            ciphertext = bytes([_VERSION_PREFIX]) + version.to_bytes(4, "big") + ciphertext
+            ciphertext = with_version(version, ciphertext)
         return base64.b64encode(ciphertext).decode("ascii") if leaf.type_name == "STRING" else ciphertext
 
-    def _read(self, leaf: Leaf, field: Field, value: Any) -> Any:
+    def _read(self, leaf: Leaf, field: Field | JsonField, value: Any) -> Any:
         if value is None or leaf.type_name not in ("STRING", "BYTES"):
             return value
         where = f"ENCRYPT cannot decrypt field {field.full_name!r}"
@@ -163,9 +212,10 @@ class _Evaluator:
             raise _FieldFailure(f"{where}: the value is not base64") from None
         version = 1
         if self.batch.spec.rotated:
-            if len(data) < 5:
+            split = split_version(data)
+            if split is None:
                 raise _FieldFailure(f"{where}: no DEK version in the ciphertext")
-            version, data = int.from_bytes(data[1:5], "big"), data[5:]
+            version, data = split
         try:
             plaintext = self._cryptor(version).decrypt(data)
         except EncryptionKeyError as e:
@@ -186,11 +236,11 @@ class _Evaluator:
         return self.keys.cryptor(version)
 
 
-def _spec(ctx: RuleContext) -> KeySpec:
+def _spec(ctx: RuleContext, rule_type: str) -> KeySpec:
     params = ctx.params
     kek_name = params.get(KEK_NAME)
     if not kek_name:
-        raise ContractError(f"ENCRYPT needs the param {KEK_NAME}", position=f"params.{KEK_NAME}")
+        raise ContractError(f"{rule_type} needs the param {KEK_NAME}", position=f"params.{KEK_NAME}")
     algorithm = params.get(DEK_ALGORITHM) or DEFAULT_ALGORITHM
     if algorithm not in DEK_ALGORITHMS:
         raise ContractError(
@@ -210,7 +260,3 @@ def _spec(ctx: RuleContext) -> KeySpec:
     return KeySpec(
         kek_name, params.get(KMS_TYPE) or None, params.get(KMS_KEY_ID) or None, ctx.subject, algorithm, days
     )
-
-
-def _now_millis() -> int:
-    return int(time.time() * 1000)

@@ -3,12 +3,15 @@
 `ensure_dek` runs on the driver when a WRITE rule compiles: it finds the subject's DEK (the
 newest, with `encrypt.dek.expiry.days`) or creates it, wrapped by the KEK, as the reference's
 `_get_or_create_dek` does on produce. `KeyRing` runs on each worker: it fetches the KEK and a DEK
-version from the registry and unwraps it once, keeping at most `capacity` unwrapped DEKs.
+version from the registry and unwraps it once, keeping at most `capacity` unwrapped DEKs, each
+for at most `ttl_ms` and not past the DEK's own expiry, so a DEK removed from the registry (or a
+KEK revoked in the KMS) stops decrypting on the workers too.
 """
 
 from __future__ import annotations
 
 import base64
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -22,6 +25,7 @@ from executors.encrypt.kms import KmsDriver, KmsError, find_driver
 ALTERNATE_KMS_KEY_IDS = "encrypt.alternate.kms.key.ids"
 MILLIS_IN_DAY = 24 * 60 * 60 * 1000
 DEFAULT_CAPACITY = 1000
+DEFAULT_TTL_MS = 5 * 60 * 1000
 
 
 class EncryptionKeyError(Exception):
@@ -91,8 +95,24 @@ def ensure_dek(
     return created.version
 
 
+def kek_problem(spec: KeySpec, registry: DekRegistry) -> str | None:
+    """Why a WRITE could not have the rule's KEK, judged without changing the registry: absent with
+    no KMS to create it from, or of another KMS than the rule names; None when it could, or when
+    the registry does not answer (nothing to judge)."""
+    try:
+        kek = registry.get_kek(spec.kek_name, context=spec.context)
+    except RegistryError as e:
+        if not _not_found(e) or (spec.kms_type and spec.kms_key_id):
+            return None
+        missing = "encrypt.kms.type" if not spec.kms_type else "encrypt.kms.key.id"
+        return f"no KEK {spec.kek_name!r} in the DEK registry and no {missing} to create it"
+    return _mismatch(spec, kek)
+
+
 class KeyRing:
-    """A worker's keys for one rule: the KEK fetched once, unwrapped DEKs by version (bounded LRU)."""
+    """A worker's keys for one rule: the KEK, and unwrapped DEKs by version (bounded LRU), each kept
+    until `ttl_ms` after it was fetched or its DEK expires (`encrypt.dek.expiry.days`), whichever
+    comes first, then fetched and unwrapped again (with the KEK). `now_millis_fn` is the clock."""
 
     def __init__(
         self,
@@ -101,25 +121,35 @@ class KeyRing:
         config: Mapping[str, str],
         drivers: Iterable[KmsDriver],
         capacity: int = DEFAULT_CAPACITY,
+        ttl_ms: int = DEFAULT_TTL_MS,
+        now_millis_fn: Callable[[], int] | None = None,
     ) -> None:
+        if capacity < 1 or ttl_ms < 1:
+            raise ValueError(f"a DEK cache holds at least one DEK for 1 ms, not {capacity} for {ttl_ms} ms")
         self.spec = spec
         self._registry = registry
         self._config = config
         self._drivers = tuple(drivers)
         self._capacity = capacity
+        self._ttl_ms = ttl_ms
+        self._now = now_millis_fn or now_millis
         self._kek: Kek | None = None
-        self._cryptors: OrderedDict[int, Cryptor] = OrderedDict()
+        self._cryptors: OrderedDict[int, tuple[Cryptor, int]] = OrderedDict()
 
     def __repr__(self) -> str:
         spec = self.spec
         return f"KeyRing(kek={spec.kek_name!r}, subject={spec.subject!r}, cached={len(self._cryptors)})"
 
     def cryptor(self, version: int) -> Cryptor:
-        """The DEK `version` of the subject, unwrapped (fetched and unwrapped once per worker)."""
+        """The DEK `version` of the subject, unwrapped (fetched and unwrapped again once expired)."""
+        now = self._now()
         found = self._cryptors.get(version)
-        if found is not None:
+        if found is not None and now < found[1]:
             self._cryptors.move_to_end(version)
-            return found
+            return found[0]
+        if found is not None:
+            del self._cryptors[version]
+            self._kek = None  # fetched again with the DEK: it may have changed or gone too
         if self._kek is None:
             self._kek = _kek(self.spec, self._registry, create=False)
         dek = _dek(self.spec, self._registry, self._kek, version)
@@ -129,10 +159,20 @@ class KeyRing:
                 f" ({self.spec.algorithm})"
             )
         made = cryptor(self.spec.algorithm, self._key_material(self._kek, dek))
-        self._cryptors[version] = made
+        self._cryptors[version] = (made, self._expiry(dek, now))
         if len(self._cryptors) > self._capacity:
             self._cryptors.popitem(last=False)
         return made
+
+    def _expiry(self, dek: Dek, now: int) -> int:
+        """When a DEK fetched `now` leaves the cache: after the TTL, or when the DEK expires if
+        that comes first (one that has already expired, read for old records, keeps the TTL)."""
+        expiry = now + self._ttl_ms
+        if self.spec.rotated and dek.ts is not None:
+            expires = dek.ts + self.spec.expiry_days * MILLIS_IN_DAY
+            if expires > now:
+                expiry = min(expiry, expires)
+        return expiry
 
     def _key_material(self, kek: Kek, dek: Dek) -> bytes:
         if dek.key_material:  # a shared KEK: the registry unwrapped it
@@ -166,15 +206,19 @@ def _kek(spec: KeySpec, registry: DekRegistry, *, create: bool) -> Kek:
                     f"could not register KEK {spec.kek_name!r}: {conflict}"
                 ) from conflict
             kek = registry.get_kek(spec.kek_name, context=spec.context)
-    if spec.kms_type and kek.kms_type != spec.kms_type:
-        raise EncryptionKeyError(
-            f"KEK {kek.name!r} has kms type {kek.kms_type!r}, the rule names {spec.kms_type!r}"
-        )
-    if spec.kms_key_id and kek.kms_key_id != spec.kms_key_id:
-        raise EncryptionKeyError(
-            f"KEK {kek.name!r} has kms key id {kek.kms_key_id!r}, the rule names {spec.kms_key_id!r}"
-        )
+    mismatch = _mismatch(spec, kek)
+    if mismatch is not None:
+        raise EncryptionKeyError(mismatch)
     return kek
+
+
+def _mismatch(spec: KeySpec, kek: Kek) -> str | None:
+    """How the KEK's KMS differs from the one the rule names, if it does."""
+    if spec.kms_type and kek.kms_type != spec.kms_type:
+        return f"KEK {kek.name!r} has kms type {kek.kms_type!r}, the rule names {spec.kms_type!r}"
+    if spec.kms_key_id and kek.kms_key_id != spec.kms_key_id:
+        return f"KEK {kek.name!r} has kms key id {kek.kms_key_id!r}, the rule names {spec.kms_key_id!r}"
+    return None
 
 
 def _dek(spec: KeySpec, registry: DekRegistry, kek: Kek, version: int) -> Dek | None:
@@ -214,3 +258,15 @@ def _wrapping(
 
 def _not_found(error: RegistryError) -> bool:
     return error.status == 404 or error.error_code == KEY_NOT_FOUND
+
+
+def dek_ttl_ms(seconds: float) -> int:
+    """A DEK cache's time to live in milliseconds, from seconds (more than 0)."""
+    if not seconds > 0:
+        raise ValueError(f"dek_cache_ttl_s must be more than 0 seconds, not {seconds!r}")
+    return max(1, round(seconds * 1000))
+
+
+def now_millis() -> int:
+    """The time, in epoch milliseconds: DEK timestamps' unit."""
+    return int(time.time() * 1000)

@@ -1367,7 +1367,9 @@ def test_dlq_replay_takes_the_rule_config_too(
 ) -> None:
     adult = cel("adult", "message.age >= 18", onFailure="DLQ", params={"dlq.topic": "minors"})
     write_version(people_dir, PEOPLE, 1, contract_payload([adult, ENCRYPT_PII], PERSON))
-    dlq_dir, config = tmp_path / "dlq", secret_file(tmp_path / "rc.json")
+    dlq_dir, config = tmp_path / "dlq", tmp_path / "rc.json"
+    # Replayable: the DLQ keeps the encrypted fields' plaintext instead of "<REDACTED>".
+    config.write_text(json.dumps({"secret": KMS_SECRET, "dlq.redact.rule.types": ""}))
     applied = cli(
         "apply", "--registry", str(people_dir), "--subject", PEOPLE, "--mode", "WRITE", "--input",
         str(people_jsonl(tmp_path / "people.jsonl")), "--format", "json", "--output", str(tmp_path / "valid"),

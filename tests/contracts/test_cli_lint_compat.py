@@ -246,3 +246,25 @@ def test_lint_checks_json_schema_subjects_with_their_own_checker(tmp_path: Path)
     assert "new schema cannot read old" in out[0]
     write_config(tmp_path / SUBJECT, compatibility="NONE")
     assert cli("lint", str(tmp_path)) == (0, [], "lint: no problems\n")
+
+
+def test_lint_checks_protobuf_subjects_by_field_number(tmp_path: Path) -> None:
+    texts = [
+        'syntax = "proto3"; message Order { int64 id = 1; string note = 2; }',
+        'syntax = "proto3"; message Order { string id = 1; }',
+    ]
+    for version, text in enumerate(texts, start=1):
+        path = tmp_path / SUBJECT / f"{version}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"schemaType": "PROTOBUF", "schema": text}))
+
+    status, out, _ = cli("lint", str(tmp_path))
+
+    assert status == 1 and len(out) == 1, out
+    assert (
+        f"subject={SUBJECT} version=2 rule=- position=schema: incompatible with version 1 under BACKWARD"
+        in out[0]
+    )
+    assert "new schema cannot read old: FIELD_SCALAR_KIND_CHANGED: Order field 1 (id)" in out[0]
+    write_config(tmp_path / SUBJECT, compatibility="NONE")
+    assert cli("lint", str(tmp_path)) == (0, [], "lint: no problems\n")

@@ -11,11 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from encrypt_oracle import SUBJECT, ReferenceEncryption, contract_payload
+from encrypt_oracle import SECRET, SUBJECT, ReferenceEncryption, contract_payload
 
 from contracts import DataContract, LocalRegistry, Schema
 
-SECRET = "parity-secret"
 SCHEMA = {
     "type": "record",
     "name": "Person",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -154,3 +155,98 @@ def test_on_error_the_job_fails_naming_the_field_without_key_material(spark: Any
     message = str(caught.value)
     assert "encryptPII" in message and "Person.ssn" in message
     _assert_clean(message, secrets)
+
+
+def _with_read_check(on: str) -> dict[str, Any]:
+    """ENCRYPT on the PII fields and a CEL condition rejecting the record named p1 (DLQ). In
+    `on` mode the condition runs after ENCRYPT: after decryption on READ (the list runs
+    reversed), after encryption on WRITE."""
+    payload = _payload()
+    condition = {
+        "name": "notP1",
+        "kind": "CONDITION",
+        "mode": on,
+        "type": "CEL",
+        "expr": "message.name != 'p1'",
+        "onFailure": "DLQ",
+        "params": {"dlq.topic": "checked-dlq"},
+    }
+    rules = payload["ruleSet"]["domainRules"]
+    rules[:] = [condition, *rules] if on == "READ" else [*rules, condition]
+    return payload
+
+
+def test_a_read_rule_after_decryption_sends_the_ciphertext_as_it_arrived(spark: Any, tmp_path: Path) -> None:
+    registry = LocalRegistry()
+    registry.register_schema(SUBJECT, Schema.from_dict(_with_read_check("READ")))
+    sink = LocalTopicSink(tmp_path / "dlq")
+    contract = DataContract(registry, SUBJECT, rule_config={"secret": SECRET}, dlq_sink=sink)
+    df = spark.createDataFrame(
+        [(f"p{i}", f"p{i}", PLAINTEXT, bytes([i, 1, 2])) for i in range(3)],
+        "id string, name string, ssn string, card binary",
+    )
+    frames = {row["id"]: bytes(row["value"]) for row in contract.serialize(df).collect()}
+    kafka = spark.createDataFrame([(frame,) for frame in frames.values()], "value binary")
+    assert sorted(row["name"] for row in contract.deserialize(kafka, key_col=None).collect()) == ["p0", "p2"]
+    (framed,) = sink.read("checked-dlq")
+    assert framed.value == frames["p1"]
+    # A DataFrame decoded elsewhere, fields still encrypted: the DLQ value is the record as it came.
+    ciphertext = _encrypted_rows(spark, registry)
+    read_sink = LocalTopicSink(tmp_path / "dlq-read")
+    reader = DataContract(registry, SUBJECT, rule_config={"secret": SECRET}, dlq_sink=read_sink)
+    assert reader.read(ciphertext).count() == 2
+    (record,) = read_sink.read("checked-dlq")
+    value = json.loads(record.value or b"")
+    arrived = ciphertext.filter("name = 'p1'").first()
+    assert value["ssn"] == arrived["ssn"] and value["card"] == bytes(arrived["card"]).decode("latin-1")
+    assert PLAINTEXT not in (record.value or b"").decode()
+    _assert_clean(repr(record), _secrets(registry))
+
+
+def _encrypted_rows(spark: Any, registry: LocalRegistry) -> Any:
+    """The three records with their PII fields encrypted, as columns (an ENCRYPT WRITE-only contract)."""
+    from pyspark.sql import functions as F
+
+    contract = DataContract(registry, SUBJECT, rule_config={"secret": SECRET})
+    df = spark.createDataFrame(
+        [(f"p{i}", PLAINTEXT, bytes([i, 1, 2])) for i in range(3)], "name string, ssn string, card binary"
+    )
+    framed = contract.serialize(df)
+    plain = DataContract(_fieldless(registry), SUBJECT)
+    decoded = plain.deserialize(framed, key_col=None).select(F.col("name"), F.col("ssn"), F.col("card"))
+    return spark.createDataFrame(decoded.collect(), decoded.schema)  # fixed: nonces are random
+
+
+def _fieldless(registry: LocalRegistry) -> LocalRegistry:
+    """A registry with the subject's schema and no rules: reads frames without decrypting."""
+    bare = LocalRegistry()
+    schema = registry.get_version(SUBJECT, 1).schema
+    bare.register_schema(SUBJECT, Schema.from_dict({"schemaType": "AVRO", "schema": schema.schema_str}))
+    return bare
+
+
+def test_write_side_dlq_records_redact_the_encrypted_fields(spark: Any, tmp_path: Path) -> None:
+    """A WRITE rule rejecting a record after ENCRYPT: its DLQ value (the record as it arrived, as
+    JSON) holds "<REDACTED>" for each field an ENCRYPT rule tags, as the reference's DLQ action
+    writes it, never the plaintext."""
+    registry = LocalRegistry()
+    registry.register_schema(SUBJECT, Schema.from_dict(_with_read_check("WRITE")))
+    sink = LocalTopicSink(tmp_path / "dlq")
+    contract = DataContract(registry, SUBJECT, rule_config={"secret": SECRET}, dlq_sink=sink)
+    df = spark.createDataFrame(
+        [(f"p{i}", PLAINTEXT, bytes([i, 1, 2])) for i in range(3)], "name string, ssn string, card binary"
+    )
+    assert contract.serialize(df).count() == 2
+    assert contract.write(df).count() == 2
+    records = sink.read("checked-dlq")
+    assert len(records) == 2
+    for record in records:
+        assert json.loads(record.value or b"") == {"name": "p1", "ssn": "<REDACTED>", "card": "<REDACTED>"}
+        assert PLAINTEXT.encode() not in repr(record).encode()
+    # As the reference's DLQ action, `dlq.redact.rule.types` "" keeps them (a replayable DLQ topic).
+    plain_sink = LocalTopicSink(tmp_path / "dlq-plain")
+    config = {"secret": SECRET, "dlq.redact.rule.types": ""}
+    keeping = DataContract(registry, SUBJECT, rule_config=config, dlq_sink=plain_sink)
+    assert keeping.write(df).count() == 2
+    (kept,) = plain_sink.read("checked-dlq")
+    assert json.loads(kept.value or b"")["ssn"] == PLAINTEXT

@@ -670,6 +670,7 @@ _ARROW_ATOMIC = {
     T.DateType(): pa.date32(),
     T.TimestampType(): pa.timestamp("us", tz="UTC"),
     T.TimestampNTZType(): pa.timestamp("us"),
+    T.DayTimeIntervalType(): pa.duration("us"),  # Protobuf's Duration
 }
 
 

@@ -1,0 +1,177 @@
+"""Protobuf as a `SchemaFormat` (docs/semantics.md §1.6): `.proto` schemas compiled by protoc,
+records as the reference's CEL sees a message (contracts/formats/protobuf/values.py), the JSON
+view as the protobuf JSON mapping, and bodies as Confluent writes them: the message indexes of
+the record's type, then the message's bytes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from contracts.formats.arrow_text import invalid_utf8_rows, sound_nulls, valid_utf8
+from contracts.formats.protobuf.indexes import read_indexes, write_indexes
+from contracts.formats.protobuf.types import struct_type
+from contracts.formats.protobuf.values import from_spark, spark_converters, to_message, to_record
+from contracts.formats.protocol import Records, Reference
+from contracts.registry.protobuf_schema import ProtoSchema, parse_proto
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql.types import StructType
+
+
+def protobuf_dlq_value(record: Any, parsed: ProtoSchema) -> bytes:
+    """A WRITE-side DLQ record's value: the message's protobuf JSON as `MessageToJson` prints it,
+    as the reference's DLQ action writes a message (a record that is no message: its repr)."""
+    from google.protobuf.json_format import MessageToJson
+
+    try:
+        return MessageToJson(to_message(record, parsed.message())).encode("utf-8")
+    except (TypeError, ValueError) as e:
+        return f"{record!r} (not a {parsed.message_name} message: {e})".encode()
+
+
+class ProtobufFormat:
+    """The PROTOBUF schema type: `.proto` schemas whose first message is the record."""
+
+    schema_type = "PROTOBUF"
+
+    def parse(self, schema_str: str, references: Sequence[Reference]) -> ProtoSchema:
+        """The `.proto` text compiled with the referenced files, each under its reference's name."""
+        parsed = parse_proto(schema_str, [(reference.name, reference.schema_str) for reference in references])
+        struct_type(parsed.message())  # a message without a Spark type fails at load
+        return parsed
+
+    def spark_type(self, parsed: ProtoSchema) -> StructType:
+        return struct_type(parsed.message())
+
+    def read_struct(self, column: pa.Array, parsed: ProtoSchema, tagged: bool = False) -> Records:
+        """Each struct as a record (None for a null struct); a row whose value has no record (an
+        enum name the enum lacks, a string that is not UTF-8) is unreadable, with why."""
+        column = sound_nulls(column)
+        unreadable: dict[int, str] = {}
+        try:
+            values = column.to_pylist()
+        except UnicodeDecodeError:
+            values = valid_utf8(column).to_pylist()
+            for row, error in invalid_utf8_rows(column):
+                unreadable[row] = (
+                    f"a string that is not valid UTF-8 ({error.reason} at byte {error.start}"
+                    f" of {error.object[:16]!r})"
+                )
+        message = parsed.message()
+        records: list[Any] = []
+        for row, value in enumerate(values):
+            try:
+                records.append(None if value is None else from_spark(value, message))
+            except ValueError as e:
+                unreadable.setdefault(row, str(e))
+                records.append(None)
+        return Records(records, unreadable)
+
+    def needs_tags(self, parsed: ProtoSchema) -> bool:
+        return False
+
+    def to_struct(
+        self, records: list[Any], parsed: ProtoSchema, record_type: pa.DataType, tagged: bool = False
+    ) -> pa.Array:
+        import pyarrow as pa
+
+        from contracts.errors import SerializationError
+
+        converters = spark_converters(parsed.message())
+        try:
+            # Column by column: Arrow builds a column of plain values far faster than structs of dicts.
+            children = []
+            for (name, convert), arrow_field in zip(converters, record_type, strict=True):
+                values = [None if record is None else record.get(name) for record in records]
+                if convert is not None:
+                    values = [None if value is None else convert(value) for value in values]
+                children.append(pa.array(values, type=arrow_field.type))
+            missing = pa.array([record is None for record in records], type=pa.bool_())
+            return pa.StructArray.from_arrays(children, fields=list(record_type), mask=missing)
+        except (TypeError, ValueError, AttributeError, pa.ArrowException) as e:
+            raise SerializationError(f"records do not match the Protobuf message's Spark type: {e!r}") from e
+
+    def conform(self, record: Any, parsed: ProtoSchema) -> Any:
+        """The record as a message of the schema holds it: unset fields take their defaults;
+        ValueError naming a field that is not the message's or a value its type cannot hold."""
+        return to_record(to_message(record, parsed.message()))
+
+    def project(self, value: Any, parsed: ProtoSchema) -> Any:
+        """A migrated value as a record of the target message, read as protobuf reads another
+        version's data: fields the target lacks are left out. The value is a record, or the JSON
+        view a JSONata migration returns (read by the protobuf JSON mapping)."""
+        from contracts.errors import SerializationError
+
+        if not isinstance(value, Mapping):
+            raise SerializationError(f"migrated record is a {type(value).__name__}, not a message")
+        message = parsed.message()
+        try:
+            return to_record(to_message(value, message, strict=False))
+        except (TypeError, ValueError) as as_record:
+            try:
+                return self.from_json_view(value, parsed)
+            except SerializationError:
+                raise SerializationError(
+                    f"migrated record does not fit the target schema: {as_record}"
+                ) from None
+
+    def to_json_view(self, record: Any, parsed: ProtoSchema) -> Any:
+        """The protobuf JSON mapping of the record, as the reference hands a migration the message
+        (fields by JSON name, fields without presence printed, 64-bit integers as strings)."""
+        from google.protobuf.json_format import MessageToDict
+
+        from contracts.errors import SerializationError
+
+        try:
+            message = to_message(record, parsed.message())
+        except (TypeError, ValueError) as e:
+            raise SerializationError(f"the record is no {parsed.message_name} message: {e}") from e
+        return MessageToDict(message, always_print_fields_with_no_presence=True)
+
+    def from_json_view(self, value: Any, parsed: ProtoSchema) -> Any:
+        from google.protobuf.json_format import ParseDict, ParseError
+        from google.protobuf.message_factory import GetMessageClass
+
+        from contracts.errors import SerializationError
+
+        message = GetMessageClass(parsed.message())()
+        try:
+            ParseDict(value, message)
+        except (ParseError, TypeError, ValueError, AttributeError) as e:
+            raise SerializationError(
+                f"not a {parsed.message_name} message in the protobuf JSON mapping: {e}"
+            ) from e
+        return to_record(message)
+
+    def decode(
+        self, body: bytes, writer: ProtoSchema, reader: ProtoSchema | None, tagged: bool = False
+    ) -> Any:
+        """The message the body's indexes name, which must be the record's message of the writer's
+        schema, parsed by the protobuf runtime (protobuf needs no reader schema: a version's
+        changes are resolved when the record is projected onto it)."""
+        from google.protobuf.message import DecodeError
+        from google.protobuf.message_factory import GetMessageClass
+
+        indexes, start = read_indexes(body)
+        descriptor = writer.message_at(indexes)
+        if descriptor.full_name != writer.message_name:
+            raise ValueError(
+                f"the message indexes {indexes} name message {descriptor.full_name}; the contract's"
+                f" records are {writer.message_name} (the schema's first message)"
+            )
+        message = GetMessageClass(descriptor)()
+        try:
+            message.ParseFromString(body[start:])
+        except DecodeError as e:
+            raise ValueError(f"not a {descriptor.full_name} message: {e}") from e
+        return to_record(message)
+
+    def encode(self, record: Any, parsed: ProtoSchema) -> bytes:
+        """The record's message indexes (the first message: one 0 byte) and its bytes, as the
+        reference serializer writes them."""
+        return write_indexes([0]) + to_message(record, parsed.message()).SerializeToString()
+
+    def __repr__(self) -> str:
+        return "ProtobufFormat()"

@@ -1,0 +1,308 @@
+"""Protobuf records: messages as the plain values the reference's CEL sees, and those records as
+Spark values and back (docs/semantics.md §1.6).
+
+A record is a dict of the fields by their `.proto` names: enums as numbers, unsigned integers
+as `Unsigned`, repeated fields as lists, maps as dicts, Timestamp as an aware UTC datetime,
+Duration as a timedelta, wrappers as their value. A field without presence holds its value (the
+default when unset); an unset message or wrapper field is None; an unset oneof member (a proto3
+`optional` field is one) is left out, as the reference leaves it out of what CEL sees.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Mapping
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from contracts.bounded import BoundedCache
+from contracts.formats.protobuf.types import (
+    DURATION,
+    TIMESTAMP,
+    UNSIGNED,
+    WRAPPERS,
+    is_map,
+    is_repeated,
+    is_unsigned_64,
+)
+
+if TYPE_CHECKING:
+    from google.protobuf.descriptor import Descriptor, FieldDescriptor
+    from google.protobuf.message import Message
+
+
+class Unsigned(int):
+    """A value of an unsigned integer field (uint32, uint64, fixed32, fixed64, their wrappers):
+    an int that tells CEL it is a uint, as the reference binds those fields."""
+
+    __slots__ = ()
+
+
+def to_record(message: Message) -> dict[str, Any]:
+    """The message as a record."""
+    record: dict[str, Any] = {}
+    for field in message.DESCRIPTOR.fields:
+        value = getattr(message, field.name)
+        if is_map(field):
+            value_field = field.message_type.fields_by_name["value"]
+            record[field.name] = {key: _plain(item, value_field) for key, item in value.items()}
+        elif is_repeated(field):
+            record[field.name] = [_plain(item, field) for item in value]
+        elif field.has_presence and not message.HasField(field.name):
+            if field.containing_oneof is None:
+                record[field.name] = None
+        else:
+            record[field.name] = _plain(value, field)
+    return record
+
+
+def _plain(value: Any, field: FieldDescriptor) -> Any:
+    message = field.message_type
+    if message is None:
+        return Unsigned(value) if field.type in UNSIGNED else value
+    name = message.full_name
+    if name == TIMESTAMP:
+        return value.ToDatetime(tzinfo=datetime.timezone.utc)
+    if name == DURATION:
+        return value.ToTimedelta()
+    if name in WRAPPERS:
+        return _plain(value.value, message.fields_by_name["value"])
+    return to_record(value)
+
+
+def to_message(record: Any, descriptor: Descriptor, strict: bool = True) -> Message:
+    """A record (or a JSON-like dict of the same shape) as a message of `descriptor`; ValueError
+    naming the field that does not fit. `strict`: a key that names no field is an error, else
+    it is left out, as a reader leaves out fields it does not know."""
+    from google.protobuf.message_factory import GetMessageClass
+
+    message = GetMessageClass(descriptor)()
+    _fill(message, record, descriptor.full_name, strict)
+    return message
+
+
+def _fill(message: Message, record: Any, path: str, strict: bool) -> None:
+    if not isinstance(record, Mapping):
+        raise ValueError(f"{path} must be a record (a dict), not {type(record).__name__}")
+    descriptor = message.DESCRIPTOR
+    message.SetInParent()
+    for key, value in record.items():
+        field = _field_named(descriptor, key)
+        if field is None:
+            if strict:
+                raise ValueError(f"{path} has no field {key!r}")
+            continue
+        if value is None:
+            continue
+        where = f"{path}.{key}"
+        try:
+            _set(message, field, value, where, strict)
+        except (TypeError, ValueError, OverflowError) as e:
+            if str(e).startswith(where):
+                raise
+            raise ValueError(f"{where}: {e}") from e
+
+
+def _field_named(descriptor: Descriptor, key: Any) -> FieldDescriptor | None:
+    """The field a record key names: by its `.proto` name, else by its JSON name."""
+    if not isinstance(key, str):
+        return None
+    found = descriptor.fields_by_name.get(key)
+    if found is None:
+        found = next((field for field in descriptor.fields if field.json_name == key), None)
+    return found
+
+
+def _set(message: Message, field: FieldDescriptor, value: Any, where: str, strict: bool) -> None:
+    target = getattr(message, field.name)
+    if is_map(field):
+        if not isinstance(value, Mapping):
+            raise ValueError(f"{where} is a map and must be a dict, not {type(value).__name__}")
+        key_field = field.message_type.fields_by_name["key"]
+        value_field = field.message_type.fields_by_name["value"]
+        for key, item in value.items():
+            key = _scalar(key, key_field)
+            if value_field.message_type is not None and value_field.message_type.full_name not in _SPECIAL:
+                _fill(target[key], item, f"{where}[{key!r}]", strict)
+            else:
+                _store_map(target, key, item, value_field, f"{where}[{key!r}]", strict)
+        return
+    if is_repeated(field):
+        if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__iter__"):
+            raise ValueError(f"{where} is repeated and must be a list, not {type(value).__name__}")
+        for i, item in enumerate(value):
+            if item is None:
+                raise ValueError(f"{where}[{i}] is null: a repeated field holds no nulls")
+            if field.message_type is not None:
+                _fill_value(target.add(), item, field, f"{where}[{i}]", strict)
+            else:
+                target.append(_scalar(item, field))
+        return
+    if field.message_type is not None:
+        _fill_value(target, value, field, where, strict)
+    else:
+        setattr(message, field.name, _scalar(value, field))
+
+
+_SPECIAL = frozenset({TIMESTAMP, DURATION, *WRAPPERS})
+
+
+def _store_map(
+    target: Any, key: Any, item: Any, value_field: FieldDescriptor, where: str, strict: bool
+) -> None:
+    if value_field.message_type is None:
+        target[key] = _scalar(item, value_field)
+    else:
+        _fill_value(target[key], item, value_field, where, strict)
+
+
+def _fill_value(target: Message, value: Any, field: FieldDescriptor, where: str, strict: bool) -> None:
+    """Fill a message-typed value: a well-known type from its plain value, else from a record."""
+    name = field.message_type.full_name
+    if name == TIMESTAMP:
+        if not isinstance(value, datetime.datetime):
+            raise ValueError(f"{where} is a Timestamp and must be a datetime, not {type(value).__name__}")
+        target.FromDatetime(value if value.tzinfo else value.replace(tzinfo=datetime.timezone.utc))
+    elif name == DURATION:
+        if not isinstance(value, datetime.timedelta):
+            raise ValueError(f"{where} is a Duration and must be a timedelta, not {type(value).__name__}")
+        target.FromTimedelta(value)
+    elif name in WRAPPERS:
+        target.value = _scalar(value, field.message_type.fields_by_name["value"])
+    else:
+        _fill(target, value, where, strict)
+
+
+def _scalar(value: Any, field: FieldDescriptor) -> Any:
+    """A scalar value as the runtime stores it: an enum's name becomes its number."""
+    enum = field.enum_type
+    if enum is not None and isinstance(value, str):
+        found = enum.values_by_name.get(value)
+        if found is None:
+            raise ValueError(f"{value!r} is no value of enum {enum.full_name}")
+        return found.number
+    if isinstance(value, bool) and field.cpp_type != field.CPPTYPE_BOOL:
+        raise TypeError(f"{value!r} is a bool, not a value of the field's type")
+    return value
+
+
+def to_spark(record: Mapping[str, Any], descriptor: Descriptor) -> dict[str, Any]:
+    """A record as its Spark row's value (a dict Arrow reads as the message's struct): enums by
+    name (an unknown number as its digits), unsigned 64-bit integers as decimals, maps as pairs."""
+    row: dict[str, Any] = {}
+    for name, convert in spark_converters(descriptor):
+        value = record.get(name)
+        row[name] = value if value is None or convert is None else convert(value)
+    return row
+
+
+def spark_converters(descriptor: Descriptor) -> tuple[tuple[str, Callable[[Any], Any] | None], ...]:
+    """Per field of the message, in order: its name and what turns its record value (not None)
+    into its Spark value (None where they are the same). Made once per message and process."""
+    return _CONVERTERS.get_or_make(
+        descriptor, lambda: tuple((field.name, _field_converter(field)) for field in descriptor.fields)
+    )
+
+
+_CONVERTERS: BoundedCache[Any, tuple[tuple[str, Callable[[Any], Any] | None], ...]] = BoundedCache(256)
+
+
+def _field_converter(field: FieldDescriptor) -> Callable[[Any], Any] | None:
+    if is_map(field):
+        key = _value_converter(field.message_type.fields_by_name["key"])
+        item = _value_converter(field.message_type.fields_by_name["value"])
+        return lambda value: [
+            (
+                k if key is None else key(k),
+                v if v is None or item is None else item(v),
+            )
+            for k, v in value.items()
+        ]
+    one = _value_converter(field)
+    if is_repeated(field):
+        return None if one is None else lambda value: [None if v is None else one(v) for v in value]
+    return one
+
+
+def _value_converter(field: FieldDescriptor) -> Callable[[Any], Any] | None:
+    """What turns one value of the field (an element, for a repeated one) into its Spark value."""
+    message = field.message_type
+    if message is not None:
+        if message.full_name in WRAPPERS:
+            return _value_converter(message.fields_by_name["value"])
+        if message.full_name in (TIMESTAMP, DURATION):
+            return None
+        return lambda value: to_spark(value, message) if isinstance(value, Mapping) else value
+    enum = field.enum_type
+    if enum is not None:
+
+        def name_of(value: Any) -> Any:
+            if isinstance(value, int) and not isinstance(value, bool):
+                known = enum.values_by_number.get(value)
+                return known.name if known is not None else str(value)
+            return value
+
+        return name_of
+    if is_unsigned_64(field):
+        return lambda value: (
+            Decimal(value) if isinstance(value, int) and not isinstance(value, bool) else value
+        )
+    return None
+
+
+def from_spark(row: Mapping[str, Any], descriptor: Descriptor) -> dict[str, Any]:
+    """A Spark row's value (Arrow's dict of the struct) as a record; ValueError for an enum name
+    the enum does not have or a value out of its field's range."""
+    record: dict[str, Any] = {}
+    for field in descriptor.fields:
+        value = row.get(field.name)
+        where = f"{descriptor.full_name}.{field.name}"
+        if value is None:
+            if field.containing_oneof is None:
+                unset = not is_repeated(field) and (field.has_presence or field.message_type is not None)
+                record[field.name] = None if unset else _default(field)
+        elif is_map(field):
+            key_field = field.message_type.fields_by_name["key"]
+            value_field = field.message_type.fields_by_name["value"]
+            pairs = value.items() if isinstance(value, Mapping) else value
+            record[field.name] = {
+                _record_value(key, key_field, where): _record_value(item, value_field, where)
+                for key, item in pairs
+            }
+        elif is_repeated(field):
+            record[field.name] = [_record_value(item, field, where) for item in value]
+        else:
+            record[field.name] = _record_value(value, field, where)
+    return record
+
+
+def _default(field: FieldDescriptor) -> Any:
+    """What a field without presence holds when unset (a repeated field: an empty list)."""
+    if is_map(field):
+        return {}
+    if is_repeated(field):
+        return []
+    return Unsigned(field.default_value) if field.type in UNSIGNED else field.default_value
+
+
+def _record_value(value: Any, field: FieldDescriptor, where: str) -> Any:
+    if value is None:
+        return None
+    message = field.message_type
+    if message is not None:
+        if message.full_name in WRAPPERS:
+            return _record_value(value, message.fields_by_name["value"], where)
+        if message.full_name in (TIMESTAMP, DURATION):
+            return value
+        return from_spark(value, message)
+    enum = field.enum_type
+    if enum is not None:
+        found = enum.values_by_name.get(value)
+        if found is not None:
+            return found.number
+        if value.lstrip("-").isdigit():
+            return int(value)
+        raise ValueError(f"{where}: {value!r} is no value of enum {enum.full_name}")
+    if field.type in UNSIGNED:
+        return Unsigned(value)
+    return value
