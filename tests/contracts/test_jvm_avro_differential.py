@@ -391,7 +391,9 @@ def test_a_record_fastavro_refuses_fails_serialize_with_the_same_message_on_both
                 df = df.withColumn("name", name.otherwise(F.col("name")))
             with pytest.raises(Exception) as caught:
                 contract.serialize(df).collect()
-        found = re.search(r"(record cannot be encoded|the record at key)[^\n]*", str(caught.value))
+        found = re.search(
+            r"SerializationError: (record cannot be encoded|the record at key)[^\n]*", str(caught.value)
+        )
         assert found is not None, str(caught.value)[:2000]
         messages[path] = found.group(0)
     assert messages["jvm"] == messages["python"]
