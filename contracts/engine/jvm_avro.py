@@ -280,6 +280,9 @@ class JvmDecode:
             writer = next(w for w in decoder.writers.values() if w.version == version)
             if writer.failure is not None:
                 continue  # its records cannot reach the target: the Python pass says why
+            if writer.payload:
+                fallbacks[version] = "its READ encoding rules turn each payload into the body in Python"
+                continue
             if version == decoder.target_version:
                 type_json, column = decoder.target_type_json, RECORD
             elif version in decoder.native_types:
