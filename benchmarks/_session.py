@@ -8,20 +8,24 @@ import warnings
 from typing import Any
 
 
-def session(app_name: str) -> Any:
-    """A quiet local[2] session (no UI, two shuffle partitions, UTC) whose workers run this Python."""
+def session(app_name: str, connectors: bool = False) -> Any:
+    """A quiet local[2] session (no UI, two shuffle partitions, UTC) whose workers run this Python;
+    with `connectors`, the Spark connectors `make jars` fetched (spark-avro) on its classpath."""
     from pyspark.sql import SparkSession
+
+    from tools.jars import spark_jars_setting
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
-    spark = (
+    builder = (
         SparkSession.builder.master("local[2]")
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
     )
+    jars = spark_jars_setting() if connectors else None
+    spark = (builder.config("spark.jars", jars) if jars else builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark

@@ -17,7 +17,7 @@ from actions.dlq.sink import DlqSink, RunScopedSink, is_run_id
 from actions.protocol import Action, ActionContext, ActionPlan, Effect
 from contracts import keys
 from contracts.codes import VERSION_NOT_FOUND
-from contracts.engine import runner, serde
+from contracts.engine import jvm_avro, runner, serde
 from contracts.engine.counts import Gatherer
 from contracts.engine.frame import ORIGINAL, RECORD, STATUS, refuse_reserved_columns
 from contracts.engine.native_migration import NativeMigration, native_migration
@@ -390,7 +390,8 @@ class DataContract:
             framed, key_column, keys.RAW_KEY, policy, keys.key_run_id(run_id), True, dlq_value=value_col
         )
         nested = keys.nest_decoded_key(decoded_keys, key.spark_schema, key_column, df.columns)
-        decoded = self._decode(nested, value_col, keys.RAW_KEY, policy, run_id, is_key)
+        # The key pass writes its DLQ records: the value's input must be read once (no JVM split).
+        decoded = self._decode(nested, value_col, keys.RAW_KEY, policy, run_id, is_key, split=False)
         return with_metrics(decoded.drop(keys.RAW_KEY), metrics_of(decoded), metrics_of(decoded_keys))
 
     def _decode(
@@ -402,9 +403,11 @@ class DataContract:
         run_id: str | None,
         is_key: bool,
         dlq_value: str | None = None,
+        split: bool = True,
     ) -> DataFrame:
         """`deserialize` of `value_col` alone; a DLQ record's key is `key_col`'s, its value the
-        bytes of `dlq_value` (default: `value_col`)."""
+        bytes of `dlq_value` (default: `value_col`). `split` lets jvm_avro read `df` twice (its
+        two halves), which a `df` that writes DLQ records itself must not be."""
         from pyspark.sql import functions as F
 
         versions = self._compiler.versions()
@@ -441,10 +444,16 @@ class DataContract:
         run = self._start_run(df, run_id)
         # Decode failures and Python migrations are routed inside the decode pass itself; the
         # frames travel on only when a later rule may send a row's bytes to a DLQ topic.
-        unreadable_dlq = policy.action == "DLQ" and any(n.may_be_unreadable for n in natives.values())
+        # Frames from_avro reads (jvm_avro) are routed after the rules, as natively migrated rows.
+        jvm = jvm_avro.JvmDecode.plan(decoder, df.sparkSession) if split else None
+        may_be_unreadable = jvm is not None or any(n.may_be_unreadable for n in natives.values())
+        unreadable_dlq = policy.action == "DLQ" and may_be_unreadable
         later_rejects = unreadable_dlq or any(p.can_reject for p in (plan, *natives.values()))
         router = Router(run.sink, run.run_id, layout, stage="decode")
-        decoded = serde.decode(df, decoder, router, keep_value=later_rejects)
+        if jvm is not None:
+            decoded = jvm.decode(df, decoder, router, keep_value=later_rejects)
+        else:
+            decoded = serde.decode(df, decoder, router, keep_value=later_rejects)
         unreadable = serde.unreadable_status(decoder, decoded.columns)
         for version, native in natives.items():
             column = serde.writer_column(version)
@@ -534,7 +543,9 @@ class DataContract:
             topic_column=_present(df, "topic"),
         )
         payload = (self._encoding, Router(run.sink, run.run_id, layout, stage="encode"))
-        encoded = serde.encode(enforced, schema, schema_ref, output, self.target.format, in_header, payload)
+        encoded = jvm_avro.encode(
+            enforced, schema, schema_ref, output, self.target.format, in_header, payload
+        )
         return with_metrics(encoded, metrics_of(enforced))
 
     def _schema_ref(self, schema_id_serializer: str) -> SchemaRef:

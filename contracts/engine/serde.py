@@ -296,12 +296,12 @@ def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) ->
         if frame is None:
             continue  # a tombstone: no record (_DecodePass marks it)
         try:
-            writer, records[i] = _read(decoder, frame, None if id_headers is None else id_headers[i])
+            writer, records[i] = read_frame(decoder, frame, None if id_headers is None else id_headers[i])
         except PayloadRefused as e:
             statuses[i], failures[i] = e.status, e.failure
             continue
         except SerializationError as e:
-            statuses[i] = _undecodable(decoder, batch, i, e)
+            statuses[i] = undecodable_status(decoder, batch, i, e)
             continue
         if writer.version != decoder.target_version:
             to_migrate.setdefault(writer.version, (writer, []))[1].append(i)
@@ -373,7 +373,7 @@ def _last_header(row: list[dict[str, Any]] | None, header: str) -> bytes | None:
     return None
 
 
-def _read(decoder: Decoder, frame: Any, id_header: bytes | None) -> tuple[WriterVersion, Any]:
+def read_frame(decoder: Decoder, frame: Any, id_header: bytes | None) -> tuple[WriterVersion, Any]:
     """Decode one frame (its schema named by `id_header` when the row has one, else by its prefix):
     with the reader schema when written by the target, else as writer data."""
     if id_header is not None:
@@ -421,10 +421,10 @@ def _migrate_rows(
         try:
             records[i] = migrate.project(record, decoder.target_schema, decoder.schema_format, rule)
         except SerializationError as e:
-            statuses[i] = _undecodable(decoder, batch, i, e)
+            statuses[i] = undecodable_status(decoder, batch, i, e)
 
 
-def _undecodable(decoder: Decoder, batch: pa.RecordBatch, i: int, error: Exception) -> dict[str, Any]:
+def undecodable_status(decoder: Decoder, batch: pa.RecordBatch, i: int, error: Exception) -> dict[str, Any]:
     """The status of a row the policy sends to the DLQ; under ERROR, the job fails here."""
     where = _position(batch, i)
     if decoder.policy.action == "ERROR":
@@ -443,7 +443,7 @@ def _undecodable(decoder: Decoder, batch: pa.RecordBatch, i: int, error: Excepti
 
 def unreadable_status(decoder: Decoder, columns: list[str]) -> Any:
     """For rows found undecodable after the pass (a natively migrated record missing a field):
-    `reason` Column → the status the policy gives, exactly as `_undecodable` words it."""
+    `reason` Column → the status the policy gives, exactly as `undecodable_status` words it."""
     from pyspark.sql import functions as F
 
     def status(reason: Any) -> Any:
@@ -471,11 +471,11 @@ def unreadable_status(decoder: Decoder, columns: list[str]) -> Any:
     return status
 
 
-_DECODE_POSITION = ("topic", "partition", "offset")
-_ENCODE_POSITION = ("key", "topic", "partition")
+DECODE_POSITION = ("topic", "partition", "offset")
+ENCODE_POSITION = ("key", "topic", "partition")
 
 
-def _position(batch: pa.RecordBatch, i: int, columns: tuple[str, ...] = _DECODE_POSITION) -> str:
+def _position(batch: pa.RecordBatch, i: int, columns: tuple[str, ...] = DECODE_POSITION) -> str:
     """Where row `i` is, by the Kafka columns the batch has: " at topic t, partition 0, offset 7"."""
     parts = [f"{name} {_shown(batch.column(name)[i])}" for name in columns if name in batch.schema.names]
     return f" at {', '.join(parts)}" if parts else ""
@@ -579,7 +579,7 @@ def _refuse_unread(
     task = TaskContext.get()
     partition = task.partitionId() if task is not None else 0
     raise SerializationError(
-        f"the record{_position(batch, row, _ENCODE_POSITION)} (row {rows_before + row} of Spark partition"
+        f"the record{_position(batch, row, ENCODE_POSITION)} (row {rows_before + row} of Spark partition"
         f" {partition}) cannot be {doing}: {unreadable[row]}"
     )
 
@@ -743,3 +743,30 @@ class _EncodePass:
             return self.schema_format.encode(record, self.schema)
         except Exception as e:
             raise SerializationError(f"record cannot be encoded with {self.schema_name}: {e}") from e
+
+
+def encode_frames(
+    batch: pa.RecordBatch,
+    rows_before: int,
+    schema: Any,
+    schema_name: str,
+    prefix: bytes,
+    schema_format: SchemaFormat,
+    rows: list[bool] | None = None,
+) -> list[bytes | None]:
+    """The frames of the records in `batch`'s RECORD column (only at `rows`, when given; None
+    elsewhere and for a null record), the partition's first `rows_before` rows already encoded;
+    a record that cannot be read or encoded fails the job naming it."""
+    read = schema_format.read_struct(batch.column(RECORD), schema, tagged=True)
+    _refuse_unread(batch, rows_before, read.unreadable, None, None, f"encoded with {schema_name}")
+    frames: list[bytes | None] = []
+    for i, record in enumerate(read.records):
+        if record is None or (rows is not None and not rows[i]):
+            frames.append(None)  # a null record (a tombstone) has a null frame
+            continue
+        try:
+            body = schema_format.encode(record, schema)
+        except Exception as e:
+            raise SerializationError(f"record cannot be encoded with {schema_name}: {e}") from e
+        frames.append(prefix + body)
+    return frames
