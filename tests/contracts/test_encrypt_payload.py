@@ -76,6 +76,12 @@ def _payload(
     return {"schemaType": schema_type, "schema": json.dumps(schema), "ruleSet": {"encodingRules": [rule]}}
 
 
+@pytest.fixture(autouse=True)
+def _dlq_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A contract without a sink writes to ./dlq-topics: here, a temporary directory."""
+    monkeypatch.chdir(tmp_path)
+
+
 def _contract(payload: dict[str, Any], registry: LocalRegistry, **kwargs: Any) -> DataContract:
     if not registry.get_subjects():
         assert registry.register_schema(SUBJECT, Schema.from_dict(payload)) == 1
