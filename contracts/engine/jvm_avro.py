@@ -17,8 +17,10 @@ of the schema: records without unions of several branches, enums, fixed, maps or
 whose Python values are converted (checked by `encodable`).
 
 Which path runs is chosen per call: SPARK_CONTRACTS_AVRO_PATH (env var on the driver) "python"
-forces fastavro, "jvm" forces spark-avro (an error when it is missing), "auto" (default) uses
-spark-avro when a one-row `from_avro` query succeeds on the session (asked once per session).
+(default) fastavro alone, "jvm" spark-avro (an error when it is missing), "auto" spark-avro when a
+one-row `from_avro` query succeeds on the session (asked once per session). Opt-in for now: the
+JVM decode reads its input twice (a union of two halves), and a streaming `foreach_batch` on
+Spark Connect counted rows twice on it (docs/semantics.md §8.10).
 """
 
 from __future__ import annotations
@@ -59,8 +61,8 @@ _types: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictiona
 
 
 def chosen_path() -> str:
-    """The path SPARK_CONTRACTS_AVRO_PATH asks for ("auto" when unset)."""
-    path = os.environ.get(PATH_ENV, "auto").strip().lower() or "auto"
+    """The path SPARK_CONTRACTS_AVRO_PATH asks for ("python" when unset)."""
+    path = os.environ.get(PATH_ENV, "python").strip().lower() or "python"
     if path not in PATHS:
         raise ContractError(f"{PATH_ENV} must be one of {', '.join(PATHS)}, not {path!r}")
     return path

@@ -263,10 +263,11 @@ def test_keys_decode_on_a_stream_through_foreach_batch(spark: Any, tmp_path: Pat
         str(tmp_path / "topic")
     )
     stream = spark.readStream.schema("key binary, offset long, value binary").parquet(str(tmp_path / "topic"))
-    seen: list[Any] = []
+    out = str(tmp_path / "valid")
 
     def write_valid(batch: Any, batch_id: int) -> None:
-        seen.extend(batch.collect())
+        # On Spark Connect this runs in the server's Python worker: results go through a file.
+        batch.write.mode("append").parquet(out)
 
     writer = value.foreach_batch(write_valid, name="keyed", apply="deserialize", key=key)
     query = (
@@ -277,6 +278,7 @@ def test_keys_decode_on_a_stream_through_foreach_batch(spark: Any, tmp_path: Pat
     )
     query.awaitTermination()
 
+    seen = spark.read.parquet(out).collect()
     assert sorted((r["id"], r["key"]["id"]) for r in seen) == [("v-0", "o-0"), ("v-1", "o-1"), ("v-3", "o-3")]
     [rejected] = LocalTopicSink(str(tmp_path / "dlq")).read("bad-keys")
     assert rejected.value is not None and rejected.key is not None
