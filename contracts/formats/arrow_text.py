@@ -4,6 +4,7 @@ require it) and null-typed children pyarrow casts at the wrong length. Shared by
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pyarrow as pa
 
@@ -77,3 +78,19 @@ def _holds_null(kind: pa.DataType) -> bool:
     if pa.types.is_struct(kind):
         return any(_holds_null(field.type) for field in kind)
     return False
+
+
+def struct_values(column: pa.Array | pa.ChunkedArray) -> tuple[list[Any], dict[int, str]]:
+    """A struct column's rows as Python values (nulls sound), and, by row, why a row's value is
+    unreadable: a string that is not valid UTF-8 (it is read with U+FFFD in its place)."""
+    column = sound_nulls(column)
+    unreadable: dict[int, str] = {}
+    try:
+        return column.to_pylist(), unreadable
+    except UnicodeDecodeError:
+        for row, error in invalid_utf8_rows(column):
+            unreadable[row] = (
+                f"a string that is not valid UTF-8 ({error.reason} at byte {error.start}"
+                f" of {error.object[:16]!r})"
+            )
+        return valid_utf8(column).to_pylist(), unreadable

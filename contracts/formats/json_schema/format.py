@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from contracts.bounded import BoundedCache
-from contracts.formats.arrow_text import invalid_utf8_rows, sound_nulls, valid_utf8
+from contracts.formats.arrow_text import struct_values
 from contracts.formats.json_schema.types import JsonSchema, Shape, parse_json_schema
 from contracts.formats.protocol import Records, Reference
 
@@ -50,17 +50,7 @@ class JsonSchemaFormat:
 
     def read_struct(self, column: pa.Array, parsed: JsonSchema, tagged: bool = False) -> Records:
         """Each struct as the JSON object it stands for (None for a null struct)."""
-        column = sound_nulls(column)
-        unreadable: dict[int, str] = {}
-        try:
-            values = column.to_pylist()
-        except UnicodeDecodeError:
-            values = valid_utf8(column).to_pylist()
-            for row, error in invalid_utf8_rows(column):
-                unreadable[row] = (
-                    f"a string that is not valid UTF-8 ({error.reason} at byte {error.start}"
-                    f" of {error.object[:16]!r})"
-                )
+        values, unreadable = struct_values(column)
         records = [None if value is None else _from_spark(value, parsed.shape) for value in values]
         return Records(records, unreadable)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from contracts.formats.arrow_text import invalid_utf8_rows, sound_nulls, valid_utf8
+from contracts.formats.arrow_text import struct_values
 from contracts.formats.protobuf.indexes import read_indexes, write_indexes
 from contracts.formats.protobuf.types import struct_type
 from contracts.formats.protobuf.values import from_spark, spark_converters, to_message, to_record
@@ -48,17 +48,7 @@ class ProtobufFormat:
     def read_struct(self, column: pa.Array, parsed: ProtoSchema, tagged: bool = False) -> Records:
         """Each struct as a record (None for a null struct); a row whose value has no record (an
         enum name the enum lacks, a string that is not UTF-8) is unreadable, with why."""
-        column = sound_nulls(column)
-        unreadable: dict[int, str] = {}
-        try:
-            values = column.to_pylist()
-        except UnicodeDecodeError:
-            values = valid_utf8(column).to_pylist()
-            for row, error in invalid_utf8_rows(column):
-                unreadable[row] = (
-                    f"a string that is not valid UTF-8 ({error.reason} at byte {error.start}"
-                    f" of {error.object[:16]!r})"
-                )
+        values, unreadable = struct_values(column)
         message = parsed.message()
         records: list[Any] = []
         for row, value in enumerate(values):
