@@ -390,8 +390,7 @@ class DataContract:
             framed, key_column, keys.RAW_KEY, policy, keys.key_run_id(run_id), True, dlq_value=value_col
         )
         nested = keys.nest_decoded_key(decoded_keys, key.spark_schema, key_column, df.columns)
-        # The key pass writes its DLQ records: the value's input must be read once (no JVM split).
-        decoded = self._decode(nested, value_col, keys.RAW_KEY, policy, run_id, is_key, split=False)
+        decoded = self._decode(nested, value_col, keys.RAW_KEY, policy, run_id, is_key)
         return with_metrics(decoded.drop(keys.RAW_KEY), metrics_of(decoded), metrics_of(decoded_keys))
 
     def _decode(
@@ -403,11 +402,9 @@ class DataContract:
         run_id: str | None,
         is_key: bool,
         dlq_value: str | None = None,
-        split: bool = True,
     ) -> DataFrame:
         """`deserialize` of `value_col` alone; a DLQ record's key is `key_col`'s, its value the
-        bytes of `dlq_value` (default: `value_col`). `split` lets jvm_avro read `df` twice (its
-        two halves), which a `df` that writes DLQ records itself must not be."""
+        bytes of `dlq_value` (default: `value_col`)."""
         from pyspark.sql import functions as F
 
         versions = self._compiler.versions()
@@ -445,7 +442,7 @@ class DataContract:
         # Decode failures and Python migrations are routed inside the decode pass itself; the
         # frames travel on only when a later rule may send a row's bytes to a DLQ topic.
         # Frames from_avro reads (jvm_avro) are routed after the rules, as natively migrated rows.
-        jvm = jvm_avro.JvmDecode.plan(decoder, df.sparkSession) if split else None
+        jvm = jvm_avro.JvmDecode.plan(decoder, df.sparkSession)
         may_be_unreadable = jvm is not None or any(n.may_be_unreadable for n in natives.values())
         unreadable_dlq = policy.action == "DLQ" and may_be_unreadable
         later_rejects = unreadable_dlq or any(p.can_reject for p in (plan, *natives.values()))
