@@ -12,6 +12,7 @@ import io
 import json
 import logging
 import re
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,10 +32,11 @@ from confluent_kafka.schema_registry.rules.encryption.hcvault.hcvault_driver imp
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from fake_vault import TOKEN, FakeVault, VaultAdapter
+from google.api_core.exceptions import PermissionDenied
 from google.cloud import kms_v1
 
 from executors.encrypt import KmsError
-from executors.encrypt.kms import find_driver, import_sdk
+from executors.encrypt.kms import find_driver
 from executors.encrypt.kms_aws import AwsKmsDriver
 from executors.encrypt.kms_azure import AzureKmsDriver
 from executors.encrypt.kms_gcp import GcpKmsDriver
@@ -64,9 +66,21 @@ def test_the_drivers_are_found_by_kms_type_through_entry_points() -> None:
         assert isinstance(find_driver(kms_type), cls)
 
 
-def test_a_missing_sdk_names_the_extra_to_install() -> None:
-    with pytest.raises(KmsError, match=r"pip install 'spark-data-contracts\[aws\]'"):
-        import_sdk("boto3_not_installed_here", "aws-kms", "aws")
+@pytest.mark.parametrize(
+    ("driver", "module", "key_id", "extra"),
+    [
+        (AwsKmsDriver(), "boto3", AWS_ARN, "aws"),
+        (GcpKmsDriver(), "google.cloud.kms_v1", GCP_KEY, "gcp"),
+        (AzureKmsDriver(), "azure.keyvault.keys.crypto", AZURE_KEY, "azure"),
+        (VaultKmsDriver(), "hvac", VAULT_KEY, "vault"),
+    ],
+)
+def test_a_missing_sdk_names_the_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch, driver: Any, module: str, key_id: str, extra: str
+) -> None:
+    monkeypatch.setitem(sys.modules, module, None)  # `import module` then raises ImportError
+    with pytest.raises(KmsError, match=re.escape(f"pip install 'spark-data-contracts[{extra}]'")):
+        driver.new_aead({}, key_id)
 
 
 # --- AWS -------------------------------------------------------------------------------------
@@ -188,7 +202,8 @@ def gcp(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any, service_account: dict[str, str]
 ) -> list[tuple[str, dict[str, Any], Any]]:
     """Cloud KMS's generated client methods answer here: (method, request, client) recorded; the
-    "ciphertext" is the plaintext reversed behind a marker, so decrypt can undo it. The default
+    "ciphertext" is the plaintext reversed behind a marker, so decrypt can undo it (and refuses
+    any other). The default
     credentials are a service account file (the reference's client makes a client with them
     first), so nothing asks a metadata server."""
     seen: list[tuple[str, dict[str, Any], Any]] = []
@@ -203,6 +218,8 @@ def gcp(
 
     def decrypt(self: Any, request: dict[str, Any], **kwargs: Any) -> Any:
         seen.append(("decrypt", request, self))
+        if not request["ciphertext"].startswith(b"gcp:"):
+            raise PermissionDenied("Permission 'cloudkms.cryptoKeyVersions.useToDecrypt' denied")
         return kms_v1.DecryptResponse(plaintext=request["ciphertext"].removeprefix(b"gcp:")[::-1])
 
     monkeypatch.setattr(kms_v1.KeyManagementServiceClient, "encrypt", encrypt)
@@ -497,8 +514,6 @@ def test_no_secret_in_a_drivers_aeads_reprs_errors_or_logs(
             continue
         if isinstance(driver, AwsKmsDriver):
             aws["stubbers"][-1].add_client_error("decrypt", "AccessDeniedException", "not allowed")
-        if isinstance(driver, GcpKmsDriver):
-            aead._client = None  # its method call then fails
         with pytest.raises(KmsError) as error:
             aead.decrypt(b"vault:v1:AAAA" if isinstance(driver, VaultKmsDriver) else b"\x00" * 256, b"")
         errors.append(str(error.value))
