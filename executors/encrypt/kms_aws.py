@@ -84,12 +84,15 @@ def _region(arn: str, kms_key_id: str) -> str:
 def _session(boto3: Any, config: Mapping[str, str], region: str, kms_key_id: str) -> Any:
     """A boto3 session with the config's credentials, under the config's role if it names one."""
     key, secret, profile = config.get(ACCESS_KEY_ID), config.get(SECRET_ACCESS_KEY), config.get(PROFILE)
-    if key and secret:
-        session = boto3.Session(region_name=region, aws_access_key_id=key, aws_secret_access_key=secret)
-    elif profile:
-        session = boto3.Session(region_name=region, profile_name=profile)
-    else:
-        session = boto3.Session(region_name=region)
+    try:
+        if key and secret:
+            session = boto3.Session(region_name=region, aws_access_key_id=key, aws_secret_access_key=secret)
+        elif profile:
+            session = boto3.Session(region_name=region, profile_name=profile)
+        else:
+            session = boto3.Session(region_name=region)
+    except Exception as e:  # e.g. a profile the AWS config files lack
+        raise KmsError(f"aws-kms key id {kms_key_id!r}: no AWS session: {e}") from e
     role_arn = config.get(ROLE_ARN) or os.environ.get("AWS_ROLE_ARN")
     if not role_arn or os.environ.get("AWS_WEB_IDENTITY_TOKEN_FILE"):
         return session

@@ -49,7 +49,11 @@ class GcpKmsDriver:
                 "(projects/<project>/locations/<location>/keyRings/<ring>/cryptoKeys/<key>)"
             )
         kms_v1 = import_sdk("google.cloud.kms_v1", KMS_TYPE, "gcp")
-        client = kms_v1.KeyManagementServiceClient(credentials=_credentials(config, kms_key_id))
+        credentials = _credentials(config, kms_key_id)
+        try:
+            client = kms_v1.KeyManagementServiceClient(credentials=credentials)
+        except Exception as e:  # e.g. no application default credentials
+            raise KmsError(f"gcp-kms key id {kms_key_id!r}: no Cloud KMS client: {e}") from e
         return GcpKmsAead(client, name)
 
 

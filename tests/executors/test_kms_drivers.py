@@ -172,11 +172,18 @@ def test_aws_wraps_and_unwraps_as_the_reference_driver(aws: dict[str, list[Any]]
     assert ours.decrypt(wrapped, b"") == reference.decrypt(wrapped, b"") == DEK
 
 
-def test_aws_bad_key_ids_and_kms_errors_are_kms_errors_naming_the_key() -> None:
+def test_aws_bad_key_ids_and_kms_errors_are_kms_errors_naming_the_key(aws: dict[str, list[Any]]) -> None:
     with pytest.raises(KmsError, match="'aws-kms://alias/orders' is not a KMS key ARN"):
         AwsKmsDriver().new_aead(AWS_CONFIG, "aws-kms://alias/orders")
     with pytest.raises(KmsError, match="needs a kms key id"):
         AwsKmsDriver().new_aead(AWS_CONFIG, "")
+    with pytest.raises(KmsError, match=re.escape(f"aws-kms key id {AWS_ARN!r}: no AWS session")):
+        AwsKmsDriver().new_aead({"profile": "absent"}, AWS_ARN)
+    aead = AwsKmsDriver().new_aead(AWS_CONFIG, AWS_ARN)
+    aws["stubbers"][-1].add_client_error("decrypt", "IncorrectKeyException", "wrong key")
+    with pytest.raises(KmsError, match=re.escape(f"aws-kms key {AWS_ARN!r}: Decrypt failed")) as error:
+        aead.decrypt(b"blob", b"")
+    assert "IncorrectKeyException" in str(error.value)
 
 
 # --- GCP -------------------------------------------------------------------------------------
