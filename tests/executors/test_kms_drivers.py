@@ -1,8 +1,9 @@
 """The cloud KMS drivers (aws-kms, gcp-kms, azure-kms, hcvault) against their SDKs' own stubbing
-seams, never the network: botocore's Stubber, Cloud KMS's generated client methods, an azure-core
-transport answering as Key Vault, and a `requests` adapter on hvac's session answering as Vault.
-Each test checks the request the driver sends, the wrap -> unwrap round trip, and parity with the
-reference's driver (the same request for the same inputs; each unwraps the other's DEK).
+seams, never the network: botocore's Stubber, Cloud KMS's gRPC transport under its generated
+client, an azure-core transport answering as Key Vault, and a `requests` adapter on hvac's session
+answering as Vault. Each test checks the request the driver sends, the wrap -> unwrap round trip,
+and parity with the reference's driver (the same request for the same inputs; each unwraps the
+other's DEK).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import logging
 import re
 import sys
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import boto3
@@ -34,6 +36,9 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from fake_vault import TOKEN, FakeVault, VaultAdapter
 from google.api_core.exceptions import PermissionDenied
 from google.cloud import kms_v1
+from google.cloud.kms_v1.services.key_management_service.transports.grpc import (
+    KeyManagementServiceGrpcTransport,
+)
 
 from executors.encrypt import KmsError
 from executors.encrypt.kms import find_driver
@@ -205,32 +210,36 @@ def service_account() -> dict[str, str]:
 
 
 @pytest.fixture
-def gcp(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Any, service_account: dict[str, str]
-) -> list[tuple[str, dict[str, Any], Any]]:
-    """Cloud KMS's generated client methods answer here: (method, request, client) recorded; the
-    "ciphertext" is the plaintext reversed behind a marker, so decrypt can undo it (and refuses
-    any other). The default
-    credentials are a service account file (the reference's client makes a client with them
-    first), so nothing asks a metadata server."""
-    seen: list[tuple[str, dict[str, Any], Any]] = []
+def gcp(monkeypatch: pytest.MonkeyPatch, tmp_path: Any, service_account: dict[str, str]) -> list[Any]:
+    """Cloud KMS's gRPC transport answers here, under the generated client (which builds the
+    request proto and its routing header): each (method, request, metadata, transport) is kept.
+    The "ciphertext" is the plaintext reversed behind a marker, so decrypt can undo it (and
+    refuses any other). The default credentials are a service account file (the reference's
+    client makes a client with them first), so nothing asks a metadata server."""
+    seen: list[Any] = []
     info = {key.replace(".", "_"): value for key, value in service_account.items()}
     info |= {"type": "service_account", "token_uri": "https://oauth2.googleapis.com/token"}
     (tmp_path / "adc.json").write_text(json.dumps(info))
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "adc.json"))
 
-    def encrypt(self: Any, request: dict[str, Any], **kwargs: Any) -> Any:
-        seen.append(("encrypt", request, self))
-        return kms_v1.EncryptResponse(name=request["name"], ciphertext=b"gcp:" + request["plaintext"][::-1])
+    def encrypt(transport: Any, request: Any, metadata: Any = (), **kwargs: Any) -> Any:
+        seen.append(("encrypt", request, metadata, transport))
+        return kms_v1.EncryptResponse(name=request.name, ciphertext=b"gcp:" + request.plaintext[::-1])
 
-    def decrypt(self: Any, request: dict[str, Any], **kwargs: Any) -> Any:
-        seen.append(("decrypt", request, self))
-        if not request["ciphertext"].startswith(b"gcp:"):
+    def decrypt(transport: Any, request: Any, metadata: Any = (), **kwargs: Any) -> Any:
+        seen.append(("decrypt", request, metadata, transport))
+        if not request.ciphertext.startswith(b"gcp:"):
             raise PermissionDenied("Permission 'cloudkms.cryptoKeyVersions.useToDecrypt' denied")
-        return kms_v1.DecryptResponse(plaintext=request["ciphertext"].removeprefix(b"gcp:")[::-1])
+        return kms_v1.DecryptResponse(plaintext=request.ciphertext.removeprefix(b"gcp:")[::-1])
 
-    monkeypatch.setattr(kms_v1.KeyManagementServiceClient, "encrypt", encrypt)
-    monkeypatch.setattr(kms_v1.KeyManagementServiceClient, "decrypt", decrypt)
+    def stub(method: Any) -> property:
+        # One callable per transport: the client finds its wrapped method by it.
+        return property(
+            lambda transport: transport.__dict__.setdefault(method.__name__, partial(method, transport))
+        )
+
+    monkeypatch.setattr(KeyManagementServiceGrpcTransport, "encrypt", stub(encrypt))
+    monkeypatch.setattr(KeyManagementServiceGrpcTransport, "decrypt", stub(decrypt))
     return seen
 
 
@@ -240,22 +249,27 @@ def test_gcp_wraps_and_unwraps_with_the_key_name_and_service_account(
     aead = GcpKmsDriver().new_aead(service_account, f"gcp-kms://{GCP_KEY}")
     wrapped = aead.encrypt(DEK, b"")
     assert aead.decrypt(wrapped, b"") == DEK
-    assert [(method, request) for method, request, _ in gcp] == [
-        ("encrypt", {"name": GCP_KEY, "plaintext": DEK, "additional_authenticated_data": b""}),
-        ("decrypt", {"name": GCP_KEY, "ciphertext": wrapped, "additional_authenticated_data": b""}),
+    assert [(method, request) for method, request, _, _ in gcp] == [
+        ("encrypt", kms_v1.EncryptRequest(name=GCP_KEY, plaintext=DEK, additional_authenticated_data=b"")),
+        (
+            "decrypt",
+            kms_v1.DecryptRequest(name=GCP_KEY, ciphertext=wrapped, additional_authenticated_data=b""),
+        ),
     ]
-    credentials = gcp[0][2]._transport._credentials
+    assert ("x-goog-request-params", f"name={GCP_KEY}") in gcp[0][2]
+    credentials = gcp[0][3]._credentials
     assert credentials.service_account_email == "encrypt@p1.iam.gserviceaccount.com"
 
 
 def test_gcp_sends_the_reference_drivers_requests(gcp: list[Any], service_account: dict[str, str]) -> None:
+    """Byte-identical request protos; each unwraps the other's DEK."""
     url = f"gcp-kms://{GCP_KEY}"
     reference = RefGcp().new_kms_client(dict(service_account), url).get_aead(url)
     ours = GcpKmsDriver().new_aead(service_account, GCP_KEY)
     assert ours.decrypt(reference.encrypt(DEK, b""), b"") == DEK
     assert reference.decrypt(ours.encrypt(DEK, b""), b"") == DEK
-    theirs, mine = [gcp[0][1], gcp[3][1]], [gcp[2][1], gcp[1][1]]
-    assert theirs == mine
+    wire = [type(request).serialize(request) for _, request, _, _ in gcp]
+    assert (wire[0], wire[3]) == (wire[2], wire[1])
 
 
 def test_gcp_bad_key_ids_and_accounts_are_kms_errors(gcp: list[Any], service_account: dict[str, str]) -> None:
