@@ -13,6 +13,7 @@ after the key rotates; unwrapping reads that prefix whatever the setting.
 
 from __future__ import annotations
 
+import logging
 import string
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -29,6 +30,7 @@ ALGORITHM = "RSA-OAEP-256"
 _PREFIX = b"azure:v1:"
 _VERSION_LENGTH = 32
 _HEADER_LENGTH = len(_PREFIX) + _VERSION_LENGTH + 1
+_log = logging.getLogger(__name__)
 
 
 class KeyId(NamedTuple):
@@ -61,6 +63,13 @@ class AzureKmsDriver:
         crypto = import_sdk("azure.keyvault.keys.crypto", KMS_TYPE, "azure")
         credential = self._credential or _credential(config)
         save_version = str(config.get(KEY_VERSION_SAVE, "")).lower() == "true"
+        if key.version is None and not save_version:
+            _log.warning(
+                "azure-kms key %r has no version and %s is not true: DEKs it wraps may not unwrap "
+                "once the key rotates",
+                key.url(None),
+                KEY_VERSION_SAVE,
+            )
 
         def client(version: str | None) -> Any:
             return crypto.CryptographyClient(key.url(version), credential, **self._client_options)

@@ -425,7 +425,11 @@ def test_azure_deks_unwrap_in_the_reference_driver_and_back(azure: FakeKeyVault,
     assert bodies[0] == bodies[1] == {"alg": "RSA-OAEP-256", "value": _b64url(DEK)}
 
 
-def test_azure_bad_key_ids_and_vault_errors_are_kms_errors(azure: FakeKeyVault) -> None:
+def test_azure_bad_key_ids_and_vault_errors_are_kms_errors(
+    azure: FakeKeyVault, caplog: pytest.LogCaptureFixture
+) -> None:
+    AzureKmsDriver().new_aead(AZURE_CONFIG, f"{AZURE_VAULT}/keys/kek1")
+    assert "has no version and encrypt.azure.key.version.save is not true" in caplog.text
     with pytest.raises(KmsError, match=re.escape(f"'{AZURE_VAULT}/secrets/x' is not a Key Vault")):
         AzureKmsDriver().new_aead(AZURE_CONFIG, f"{AZURE_VAULT}/secrets/x")
     aead = AzureKmsDriver(transport=azure).new_aead(AZURE_CONFIG, AZURE_KEY)
