@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from contracts.formats.protobuf.types import DURATION, TIMESTAMP, WRAPPERS, is_map, is_repeated
+from contracts.formats.protobuf.values import to_message
 from contracts.model import RuleKind
 from contracts.registry.protobuf_schema import ProtoSchema
 from executors.cel_field.json_walk import CelFieldWalkEvaluator, ConditionFailed
@@ -84,7 +85,8 @@ FieldVisit = Callable[[ProtoField, Any], Any]
 class ProtobufFieldWalk:
     """The reference's Protobuf walk of one schema's records: calls `visit` on each leaf value of a
     field `rule_tags` select (none: every field). A condition's walk changes nothing and raises
-    ConditionFailed on a field whose result is a plain false; a transform's walks a copy."""
+    ConditionFailed on a field whose result is a plain false; a transform's walks a copy, and
+    raises ValueError when a result does not fit its field (null included)."""
 
     def __init__(
         self,
@@ -105,8 +107,14 @@ class ProtobufFieldWalk:
     def __call__(self, record: Any) -> Any:
         if not isinstance(record, dict):
             return record
-        walked = record if self.condition else copy.deepcopy(record)
-        self._message(self.schema.message(), walked)
+        if self.condition:
+            self._message(self.schema.message(), record)
+            return record
+        walked = copy.deepcopy(record)
+        descriptor = self.schema.message()
+        self._message(descriptor, walked)
+        # As the reference sets each result on the message: one its field cannot hold fails the rule.
+        to_message(walked, descriptor)
         return walked
 
     def _message(self, descriptor: Descriptor, record: dict[str, Any]) -> None:
@@ -124,6 +132,8 @@ class ProtobufFieldWalk:
             if self.condition:
                 if result is False:
                     raise ConditionFailed
+            elif result is None:
+                raise ValueError(f"the result for field {plan.full_name} is null, which it cannot hold")
             else:
                 record[plan.name] = result
 
