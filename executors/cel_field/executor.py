@@ -7,6 +7,7 @@ whose expressions cannot all compile natively runs as that Python step instead (
 In a migration the walk follows the schema of the record the rule receives, as Confluent's Java
 client walks a migration's record (docs/semantics.md §4.7); there a result that may not fit its
 field keeps the rule in Python, which makes such a record undecodable rather than failing the rule.
+On JSON Schema and Protobuf records the rule runs its format's walk in Python (§4.8, §4.9).
 """
 
 from __future__ import annotations

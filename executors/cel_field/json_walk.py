@@ -8,7 +8,8 @@ valid branch, `allOf` each part, `$ref` followed; the field's type name is the i
 (ENUM for `enum`/`const`, RECORD, MAP, ARRAY, STRING, INT, DOUBLE, BOOLEAN, NULL), and ENUM,
 STRING, INT, DOUBLE and BOOLEAN values go to the field's rule (CEL_FIELD's expression sees all but
 enums); maps' values are not walked. Tags are the property's `confluent:tags` plus the metadata
-tag paths matching its full name.
+tag paths matching its full name. `CelFieldWalkEvaluator` runs a CEL_FIELD rule through such a
+walk, this one or the Protobuf walk (executors/cel_field/protobuf_walk.py).
 """
 
 from __future__ import annotations

@@ -49,6 +49,8 @@ RULES = [
      " ? value + 2000 : typeName == 'STRING' ? value + ':' + fullName + ':' + typeName : value"),
     ("TRANSFORM", "typeName == 'FLOAT' ? value * 2.0 : typeName == 'LONG' && name == 'at'"
      " ? value + duration('1s') : value"),
+    ("TRANSFORM", "name == 's' || name == 'label' ; name == 's' ? value + string(message.n)"
+     " : string(message.maybe) + string(message.ratio)"),
     ("CONDITION", "typeName == 'INT' ; value < 10"),
 ]  # fmt: skip
 
