@@ -39,6 +39,7 @@ from contracts.streaming import MicroBatchWriter
 from executors import as_executor
 from executors.config import RuleConfig
 from executors.encrypt.redact import Redaction, redaction_for
+from executors.encrypt.walk import walkable
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -760,8 +761,8 @@ def _executor_registry(executors: Iterable[Any] | Mapping[str, Any] | None) -> P
 def _redaction(target: loader.ContractVersion, config: Mapping[str, str]) -> Redaction | None:
     """What a WRITE-side DLQ value of `target` redacts: the fields its ENCRYPT rules tag, unless
     the rule config's `dlq.redact.rule.types` names other types (or none)."""
-    if target.format.schema_type not in ("AVRO", "JSON"):
-        return None  # ENCRYPT rules walk Avro and JSON records only: a contract of another format has none
+    if not walkable(target.avro_schema):
+        return None  # ENCRYPT rules walk Avro, JSON and Protobuf records only: another format has none
     rules = target.schema.rules.domain_rules
     return redaction_for(rules, target.avro_schema, target.metadata_tags, config)
 

@@ -38,7 +38,7 @@ from contracts.engine.frame import (
     status_type,
 )
 from contracts.engine.native_migration import NativeMigration
-from contracts.engine.payload import PayloadRefused, PayloadRules
+from contracts.engine.payload import PayloadRefused, PayloadRules, split_clear
 from contracts.engine.routing import Router, with_partition
 from contracts.errors import RegistryError, SerializationError
 from contracts.formats import avro
@@ -405,11 +405,17 @@ def read_frame(decoder: Decoder, frame: Any, id_header: bytes | None) -> tuple[W
     writer = decoder.writer(schema_id)
     if writer.failure is not None:
         raise SerializationError(writer.failure)
+    schema_format = decoder.schema_format
     if writer.payload:
-        body = writer.payload.apply(body)
+        try:
+            clear, payload = split_clear(schema_format.schema_type, body)
+        except ValueError as e:
+            raise SerializationError(
+                f"{schema_format.schema_type} body of {describe(schema_id)} cannot be decoded: {e}"
+            ) from e
+        body = clear + writer.payload.apply(payload)
     reader = decoder.target_schema if writer.version == decoder.target_version else None
     tagged = writer.chooses_branches and decoder.keeps_branches(writer)
-    schema_format = decoder.schema_format
     try:
         return writer, schema_format.decode(body, writer.schema, reader, tagged)
     except Exception as e:
@@ -741,10 +747,14 @@ class _EncodePass:
         statuses: list[dict[str, Any] | None] = [None] * len(bodies)
         failures: list[str | None] = [None] * len(bodies)
         if self.payload:
-            sealed, refused, failed, _ = self.payload.apply_all([bodies[i] for i in present])
-            for i, payload, status, failure in zip(present, sealed, refused, failed, strict=True):
+            split = [split_clear(self.schema_format.schema_type, bodies[i]) for i in present]
+            sealed, refused, failed, _ = self.payload.apply_all([payload for _, payload in split])
+            for i, (clear, _), payload, status, failure in zip(
+                present, split, sealed, refused, failed, strict=True
+            ):
                 # A rejected row's DLQ value is its serialized body, as the reference sends it.
-                frames[i] = self.prefix + payload if status is None and failure is None else bodies[i]
+                sealed_frame = self.prefix + clear + payload
+                frames[i] = sealed_frame if status is None and failure is None else bodies[i]
                 statuses[i], failures[i] = status, failure
         else:
             for i in present:
