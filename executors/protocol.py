@@ -107,6 +107,9 @@ class BatchStep:
     """What `explain()` adds about this rule, as for NativeStep."""
     why_not_native: str | None = None
     """Why the rule has no native form, for `explain()` (e.g. the function it calls)."""
+    keeps_schema: bool = False
+    """A TRANSFORM whose results are records of the schema whenever its input records are (ENCRYPT
+    on Avro swaps strings for strings, bytes for bytes): the engine does not check them again."""
 
 
 Step = NativeStep | BatchStep

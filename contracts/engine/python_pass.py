@@ -92,13 +92,14 @@ class _RowsInFlight:
     def _evaluate(self, rule: PlannedRule) -> None:
 
         evaluator = evaluator_for(self.owner.plan_id, rule)
+        checked = not (isinstance(rule.step, BatchStep) and rule.step.keeps_schema)
         outcome, changed = run_rule(
             rule,
             evaluator,
             self.records,
             self.statuses,
             self.failures,
-            validate_against=self.schema,
+            validate_against=self.schema if checked else None,
             unreadable=self.unreadable,
         )
         self.records_changed = self.records_changed or changed

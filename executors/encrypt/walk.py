@@ -3,9 +3,10 @@ tagged leaf, with fields and tags resolved once by the CEL_FIELD tree (executors
 on JSON Schema records, the reference's JSON walk (executors/cel_field/json_walk.py); on Protobuf
 records, its Protobuf walk (executors/cel_field/protobuf_walk.py).
 
-Records are walked field by field (a copy, so a failed record stays as it was), arrays item by
-item, maps value by value, unions by the first branch that validates the value. A leaf is
-transformed when the rule has no tags or shares one with its field (docs/semantics.md §11).
+Records are walked field by field (a copy, so a failed record stays as it was; only the fields
+holding a leaf the rule selects, found once from the tree), arrays item by item, maps value by
+value, unions by the first branch that validates the value. A leaf is transformed when the rule
+has no tags or shares one with its field (docs/semantics.md §11).
 """
 
 from __future__ import annotations
@@ -26,39 +27,74 @@ LeafTransform = Callable[[Leaf, Any, Any], Any]
 
 
 class FieldWalk:
-    """Applies `transform(leaf, field, value)` to every leaf the rule's `tags` select."""
+    """Applies `transform(leaf, field, value)` to every leaf the rule's `tags` select, through a
+    walk compiled once from the tree: only the parts of a record holding such a leaf are visited."""
 
     def __init__(self, tree: Node, tags: frozenset[str], transform: LeafTransform) -> None:
         self.tree = tree
         self.tags = tags
         self.transform = transform
+        self._walk = self._compiled(tree, None) or _unchanged
 
     def __call__(self, record: Any) -> Any:
-        return self._visit(self.tree, record, None)
+        return self._walk(record)
 
-    def _visit(self, node: Node, value: Any, field: Field | None) -> Any:
+    def _compiled(self, node: Node, field: Field | None) -> Callable[[Any], Any] | None:
+        """The walk of values of `node` (held by `field`); None when no leaf under it is selected."""
         if isinstance(node, Union):
-            branch = node.branch_for(value)
-            return value if branch is None else self._visit(node.branches[branch], value, field)
+            branches = [self._compiled(branch, field) for branch in node.branches]
+            return None if not any(branches) else _union(node, branches)
         if isinstance(node, Array):
-            return (
-                [self._visit(node.items, item, field) for item in value] if isinstance(value, list) else value
-            )
+            items = self._compiled(node.items, field)
+            return None if items is None else _array(items)
         if isinstance(node, Map):
-            if not isinstance(value, dict):
-                return value
-            return {key: self._visit(node.values, item, field) for key, item in value.items()}
+            values = self._compiled(node.values, field)
+            return None if values is None else _map(values)
         if isinstance(node, Record):
-            if not isinstance(value, dict):
-                return value
-            current = dict(value)
-            for child in node.fields:
-                if child.name in value:
-                    current[child.name] = self._visit(child.node, value[child.name], child)
-            return current
+            walked = [(child.name, self._compiled(child.node, child)) for child in node.fields]
+            children = [(name, walk) for name, walk in walked if walk is not None]
+            return _record(children) if children else None
         if field is None or (self.tags and self.tags.isdisjoint(field.tags)):
+            return None
+        transform, leaf, holder = self.transform, node, field
+        return lambda value: transform(leaf, holder, value)
+
+
+def _unchanged(value: Any) -> Any:
+    return value
+
+
+def _union(node: Union, branches: list[Callable[[Any], Any] | None]) -> Callable[[Any], Any]:
+    def walk(value: Any) -> Any:
+        branch = node.branch_for(value)
+        chosen = None if branch is None else branches[branch]
+        return value if chosen is None else chosen(value)
+
+    return walk
+
+
+def _array(items: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda value: [items(item) for item in value] if isinstance(value, list) else value
+
+
+def _map(values: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def walk(value: Any) -> Any:
+        return {key: values(item) for key, item in value.items()} if isinstance(value, dict) else value
+
+    return walk
+
+
+def _record(children: list[tuple[str, Callable[[Any], Any]]]) -> Callable[[Any], Any]:
+    def walk(value: Any) -> Any:
+        if not isinstance(value, dict):
             return value
-        return self.transform(node, field, value)
+        current = dict(value)
+        for name, child in children:
+            if name in value:
+                current[name] = child(value[name])
+        return current
+
+    return walk
 
 
 def walkable(schema: Any) -> bool:
