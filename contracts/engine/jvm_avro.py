@@ -56,6 +56,8 @@ _MIN_MICROS = -62135596800000000
 _MAX_MICROS = 253402300799999999
 _JVM_ROW = "_contract_jvm_row"
 _JVM_REASON = "_contract_jvm_reason"
+BODIES = "__contract_body"
+"""The bodies `to_avro` wrote, for the pass running payload encoding rules (`encode`)."""
 _available: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 _types: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 
@@ -461,22 +463,24 @@ def encode(
     payload: Any = None,
 ) -> DataFrame:
     """`serde.encode`, the bodies written by `to_avro` when it writes fastavro's bytes (the schema
-    passes `encode_inexact_reason`, no Kafka headers to rewrite, no payload encoding rules); a
-    record fastavro would refuse (a null where the schema has none, a string that is not UTF-8) is
-    encoded by fastavro, failing the job with the fastavro path's message."""
+    passes `encode_inexact_reason`, no Kafka headers to rewrite); a record fastavro would refuse (a
+    null where the schema has none, a string that is not UTF-8) is encoded by fastavro, failing the
+    job with the fastavro path's message. Payload encoding rules then run in a pass over the bodies
+    alone (`serde.encode` with `bodies`), the records never crossing to Python."""
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import to_avro
 
     spark = staged.sparkSession
     encodes_payload = payload is not None and bool(payload[0])
-    usable = in_header is None and not encodes_payload and uses_jvm(spark, schema_format.schema_type)
+    usable = in_header is None and uses_jvm(spark, schema_format.schema_type)
     if not usable or encode_inexact_reason(schema) is not None:
         return serde.encode(staged, schema, schema_ref, output, schema_format, in_header, payload)
     avro_json = schema_json(schema)
     found = _from_avro_type(spark, avro_json)
     if isinstance(found, str) or not _same_shape(found, staged.schema[RECORD].dataType):
         return serde.encode(staged, schema, schema_ref, output, schema_format, in_header, payload)
-    prefix = encode_prefix(schema_ref)
+    # With encoding rules, the bodies: the pass running them adds the prefix.
+    prefix = b"" if encodes_payload else encode_prefix(schema_ref)
     named = schema.get("__named_schemas", {})
     record = F.col(RECORD)
     suspect = F.coalesce(_unwritable(record, schema, named), F.lit(False))
@@ -484,6 +488,9 @@ def encode(
     rows = F.when(suspect, F.struct(record.alias(RECORD), *where))
     by_python = _fastavro_frames_udf(schema, serde.describe(schema_ref), prefix, schema_format)(rows)
     value = F.when(suspect, by_python).otherwise(F.concat(F.lit(prefix), to_avro(record, avro_json)))
+    if encodes_payload:
+        written = staged.withColumn(BODIES, value).drop(RECORD)
+        return serde.encode(written, schema, schema_ref, output, schema_format, None, payload, BODIES)
     columns = [value.alias(f.name) if f.name == "value" else F.col(f"`{f.name}`") for f in output.fields]
     return staged.select(*columns)
 

@@ -667,11 +667,14 @@ def encode(
     schema_format: SchemaFormat,
     in_header: SchemaIdHeaders | None = None,
     payload: tuple[PayloadRules, Router] | None = None,
+    bodies: str | None = None,
 ) -> DataFrame:
     """Replace the record struct with a `value` column of Confluent frames, naming `schema_ref` in
     their prefix, or (when `in_header` gives it a value) in a schema id header before a bare body.
     With `payload`, its encoding rules turn each body into the payload after the prefix; the rows
-    they reject go through its router (their serialized body as the DLQ value, §11.5)."""
+    they reject go through its router (their serialized body as the DLQ value, §11.5). With
+    `bodies` (and `payload`), `staged` holds each record's body already written (by `to_avro`) in
+    that column instead of the record struct: the pass then only runs the encoding rules."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import BinaryType, StructField, StructType
 
@@ -682,7 +685,7 @@ def encode(
         return staged.mapInArrow(encoder, output)
     rules, router = payload
     # The router's input: the staged columns, the frames, the status and failure of each row.
-    routed = [f for f in staged.schema.fields if f.name != RECORD]
+    routed = [f for f in staged.schema.fields if f.name not in (RECORD, bodies)]
     middle = StructType(
         [
             *routed,
@@ -693,7 +696,7 @@ def encode(
     )
     sealed = StructType([*output.fields, StructField(STATUS, status_type(), True), failure_field()])
     encoder = _EncodePass(
-        schema, name, prefix, sealed.json(), schema_format, in_header, rules, router, middle.json()
+        schema, name, prefix, sealed.json(), schema_format, in_header, rules, router, middle.json(), bodies
     )
     encoded = raise_failures(with_partition(staged).mapInArrow(encoder, sealed))
     # Filtering on the status makes Spark evaluate the ERROR failures raise_failures raises.
@@ -712,6 +715,8 @@ class _EncodePass:
     router: Router | None = None
     middle_json: str | None = None
     """With `payload`: the type of the batches the router receives (`encode`)."""
+    bodies: str | None = None
+    """The column holding the bodies already written, if they are (`encode`)."""
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.types import StructType
@@ -739,9 +744,7 @@ class _EncodePass:
 
     def _encoded(self, batch: pa.RecordBatch, middle: pa.Schema | None, rows_before: int) -> pa.RecordBatch:
         """The batch with its frames in `value` (and, for the router, each row's status and failure)."""
-        read = self.schema_format.read_struct(batch.column(RECORD), self.schema, tagged=True)
-        _refuse_unread(batch, rows_before, read.unreadable, None, None, f"encoded with {self.schema_name}")
-        bodies = [None if record is None else self._body(record) for record in read.records]
+        bodies = self._bodies(batch, rows_before)
         present = [i for i, body in enumerate(bodies) if body is not None]  # no record: no frame
         frames: list[bytes | None] = list(bodies)
         statuses: list[dict[str, Any] | None] = [None] * len(bodies)
@@ -768,6 +771,15 @@ class _EncodePass:
         kept = [batch.column(n) for n in names]
         schema = pa.schema([*(batch.schema.field(n) for n in names), *(middle.field(n) for n in columns)])
         return pa.RecordBatch.from_arrays([*kept, *columns.values()], schema=schema)
+
+    def _bodies(self, batch: pa.RecordBatch, rows_before: int) -> list[bytes | None]:
+        """Each row's body (None for a null record): as written already, or encoded here."""
+        if self.bodies is not None:
+            written: list[bytes | None] = batch.column(self.bodies).to_pylist()
+            return written
+        read = self.schema_format.read_struct(batch.column(RECORD), self.schema, tagged=True)
+        _refuse_unread(batch, rows_before, read.unreadable, None, None, f"encoded with {self.schema_name}")
+        return [None if record is None else self._body(record) for record in read.records]
 
     def _body(self, record: Any) -> bytes:
         try:

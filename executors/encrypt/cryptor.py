@@ -38,11 +38,19 @@ class Cryptor:
     def deterministic(self) -> bool:
         return self.algorithm == "AES256_SIV"
 
-    def encrypt(self, plaintext: bytes) -> bytes:
+    def encrypt(self, plaintext: bytes, nonce: bytes | None = None) -> bytes:
+        """The ciphertext; AES-GCM takes `nonce` (12 bytes from `nonces`), else draws one."""
         if isinstance(self._cipher, AESSIV):
             return self._cipher.encrypt(plaintext, [EMPTY_AAD])
-        nonce = os.urandom(_NONCE)
+        nonce = nonce or os.urandom(_NONCE)
         return nonce + self._cipher.encrypt(nonce, plaintext, EMPTY_AAD)
+
+    def nonces(self, count: int) -> list[bytes | None]:
+        """`count` fresh random nonces for `encrypt`, drawn from the OS in one call (none for AES-SIV)."""
+        if self.deterministic:
+            return [None] * count
+        drawn = os.urandom(_NONCE * count)
+        return [drawn[i : i + _NONCE] for i in range(0, _NONCE * count, _NONCE)]
 
     def decrypt(self, ciphertext: bytes) -> bytes:
         """The plaintext; cryptography.exceptions.InvalidTag for a wrong key or tampered bytes."""

@@ -15,6 +15,7 @@ from typing import Any
 
 from contracts.model import RuleMode
 from contracts.registry.dek import DekRegistry
+from executors.encrypt.cryptor import Cryptor
 from executors.encrypt.envelope import split_version, with_version
 from executors.encrypt.executor import compile_keys
 from executors.encrypt.keys import (
@@ -95,8 +96,14 @@ class _Evaluator:
         self.batch = batch
         self.keys = keys
         self._one = self._encrypt if batch.mode is RuleMode.WRITE else self._decrypt
+        self._cryptors: dict[int, Cryptor] = {}
+        self._nonces: list[bytes | None] = []
+        self._left = 0
 
     def __call__(self, payloads: Sequence[Any]) -> Sequence[Outcome]:
+        self._cryptors = {}  # each DEK version looked up once per batch
+        self._nonces = []  # the batch's AES-GCM nonces, drawn at the first payload
+        self._left = len(payloads)
         return [self._checked(payload) for payload in payloads]
 
     def _checked(self, payload: Any) -> Outcome:
@@ -109,11 +116,25 @@ class _Evaluator:
             )
         return self._one(bytes(payload))
 
-    def _encrypt(self, body: bytes) -> Outcome:
+    def _write_version(self) -> int:
         version = self.batch.write_version
         assert version is not None
+        return version
+
+    def _cryptor(self, version: int) -> Cryptor:
+        found = self._cryptors.get(version)
+        if found is None:
+            found = self._cryptors[version] = self.keys.cryptor(version)
+        return found
+
+    def _encrypt(self, body: bytes) -> Outcome:
+        version = self._write_version()
         try:
-            ciphertext = self.keys.cryptor(version).encrypt(body)
+            cryptor = self._cryptor(version)
+            if not self._nonces:
+                self._nonces = cryptor.nonces(max(self._left, 1))
+            self._left -= 1
+            ciphertext = cryptor.encrypt(body, self._nonces.pop())
         except EncryptionKeyError as e:
             return Outcome(False, body, f"{RULE_TYPE} cannot encrypt the payload: {e}")
         except Exception as e:
@@ -129,7 +150,7 @@ class _Evaluator:
                 return Outcome(False, payload, f"{where}: no DEK version in it")
             version, data = split
         try:
-            return Outcome(True, self.keys.cryptor(version).decrypt(data))
+            return Outcome(True, self._cryptor(version).decrypt(data))
         except EncryptionKeyError as e:
             return Outcome(False, payload, f"{where}: {e}")
         except Exception as e:

@@ -334,14 +334,20 @@ PLAIN_ROWS = "id bigint, name string, nick string, score double, ratio float, on
 PLAIN_ROWS += " tags array<string>, home struct<n: int>, key string"
 
 
-def serialized(spark: Any, tmp: Path, rows: list[tuple[Any, ...]], schema: Any = PLAIN) -> dict[str, Any]:
-    """serialize on each path: its frames by key, and whether to_avro wrote them."""
+def serialized(
+    spark: Any, tmp: Path, rows: list[tuple[Any, ...]], schema: Any = PLAIN, encoding: Any = None
+) -> dict[str, Any]:
+    """serialize on each path (with the `encoding` rule on the payload): its frames by key, and
+    whether to_avro wrote them."""
     registry = LocalRegistry()
-    registry.register_schema(SUBJECT, Schema(json.dumps(schema)))
+    rules = {"ruleSet": {"encodingRules": [encoding]}} if encoding else {}
+    registry.register_schema(SUBJECT, Schema.from_dict({"schema": json.dumps(schema), **rules}))
     out = {}
     for path in ("python", "jvm"):
         with avro_path(path):
-            contract = DataContract(registry, SUBJECT, dlq_sink=LocalTopicSink(tmp / path))
+            contract = DataContract(
+                registry, SUBJECT, dlq_sink=LocalTopicSink(tmp / path), rule_config={"secret": "s3cret"}
+            )
             framed = contract.serialize(spark.createDataFrame(rows, PLAIN_ROWS))
             jvm = reads_with_to_avro(framed)
             out[path] = ({row["key"]: bytes(row["value"]) for row in framed.collect()}, jvm)
@@ -365,6 +371,33 @@ def test_the_jvm_path_writes_fastavros_bytes(spark: Any, tmp_path: Path) -> None
     assert result["jvm"][1] and not result["python"][1]
     assert result["jvm"][0] == result["python"][0]
     assert len(result["jvm"][0]) == 3
+
+
+def test_the_jvm_path_writes_the_bodies_encoding_rules_seal(spark: Any, tmp_path: Path) -> None:
+    rule = {
+        "name": "seal",
+        "kind": "TRANSFORM",
+        "type": "ENCRYPT_PAYLOAD",
+        "mode": "WRITE",
+        "params": {
+            "encrypt.kek.name": "k",
+            "encrypt.kms.type": "local-kms",
+            "encrypt.kms.key.id": "kid",
+            "encrypt.dek.algorithm": "AES256_SIV",  # deterministic: the same frames on both paths
+        },
+    }
+    rows = [
+        (1, "ann ☃", None, 1.5, 0.1, True, b"\x00\xff", ["a", "𝄞"], {"n": 3}, "k1"),
+        (2, "bob", "b", None, 0.5, False, b"", [], None, "k2"),
+    ]
+    result = serialized(spark, tmp_path, rows, encoding=rule)
+    plain = serialized(spark, tmp_path / "plain", rows)
+    assert result["jvm"][1] and not result["python"][1]
+    assert result["jvm"][0] == result["python"][0]
+    assert set(result["jvm"][0]) == {"k1", "k2"}
+    prefix = encode_prefix(1)
+    for key, frame in result["jvm"][0].items():
+        assert frame.startswith(prefix) and frame[5:] != plain["jvm"][0][key][5:]  # sealed, id in clear
 
 
 @pytest.mark.parametrize("bad", ["null name", "null tag", "bad utf-8"])
