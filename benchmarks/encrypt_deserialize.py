@@ -15,7 +15,12 @@ An 8-field customer record (id, name, email, ssn, card, country, amount, created
     fields per record, in a plain loop on one core;
 (d) confluent-kafka's AvroDeserializer with its FieldEncryptionExecutor and LocalKmsDriver on a
     mock registry holding the same KEK and wrapped DEK, per record on one core, and the same
-    deserializer without rules on the plain frames.
+    deserializer without rules on the plain frames;
+(f) `serialize` of the records (typed columns read from Parquet), the schema without rules, and
+(g) the same with an ENCRYPT_PAYLOAD encoding rule (WRITEREAD, local-kms, AES256_GCM) sealing
+    each whole body: what payload encryption costs a write; both on the fastavro path (the
+    default), then (f') and (g') on the spark-avro path (SPARK_CONTRACTS_AVRO_PATH=jvm).
+The session has spark-avro on its classpath; every way but (f') and (g') runs the fastavro path.
 Spark runs `local[2]` into the `noop` sink; the loops run on the driver, on one core. Every way
 is timed best of three after a warm-up. The goals: (b) at least 0.5x (a), and (b) at least 50x
 the reference with encryption (d).
@@ -40,12 +45,14 @@ from _session import session
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
 from contracts import DataContract, LocalRegistry, Schema
+from contracts.engine.jvm_avro import PATH_ENV
 from contracts.formats.wire import encode_frame
 from executors.protocol import BatchStep, Outcome, RuleContext
 
 PLAIN = "plain-value"
 ENCRYPTED = "customers-value"
 UNCHANGED = "unchanged-value"
+SEALED = "sealed-value"
 SECRET = "benchmark-secret"
 KEK = "customers-kek"
 ALGORITHM = "AES256_GCM"
@@ -81,6 +88,7 @@ ENCRYPT_RULE = {
 }
 
 UNCHANGED_RULE = {"name": "unchanged", "kind": "TRANSFORM", "type": "UNCHANGED", "mode": "READ"}
+PAYLOAD_RULE = {**ENCRYPT_RULE, "name": "encryptPayload", "type": "ENCRYPT_PAYLOAD", "tags": []}
 
 
 class Unchanged:
@@ -96,10 +104,10 @@ def _unchanged_evaluator() -> Callable[[list[Any]], list[Outcome]]:
     return lambda records: [Outcome(True, record) for record in records]
 
 
-def payload(rule: dict[str, Any] | None = None) -> dict[str, Any]:
+def payload(rule: dict[str, Any] | None = None, rules: str = "domainRules") -> dict[str, Any]:
     out: dict[str, Any] = {"schemaType": "AVRO", "schema": json.dumps(CUSTOMER)}
     if rule is not None:
-        out["ruleSet"] = {"domainRules": [rule]}
+        out["ruleSet"] = {rules: [rule]}
     return out
 
 
@@ -133,12 +141,17 @@ def plain_frames(rows: list[dict[str, Any]], schema_id: int) -> list[bytes]:
     return out
 
 
-def encrypted_frames(spark: Any, writer: DataContract, rows: list[dict[str, Any]], path: str) -> list[bytes]:
-    """The records framed by `serialize` with the ENCRYPT rule's WRITE (their PII encrypted)."""
+def typed_records(spark: Any, writer: DataContract, rows: list[dict[str, Any]], path: str) -> Any:
+    """The records as typed columns, written once to Parquet and read back."""
     import pyarrow as pa
 
     columns = {f["name"]: [row[f["name"]] for row in rows] for f in CUSTOMER["fields"]}
-    df = spark.createDataFrame(pa.table(columns), writer.spark_schema)
+    spark.createDataFrame(pa.table(columns), writer.spark_schema).write.parquet(path)
+    return spark.read.parquet(path)
+
+
+def encrypted_frames(spark: Any, writer: DataContract, df: Any, path: str) -> list[bytes]:
+    """The records framed by `serialize` with the ENCRYPT rule's WRITE (their PII encrypted)."""
     writer.serialize(df).select("value").write.parquet(path)
     return [bytes(row.value) for row in spark.read.parquet(path).collect()]
 
@@ -222,7 +235,8 @@ def reference(
 def main() -> None:
     rows = int(sys.argv[1]) if len(sys.argv) > 1 else 300_000
     reference_rows = int(sys.argv[2]) if len(sys.argv) > 2 else 10_000
-    spark = session("encrypt-deserialize-benchmark")
+    os.environ[PATH_ENV] = "python"
+    spark = session("encrypt-deserialize-benchmark", connectors=True)
     registry = LocalRegistry()
     plain_id = registry.register_schema(PLAIN, Schema.from_dict(payload()))
     registry.register_schema(ENCRYPTED, Schema.from_dict(payload(ENCRYPT_RULE)))
@@ -230,12 +244,16 @@ def main() -> None:
     plain = DataContract(registry, PLAIN)
     encrypted = DataContract(registry, ENCRYPTED, rule_config={"secret": SECRET})
     unchanged = DataContract(registry, UNCHANGED, executors=[Unchanged()])
+    registry.register_schema(SEALED, Schema.from_dict(payload(PAYLOAD_RULE, "encodingRules")))
+    sealed = DataContract(registry, SEALED, rule_config={"secret": SECRET})
     print(encrypted.explain("READ"))
+    print(sealed.explain("WRITE"))
 
     data = records(rows)
     work = tempfile.mkdtemp(prefix="encrypt-bench-")
     plain_bytes = plain_frames(data, plain_id)
-    secret_bytes = encrypted_frames(spark, encrypted, data, os.path.join(work, "serialized"))
+    typed = typed_records(spark, plain, data, os.path.join(work, "records"))
+    secret_bytes = encrypted_frames(spark, encrypted, typed, os.path.join(work, "serialized"))
     plain_df = kafka_topic(spark, plain_bytes, os.path.join(work, "plain"), "customers")
     unchanged_bytes = [encode_frame(unchanged_id, frame[5:]) for frame in plain_bytes]
     unchanged_df = kafka_topic(spark, unchanged_bytes, os.path.join(work, "unchanged"), "customers")
@@ -249,6 +267,11 @@ def main() -> None:
     with_encryption, theirs = reference(secret_bytes[:reference_rows], registry, True)
     assert theirs == expected[theirs["id"]], theirs
     without_rules, _ = reference(plain_bytes[:reference_rows], registry, False)
+    first = sealed.serialize(typed.where(f"id = {middle}")).collect()[0].value
+    opened = sealed.deserialize(kafka_topic(spark, [bytes(first)], os.path.join(work, "sealed"), "c"))
+    back = opened.collect()[0]
+    assert all(back[f["name"]] == expected[middle][f["name"]] for f in CUSTOMER["fields"]), back
+    assert expected[middle]["email"].encode() not in bytes(first), first
 
     results: list[tuple[str, int, float]] = []
 
@@ -269,6 +292,13 @@ def main() -> None:
     measure("(c) fastavro + AES-GCM loop, 1 core", rows, decrypt_loop(secret_bytes, registry))
     measure("(d) AvroDeserializer + ENCRYPT, 1 core", reference_rows, with_encryption)
     measure("(d') AvroDeserializer, no rules, 1 core", reference_rows, without_rules)
+    measure("(f) serialize, no rules, local[2]", rows, noop(plain.serialize(typed)))
+    measure("(g) serialize + ENCRYPT_PAYLOAD WRITE, local[2]", rows, noop(sealed.serialize(typed)))
+    os.environ[PATH_ENV] = "jvm"  # read when serialize plans the call
+    on_jvm = noop(plain.serialize(typed)), noop(sealed.serialize(typed))
+    os.environ[PATH_ENV] = "python"
+    measure("(f') serialize, no rules, spark-avro path, local[2]", rows, on_jvm[0])
+    measure("(g') serialize + ENCRYPT_PAYLOAD, spark-avro path, local[2]", rows, on_jvm[1])
 
     rate = {label[: label.index(")") + 1]: n / seconds for label, n, seconds in results}
     ours, plain_rate, floor, python_pass = rate["(b)"], rate["(a)"], rate["(c)"], rate["(e)"]
@@ -280,6 +310,9 @@ def main() -> None:
     print(f"(e) / (a):  {python_pass / plain_rate:7.3f}x   (what a second Python pass costs)")
     print(f"(b) / (c):  {ours / floor:7.3f}x   (the Python floor, one core)")
     print(f"(d') / (d): {theirs_plain / theirs_rate:7.1f}x   (what ENCRYPT costs the reference)")
+    print(f"(g) / (f):  {rate['(g)'] / rate['(f)']:7.3f}x   (what ENCRYPT_PAYLOAD costs a serialize)")
+    sealing = rate["(g')"] / rate["(f')"]
+    print(f"(g') / (f'): {sealing:6.3f}x   (the same on the spark-avro path)")
     spark.stop()
 
 
