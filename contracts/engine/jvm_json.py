@@ -1,0 +1,183 @@
+"""JSON Schema bodies decoded in the JVM by Spark's `from_json`, where the record and the verdict
+are provably the Python decoder's (docs/semantics.md §8.11).
+
+The frames whose V0 id or V1 GUID names the target version (no schema id header, no READ encoding
+rules, a schema whose keywords `json_schema.native` compiles) are parsed by `from_json` with the
+target's Spark type; every other frame goes through the Python decode pass, and the two halves
+are joined by a union. A row is trusted when its body is, byte for byte, the compact JSON
+`to_json` writes of the parsed record, and the compiled keywords find it valid: the body is then
+that record's JSON text, which `json.loads` reads as the same values (no unknown or duplicate
+property, no number read as a string, no 1.0 or oversized integer read as a long, no other
+top-level value, valid UTF-8, no trailing text), so `jsonschema` finds it valid too. Every other
+row (another layout of the same JSON included) is decoded by the Python decoder in an Arrow UDF,
+whose record or reason decides, so the records, the decode policy and the DLQ reasons are the
+Python path's.
+
+SPARK_CONTRACTS_JSON_PATH (env var on the driver) chooses per call: "python" (default) the Python
+pass alone; "auto" and "jvm" this path where the schema allows it (`from_json` is always there).
+Opt-in, as the JVM Avro path: the decode reads its input twice (a union of two halves).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from contracts.engine import serde
+from contracts.engine.frame import RECORD, STATUS, status_type
+from contracts.engine.routing import Router
+from contracts.errors import ContractError, SerializationError
+from contracts.formats.avro import arrow_schema
+from contracts.formats.json_schema import native
+from contracts.formats.wire import encode_prefix
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+PATH_ENV = "SPARK_CONTRACTS_JSON_PATH"
+PATHS = ("auto", "jvm", "python")
+_MAX_LENGTH = 2**31 - 1
+_PERMISSIVE = {"mode": "PERMISSIVE"}
+_TRUSTED = "__contract_json_trusted"
+_PYTHON = "__contract_json_python"
+
+
+def chosen_path() -> str:
+    """The path SPARK_CONTRACTS_JSON_PATH asks for ("python" when unset)."""
+    path = os.environ.get(PATH_ENV, "python").strip().lower() or "python"
+    if path not in PATHS:
+        raise ContractError(f"{PATH_ENV} must be one of {', '.join(PATHS)}, not {path!r}")
+    return path
+
+
+@dataclass(frozen=True)
+class JsonJvmDecode:
+    """The JVM half of a JSON decode: the target's prefixes (V0 id, V1 GUID) and Spark type."""
+
+    prefixes: tuple[bytes, ...]
+    spark_type: Any
+
+    @classmethod
+    def plan(cls, decoder: serde.Decoder, spark: SparkSession) -> JsonJvmDecode | None:
+        """The JVM half for `decoder`'s target, or None when the chosen path is Python's or the
+        target's frames cannot use it (why: `fallback_reason`)."""
+        from pyspark.sql.types import StructType
+
+        if decoder.schema_format.schema_type != "JSON" or chosen_path() == "python":
+            return None
+        ids = [i for i, w in decoder.writers.items() if w.version == decoder.target_version]
+        if not ids or fallback_reason(decoder.writers[ids[0]]) is not None:
+            return None
+        prefixes = [encode_prefix(i) for i in ids]
+        prefixes += [encode_prefix(_uuid(guid)) for guid, i in decoder.guids.items() if i in ids]
+        return cls(tuple(prefixes), StructType.fromJson(json.loads(decoder.target_type_json)))
+
+    def decode(self, df: DataFrame, decoder: serde.Decoder, router: Router, keep_value: bool) -> DataFrame:
+        """`serde.decode`'s result: the target's frames by `from_json`, the others by the Python
+        pass, joined. A row `from_json` cannot be trusted on takes the Python decoder's record,
+        or its failure with the policy's status (routed, under DLQ, after the rules)."""
+        from pyspark.sql import functions as F
+
+        value = F.col(f"`{decoder.value_column}`")
+        by_jvm = F.lit(False)
+        for prefix in self.prefixes:
+            by_jvm = by_jvm | (F.substring(value, 1, len(prefix)) == F.lit(prefix))
+        if decoder.headers_column is not None:
+            named = F.exists(
+                F.col(f"`{decoder.headers_column}`"), lambda h: h["key"] == F.lit(decoder.id_header)
+            )
+            by_jvm = by_jvm & ~F.coalesce(named, F.lit(False))
+        by_jvm = F.coalesce(by_jvm & value.isNotNull(), F.lit(False))
+        python = serde.decode(df.filter(~by_jvm), decoder, router, keep_value)
+        body = F.when(F.substring(value, 1, 1) == F.lit(b"\x00"), F.substring(value, 6, _MAX_LENGTH))
+        text = body.otherwise(F.substring(value, 18, _MAX_LENGTH)).cast("string")
+        jvm = df.filter(by_jvm).withColumn(RECORD, F.from_json(text, self.spark_type, _PERMISSIVE))
+        record = F.col(RECORD)
+        trusted = (F.to_json(record) == text) & native.surely_valid(record, decoder.target_schema)
+        jvm = jvm.withColumn(_TRUSTED, F.coalesce(trusted, F.lit(False)))
+        where = [F.col(name) for name in ("topic", "partition", "offset") if name in df.columns]
+        rows = F.struct(value.alias(decoder.value_column), *where)
+        jvm = jvm.withColumn(_PYTHON, _python_udf(decoder, self.spark_type)(F.when(~F.col(_TRUSTED), rows)))
+        by_python = F.col(_PYTHON)
+        reason = by_python.getField("reason")
+        unreadable = serde.unreadable_status(decoder, df.columns)
+        jvm = jvm.withColumns(
+            {
+                RECORD: F.when(F.col(_TRUSTED), record).otherwise(by_python.getField("record")),
+                STATUS: F.when(reason.isNotNull(), unreadable(reason)).otherwise(
+                    F.lit(None).cast(status_type())
+                ),
+            }
+        )
+        missing = [f for f in python.schema.fields if f.name not in jvm.columns]
+        jvm = jvm.select(
+            *[F.col(f"`{c}`") for c in jvm.columns if c in python.columns],
+            *[F.lit(None).cast(f.dataType).alias(f.name) for f in missing],
+        )
+        return python.unionByName(jvm)
+
+
+def fallback_reason(writer: serde.WriterVersion) -> str | None:
+    """Why a writer's frames keep the Python decode; None when `from_json` may read them."""
+    if writer.failure is not None:
+        return "its records cannot reach the target"
+    if writer.payload:
+        return "its READ encoding rules turn each payload into the body in Python"
+    if any(shape.kind == "map" for shape in _shapes(writer.schema.shape)):
+        return "it has a map (additionalProperties alone), whose duplicate keys from_json may refuse"
+    return native.inexact_reason(writer.schema)
+
+
+def _shapes(shape: Any) -> list[Any]:
+    out = [shape]
+    for _, field, _ in shape.fields:
+        out += _shapes(field)
+    if shape.item is not None:
+        out += _shapes(shape.item)
+    return out
+
+
+def _uuid(guid: str) -> Any:
+    import uuid
+
+    return uuid.UUID(guid)
+
+
+def _python_udf(decoder: serde.Decoder, spark_type: StructType) -> Any:
+    """An Arrow UDF over rows (a struct of the frame and the Kafka columns naming where it is; null
+    for the trusted ones): the Python decoder's record of each, or why it cannot read it. Under
+    ERROR the first unreadable one fails the job, with the Python path's message."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    returned = StructType(
+        [StructField("record", spark_type, True), StructField("reason", StringType(), True)]
+    )
+    record_type = arrow_schema(returned).field("record").type
+
+    def decoded(rows: pa.Array) -> pa.Array:
+        batch = pa.RecordBatch.from_struct_array(rows)
+        frames = batch.column(decoder.value_column).to_pylist()
+        chosen = rows.is_valid().to_pylist()
+        records: list[Any] = [None] * len(frames)
+        reasons: list[str | None] = [None] * len(frames)
+        for i, frame in enumerate(frames):
+            if not chosen[i] or frame is None:
+                continue
+            try:
+                _, records[i] = serde.read_frame(decoder, frame, None)
+            except SerializationError as e:
+                reasons[i] = str(serde.undecodable_status(decoder, batch, i, e)["reason"])
+        schema_format = decoder.schema_format
+        record_column = schema_format.to_struct(records, decoder.target_schema, record_type)
+        reason_column = pa.array(reasons, pa.string())
+        return pa.StructArray.from_arrays([record_column, reason_column], ["record", "reason"])
+
+    # Nondeterministic only to the optimizer: `from_json` is then not inlined into its argument
+    # and evaluated twice.
+    return F.arrow_udf(decoded, returned).asNondeterministic()
