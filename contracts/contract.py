@@ -39,6 +39,7 @@ from contracts.streaming import MicroBatchWriter
 from executors import as_executor
 from executors.config import RuleConfig
 from executors.encrypt.redact import Redaction, redaction_for
+from executors.encrypt.walk import walkable
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -390,8 +391,7 @@ class DataContract:
             framed, key_column, keys.RAW_KEY, policy, keys.key_run_id(run_id), True, dlq_value=value_col
         )
         nested = keys.nest_decoded_key(decoded_keys, key.spark_schema, key_column, df.columns)
-        # The key pass writes its DLQ records: the value's input must be read once (no JVM split).
-        decoded = self._decode(nested, value_col, keys.RAW_KEY, policy, run_id, is_key, split=False)
+        decoded = self._decode(nested, value_col, keys.RAW_KEY, policy, run_id, is_key)
         return with_metrics(decoded.drop(keys.RAW_KEY), metrics_of(decoded), metrics_of(decoded_keys))
 
     def _decode(
@@ -403,11 +403,9 @@ class DataContract:
         run_id: str | None,
         is_key: bool,
         dlq_value: str | None = None,
-        split: bool = True,
     ) -> DataFrame:
         """`deserialize` of `value_col` alone; a DLQ record's key is `key_col`'s, its value the
-        bytes of `dlq_value` (default: `value_col`). `split` lets jvm_avro read `df` twice (its
-        two halves), which a `df` that writes DLQ records itself must not be."""
+        bytes of `dlq_value` (default: `value_col`)."""
         from pyspark.sql import functions as F
 
         versions = self._compiler.versions()
@@ -446,11 +444,9 @@ class DataContract:
         # frames travel on only when a later rule may send a row's bytes to a DLQ topic.
         # Frames from_avro or from_json reads (jvm_avro, jvm_json) are routed after the rules, as
         # natively migrated rows.
-        jvm: jvm_avro.JvmDecode | jvm_json.JsonJvmDecode | None = None
-        if split:
-            jvm = jvm_avro.JvmDecode.plan(decoder, df.sparkSession) or jvm_json.JsonJvmDecode.plan(
-                decoder, df.sparkSession
-            )
+        jvm = jvm_avro.JvmDecode.plan(decoder, df.sparkSession) or jvm_json.JsonJvmDecode.plan(
+            decoder, df.sparkSession
+        )
         may_be_unreadable = jvm is not None or any(n.may_be_unreadable for n in natives.values())
         unreadable_dlq = policy.action == "DLQ" and may_be_unreadable
         later_rejects = unreadable_dlq or any(p.can_reject for p in (plan, *natives.values()))
@@ -768,8 +764,8 @@ def _executor_registry(executors: Iterable[Any] | Mapping[str, Any] | None) -> P
 def _redaction(target: loader.ContractVersion, config: Mapping[str, str]) -> Redaction | None:
     """What a WRITE-side DLQ value of `target` redacts: the fields its ENCRYPT rules tag, unless
     the rule config's `dlq.redact.rule.types` names other types (or none)."""
-    if target.format.schema_type not in ("AVRO", "JSON"):
-        return None  # ENCRYPT rules walk Avro and JSON records only: a contract of another format has none
+    if not walkable(target.avro_schema):
+        return None  # ENCRYPT rules walk Avro, JSON and Protobuf records only: another format has none
     rules = target.schema.rules.domain_rules
     return redaction_for(rules, target.avro_schema, target.metadata_tags, config)
 

@@ -1,6 +1,6 @@
-"""The reference's encryption as an oracle: confluent-kafka 2.16.1's Avro (or JSON) serializer and
-deserializer with its FieldEncryptionExecutor (ENCRYPT) or EncryptionExecutor (ENCRYPT_PAYLOAD),
-LocalKmsDriver and mock DEK registry.
+"""The reference's encryption as an oracle: confluent-kafka 2.16.1's Avro (or JSON, or Protobuf)
+serializer and deserializer with its FieldEncryptionExecutor (ENCRYPT) or EncryptionExecutor
+(ENCRYPT_PAYLOAD), LocalKmsDriver and mock DEK registry.
 
 KEKs and DEKs move between its mock DEK registry and one of ours only in their stored form
 (the KEK's KMS coordinates, the DEK wrapped), as two clients of one registry would share them.
@@ -23,7 +23,9 @@ so another secret would wrap and unwrap with this one's KEK."""
 
 class ReferenceEncryption:
     """The reference's serdes over one registered contract (schema id 1) and one local KMS secret;
-    `whole_payload` runs ENCRYPT_PAYLOAD encoding rules instead of ENCRYPT field rules."""
+    `whole_payload` runs ENCRYPT_PAYLOAD encoding rules instead of ENCRYPT field rules. A Protobuf
+    contract's serdes read and write instances of `message_class` (the payload's schema then the
+    serialized FileDescriptorProto the reference asks the registry for)."""
 
     def __init__(
         self,
@@ -31,10 +33,12 @@ class ReferenceEncryption:
         secret: str,
         clock_millis: int | None = None,
         whole_payload: bool = False,
+        message_class: Any = None,
     ) -> None:
         from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
         from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
         from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+        from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
         from confluent_kafka.schema_registry.rule_registry import RuleRegistry
         from confluent_kafka.schema_registry.rules.encryption.encrypt_executor import (
             Clock,
@@ -56,32 +60,42 @@ class ReferenceEncryption:
         rules.register_executor(self.executor)
         conf = {"secret": secret}
         json_schema = payload.get("schemaType") == "JSON"
-        serializer, deserializer = (
-            (JSONSerializer, JSONDeserializer) if json_schema else (AvroSerializer, AvroDeserializer)
-        )
-        # The JSON serdes take the schema text first (None: the registry's latest).
-        schema_text: tuple[None, ...] = (None,) if json_schema else ()
-        self.serializer = serializer(
-            *schema_text,
-            schema_registry_client=self.client,
-            conf={"auto.register.schemas": False, "use.latest.version": True},
-            rule_conf=conf,
-            rule_registry=rules,
-        )
-        self.deserializer = deserializer(
-            *schema_text,
-            schema_registry_client=self.client,
-            conf={"use.latest.version": True},
-            rule_conf=conf,
-            rule_registry=rules,
-        )
+        write_conf = {"auto.register.schemas": False, "use.latest.version": True}
+        if payload.get("schemaType") == "PROTOBUF":
+            self.serializer = ProtobufSerializer(
+                message_class, self.client, conf=write_conf, rule_conf=conf, rule_registry=rules
+            )
+            self.deserializer = ProtobufDeserializer(
+                message_class, {"use.latest.version": True}, self.client, rule_conf=conf, rule_registry=rules
+            )
+        else:
+            serializer, deserializer = (
+                (JSONSerializer, JSONDeserializer) if json_schema else (AvroSerializer, AvroDeserializer)
+            )
+            # The JSON serdes take the schema text first (None: the registry's latest).
+            schema_text: tuple[None, ...] = (None,) if json_schema else ()
+            self.serializer = serializer(
+                *schema_text,
+                schema_registry_client=self.client,
+                conf=write_conf,
+                rule_conf=conf,
+                rule_registry=rules,
+            )
+            self.deserializer = deserializer(
+                *schema_text,
+                schema_registry_client=self.client,
+                conf={"use.latest.version": True},
+                rule_conf=conf,
+                rule_registry=rules,
+            )
         assert self.deks is not None  # the serdes configured the executor, which made its client
 
-    def serialize(self, record: Mapping[str, Any]) -> bytes:
+    def serialize(self, record: Any) -> bytes:
         from confluent_kafka.serialization import MessageField, SerializationContext
 
-        # A deep copy: the reference's walk encrypts nested records in place.
-        data = self.serializer(copy.deepcopy(dict(record)), SerializationContext(TOPIC, MessageField.VALUE))
+        # A deep copy: the reference's walk encrypts nested records (and messages) in place.
+        value = copy.deepcopy(record if hasattr(record, "SerializeToString") else dict(record))
+        data = self.serializer(value, SerializationContext(TOPIC, MessageField.VALUE))
         assert data is not None
         return data
 

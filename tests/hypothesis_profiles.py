@@ -3,7 +3,9 @@
 `ci` (chosen when CI=true) is derandomized, keeps no example database and prints a reproduction
 blob for any failure. `dev` (local runs) draws random examples. `fuzz` (`make fuzz`) draws random
 examples too, and `examples()` multiplies each property test's example count by FUZZ_SCALE.
-A profile named in HYPOTHESIS_PROFILE wins over both defaults.
+A profile named in HYPOTHESIS_PROFILE wins over both defaults. On Spark Connect (SPARK_REMOTE set:
+the second pass of `make test`) a property test draws a quarter of its examples: the classic pass
+has checked the property in full, this pass proves it runs on Connect.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 from hypothesis import settings
 
 FUZZ_SCALE = 10
+CONNECT_SHARE = 4
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.register_profile("dev", print_blob=True)
@@ -27,5 +30,10 @@ def chosen_profile() -> str:
 
 
 def examples(count: int) -> int:
-    """A property test's example count: as written, or FUZZ_SCALE times more under `make fuzz`."""
-    return count * FUZZ_SCALE if chosen_profile() == "fuzz" else count
+    """A property test's example count: as written, FUZZ_SCALE times more under `make fuzz`, a
+    CONNECT_SHARE-th (at least 5) on Spark Connect."""
+    if chosen_profile() == "fuzz":
+        return count * FUZZ_SCALE
+    if os.environ.get("SPARK_REMOTE"):
+        return min(count, max(5, count // CONNECT_SHARE))
+    return count

@@ -1,16 +1,16 @@
 """Avro bodies decoded and encoded in the JVM by spark-avro (`from_avro`, `to_avro`), where they
 give exactly what the fastavro passes of `serde` give (docs/semantics.md §8.10).
 
-Decoding splits the frames by their prefix, natively: a frame whose V0 id or V1 GUID names a
-writer this module can read in the JVM (the target, or a writer migrated natively) and whose row
-has no schema id header is decoded by `from_avro`; every other frame (a tombstone, an unknown or
-late-registered id, a header, a writer migrated in Python or one `from_avro` cannot read exactly)
-goes through the fastavro decode pass, and the two halves are joined by a union. `from_avro` in
-PERMISSIVE mode gives a record of nulls for a body it cannot read, and reads some bodies fastavro
-refuses (strings that are not UTF-8, dates and times Python cannot hold): those rows alone, found
-by Spark expressions, go to a small Arrow UDF that decodes them with the Python decoder, whose
-reason (or success: a record of nulls) then decides, so the decode policy and the DLQ reasons are
-the ones of the fastavro path, byte for byte.
+Decoding scans the frames once: a frame whose V0 id or V1 GUID names a writer this module can read
+in the JVM (the target, or a writer migrated natively) and whose row has no schema id header is
+left undecoded by the fastavro decode pass and decoded by `from_avro` right after it; every other
+frame (a tombstone, an unknown or late-registered id, a header, a writer migrated in Python or one
+`from_avro` cannot read exactly) is decoded by that pass. `from_avro` in PERMISSIVE mode gives a
+record of nulls for a body it cannot read, and reads some bodies fastavro refuses (strings that are
+not UTF-8, dates and times Python cannot hold): those rows alone, found by Spark expressions, go to
+a small Arrow UDF that decodes them with the Python decoder, whose reason (or success: a record of
+nulls) then decides, so the decode policy and the DLQ reasons are the ones of the fastavro path,
+byte for byte.
 
 Encoding (`to_avro`) is exact where spark-avro writes the bytes fastavro writes for every record
 of the schema: records without unions of several branches, enums, fixed, maps or logical types
@@ -18,9 +18,7 @@ whose Python values are converted (checked by `encodable`).
 
 Which path runs is chosen per call: SPARK_CONTRACTS_AVRO_PATH (env var on the driver) "python"
 (default) fastavro alone, "jvm" spark-avro (an error when it is missing), "auto" spark-avro when a
-one-row `from_avro` query succeeds on the session (asked once per session). Opt-in for now: the
-JVM decode reads its input twice (a union of two halves), and a streaming `foreach_batch` on
-Spark Connect counted rows twice on it (docs/semantics.md §8.10).
+one-row `from_avro` query succeeds on the session (asked once per session).
 """
 
 from __future__ import annotations
@@ -35,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from contracts.engine import serde
-from contracts.engine.frame import RECORD, STATUS, status_type
+from contracts.engine.frame import RECORD, STATUS
 from contracts.engine.routing import Router
 from contracts.errors import ContractError, SerializationError
 from contracts.formats.avro.sizes import size_check
@@ -56,6 +54,8 @@ _PYTHON_ONLY_LOGICAL = frozenset({"uuid", "time-millis", "time-micros"})
 # The instants a Python datetime holds (years 1 to 9999), in microseconds from the epoch (UTC).
 _MIN_MICROS = -62135596800000000
 _MAX_MICROS = 253402300799999999
+_JVM_ROW = "_contract_jvm_row"
+_JVM_REASON = "_contract_jvm_reason"
 _available: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 _types: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 
@@ -303,9 +303,10 @@ class JvmDecode:
         return cls(tuple(chosen), fallbacks) if chosen else None
 
     def decode(self, df: DataFrame, decoder: serde.Decoder, router: Router, keep_value: bool) -> DataFrame:
-        """`serde.decode`'s result: the frames of the JVM writers decoded by `from_avro`, the others
-        by the fastavro pass, joined. Undecodable JVM frames get the policy's status with the
-        Python decoder's reason (routed, under DLQ, after the rules, as natively migrated rows)."""
+        """`serde.decode`'s result in one scan of `df`: the fastavro pass decodes every frame but
+        those of the JVM writers, which it leaves for `from_avro` right after it. Undecodable JVM
+        frames get the policy's status with the Python decoder's reason (routed, under DLQ, after
+        the rules, as natively migrated rows)."""
         from pyspark.sql import functions as F
 
         value = F.col(f"`{decoder.value_column}`")
@@ -319,32 +320,25 @@ class JvmDecode:
             )
             by_jvm = by_jvm & ~F.coalesce(named, F.lit(False))
         by_jvm = F.coalesce(by_jvm & value.isNotNull(), F.lit(False))
-        python = serde.decode(df.filter(~by_jvm), decoder, router, keep_value)
-        jvm = df.filter(by_jvm)
-        decoded = {
-            w.column: self._read(value, w, match) for w, match in zip(self.writers, matches, strict=True)
-        }
-        for name, column in decoded.items():
-            jvm = jvm.withColumn(name, column)
+        out = serde.decode(df.withColumn(_JVM_ROW, by_jvm), decoder, router, keep_value=True, skip=_JVM_ROW)
+        jvm_row = F.col(_JVM_ROW)
+        decoded = [w.column for w in self.writers]
+        for w, match in zip(self.writers, matches, strict=True):
+            read = F.when(jvm_row & match, self._read(value, w))
+            out = out.withColumn(w.column, read.otherwise(F.col(w.column)))
         suspect = F.lit(False)
         for w, match in zip(self.writers, matches, strict=True):
             suspect = F.when(match, _suspect(F.col(w.column), w.spark_type)).otherwise(suspect)
-        where = [F.col(name) for name in ("topic", "partition", "offset") if name in df.columns]
+        where = [F.col(name) for name in ("topic", "partition", "offset") if name in out.columns]
         rows = F.struct(value.alias(decoder.value_column), *where)
-        reason = _reasons_udf(decoder)(F.when(suspect, rows))
-        jvm = jvm.withColumn(STATUS, reason)
-        failed = F.col(STATUS).isNotNull()
+        out = out.withColumn(_JVM_REASON, _reasons_udf(decoder)(F.when(jvm_row & suspect, rows)))
+        failed = F.col(_JVM_REASON).isNotNull()
         for name in decoded:
-            jvm = jvm.withColumn(name, F.when(failed, F.lit(None)).otherwise(F.col(name)))
+            out = out.withColumn(name, F.when(failed, F.lit(None)).otherwise(F.col(name)))
         unreadable = serde.unreadable_status(decoder, df.columns)
-        status = F.when(failed, unreadable(F.col(STATUS))).otherwise(F.lit(None).cast(status_type()))
-        jvm = jvm.withColumn(STATUS, status)
-        missing = [f for f in python.schema.fields if f.name not in jvm.columns]
-        jvm = jvm.select(
-            *[F.col(f"`{c}`") for c in jvm.columns if c in python.columns],
-            *[F.lit(None).cast(f.dataType).alias(f.name) for f in missing],
-        )
-        return python.unionByName(jvm)
+        out = out.withColumn(STATUS, F.when(failed, unreadable(F.col(_JVM_REASON))).otherwise(F.col(STATUS)))
+        dropped = [_JVM_ROW, _JVM_REASON] if keep_value else [_JVM_ROW, _JVM_REASON, decoder.value_column]
+        return out.drop(*dropped)
 
     @staticmethod
     def _matches(value: Column, writer: _JvmWriter) -> Column:
@@ -356,13 +350,13 @@ class JvmDecode:
         return match
 
     @staticmethod
-    def _read(value: Column, writer: _JvmWriter, match: Column) -> Column:
+    def _read(value: Column, writer: _JvmWriter) -> Column:
         from pyspark.sql import functions as F
         from pyspark.sql.avro.functions import from_avro
 
         body = F.when(F.substring(value, 1, 1) == F.lit(b"\x00"), F.substring(value, 6, _MAX_LENGTH))
         body = body.otherwise(F.substring(value, 18, _MAX_LENGTH))
-        return F.when(match, from_avro(body, writer.avro_json, _PERMISSIVE))
+        return from_avro(body, writer.avro_json, _PERMISSIVE)
 
 
 def _uuid(guid: str) -> Any:

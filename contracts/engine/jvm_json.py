@@ -2,9 +2,9 @@
 are provably the Python decoder's (docs/semantics.md §8.11).
 
 The frames whose V0 id or V1 GUID names the target version (no schema id header, no READ encoding
-rules, a schema whose keywords `json_schema.native` compiles) are parsed by `from_json` with the
-target's Spark type; every other frame goes through the Python decode pass, and the two halves
-are joined by a union. A row is trusted when its body is, byte for byte, the compact JSON
+rules, a schema whose keywords `json_schema.native` compiles) are left undecoded by the Python
+decode pass and parsed by `from_json` with the target's Spark type right after it, in one scan;
+every other frame is decoded by that pass. A row is trusted when its body is, byte for byte, the compact JSON
 `to_json` writes of the parsed record, and the compiled keywords find it valid: the body is then
 that record's JSON text, which `json.loads` reads as the same values (no unknown or duplicate
 property, no number read as a string, no 1.0 or oversized integer read as a long, no other
@@ -15,7 +15,7 @@ Python path's.
 
 SPARK_CONTRACTS_JSON_PATH (env var on the driver) chooses per call: "python" (default) the Python
 pass alone; "auto" and "jvm" this path where the schema allows it (`from_json` is always there).
-Opt-in, as the JVM Avro path: the decode reads its input twice (a union of two halves).
+Opt-in for now, as the JVM Avro path is, until the whole suite has run on it.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from contracts.engine import serde
-from contracts.engine.frame import RECORD, STATUS, status_type
+from contracts.engine.frame import RECORD, STATUS
 from contracts.engine.routing import Router
 from contracts.errors import ContractError, SerializationError
 from contracts.formats.avro import arrow_schema
@@ -43,6 +43,8 @@ PATH_ENV = "SPARK_CONTRACTS_JSON_PATH"
 PATHS = ("auto", "jvm", "python")
 _MAX_LENGTH = 2**31 - 1
 _PERMISSIVE = {"mode": "PERMISSIVE"}
+_JVM_ROW = "__contract_json_jvm"
+_PARSED = "__contract_json_parsed"
 _TRUSTED = "__contract_json_trusted"
 _PYTHON = "__contract_json_python"
 
@@ -78,9 +80,10 @@ class JsonJvmDecode:
         return cls(tuple(prefixes), StructType.fromJson(json.loads(decoder.target_type_json)))
 
     def decode(self, df: DataFrame, decoder: serde.Decoder, router: Router, keep_value: bool) -> DataFrame:
-        """`serde.decode`'s result: the target's frames by `from_json`, the others by the Python
-        pass, joined. A row `from_json` cannot be trusted on takes the Python decoder's record,
-        or its failure with the policy's status (routed, under DLQ, after the rules)."""
+        """`serde.decode`'s result in one scan of `df`: the Python pass decodes every frame but the
+        target's, which it leaves for `from_json` right after it. A row `from_json` cannot be
+        trusted on takes the Python decoder's record, or its failure with the policy's status
+        (routed, under DLQ, after the rules)."""
         from pyspark.sql import functions as F
 
         value = F.col(f"`{decoder.value_column}`")
@@ -93,33 +96,29 @@ class JsonJvmDecode:
             )
             by_jvm = by_jvm & ~F.coalesce(named, F.lit(False))
         by_jvm = F.coalesce(by_jvm & value.isNotNull(), F.lit(False))
-        python = serde.decode(df.filter(~by_jvm), decoder, router, keep_value)
+        out = serde.decode(df.withColumn(_JVM_ROW, by_jvm), decoder, router, keep_value=True, skip=_JVM_ROW)
+        jvm_row = F.col(_JVM_ROW)
         body = F.when(F.substring(value, 1, 1) == F.lit(b"\x00"), F.substring(value, 6, _MAX_LENGTH))
         text = body.otherwise(F.substring(value, 18, _MAX_LENGTH)).cast("string")
-        jvm = df.filter(by_jvm).withColumn(RECORD, F.from_json(text, self.spark_type, _PERMISSIVE))
-        record = F.col(RECORD)
-        trusted = (F.to_json(record) == text) & native.surely_valid(record, decoder.target_schema)
-        jvm = jvm.withColumn(_TRUSTED, F.coalesce(trusted, F.lit(False)))
-        where = [F.col(name) for name in ("topic", "partition", "offset") if name in df.columns]
+        out = out.withColumn(_PARSED, F.when(jvm_row, F.from_json(text, self.spark_type, _PERMISSIVE)))
+        parsed = F.col(_PARSED)
+        trusted = (F.to_json(parsed) == text) & native.surely_valid(parsed, decoder.target_schema)
+        out = out.withColumn(_TRUSTED, jvm_row & F.coalesce(trusted, F.lit(False)))
+        where = [F.col(name) for name in ("topic", "partition", "offset") if name in out.columns]
         rows = F.struct(value.alias(decoder.value_column), *where)
-        jvm = jvm.withColumn(_PYTHON, _python_udf(decoder, self.spark_type)(F.when(~F.col(_TRUSTED), rows)))
-        by_python = F.col(_PYTHON)
-        reason = by_python.getField("reason")
+        by_python = _python_udf(decoder, self.spark_type)(F.when(jvm_row & ~F.col(_TRUSTED), rows))
+        out = out.withColumn(_PYTHON, by_python)
+        reason = F.col(_PYTHON).getField("reason")
+        record = F.when(F.col(_TRUSTED), parsed).otherwise(F.col(_PYTHON).getField("record"))
         unreadable = serde.unreadable_status(decoder, df.columns)
-        jvm = jvm.withColumns(
+        out = out.withColumns(
             {
-                RECORD: F.when(F.col(_TRUSTED), record).otherwise(by_python.getField("record")),
-                STATUS: F.when(reason.isNotNull(), unreadable(reason)).otherwise(
-                    F.lit(None).cast(status_type())
-                ),
+                RECORD: F.when(jvm_row, record).otherwise(F.col(RECORD)),
+                STATUS: F.when(reason.isNotNull(), unreadable(reason)).otherwise(F.col(STATUS)),
             }
         )
-        missing = [f for f in python.schema.fields if f.name not in jvm.columns]
-        jvm = jvm.select(
-            *[F.col(f"`{c}`") for c in jvm.columns if c in python.columns],
-            *[F.lit(None).cast(f.dataType).alias(f.name) for f in missing],
-        )
-        return python.unionByName(jvm)
+        temporary = [_JVM_ROW, _PARSED, _TRUSTED, _PYTHON]
+        return out.drop(*temporary) if keep_value else out.drop(*temporary, decoder.value_column)
 
 
 def fallback_reason(writer: serde.WriterVersion) -> str | None:

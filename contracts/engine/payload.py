@@ -1,6 +1,7 @@
 """Encoding rules on the serialized payload (docs/semantics.md §11.5), run inside the encode and
 decode passes: WRITE after the format wrote the body, READ before it reads it. The wire prefix
-(or schema id header) is never part of the payload.
+(or schema id header) is never part of the payload, nor are a Protobuf body's message indexes (the
+reference keeps them with the schema id, in clear).
 
 Each rule runs on one payload at a time, with its evaluator built once per worker. An action
 that rejects or fails the row raises `PayloadRefused` with what the pass records (the row's
@@ -15,9 +16,19 @@ from typing import Any
 
 from contracts.engine.python_pass import act, evaluator_for
 from contracts.errors import ContractError, SerializationError
+from contracts.formats.protobuf.indexes import read_indexes
 from contracts.model import RuleKind, RuleMode
 from contracts.planning.plan import Plan
 from executors.protocol import Outcome
+
+
+def split_clear(schema_type: str, body: bytes) -> tuple[bytes, bytes]:
+    """The body as the part encoding rules leave in clear and the payload they run on: a Protobuf
+    body's message indexes, then the message's bytes; ValueError when the indexes are cut short."""
+    if schema_type != "PROTOBUF":
+        return b"", body
+    _, start = read_indexes(body)
+    return body[:start], body[start:]
 
 
 class PayloadRefused(Exception):

@@ -38,7 +38,7 @@ from contracts.engine.frame import (
     status_type,
 )
 from contracts.engine.native_migration import NativeMigration
-from contracts.engine.payload import PayloadRefused, PayloadRules
+from contracts.engine.payload import PayloadRefused, PayloadRules, split_clear
 from contracts.engine.routing import Router, with_partition
 from contracts.errors import RegistryError, SerializationError
 from contracts.formats import avro
@@ -225,13 +225,16 @@ def release_tombstones(staged: DataFrame) -> DataFrame:
     return staged.withColumn(STATUS, F.when(is_tombstone, F.lit(None).cast(status_type())).otherwise(status))
 
 
-def decode(df: DataFrame, decoder: Decoder, router: Router, keep_value: bool = True) -> DataFrame:
+def decode(
+    df: DataFrame, decoder: Decoder, router: Router, keep_value: bool = True, skip: str | None = None
+) -> DataFrame:
     """Add the decoded record (target shape) and `_contract` to `df`, keeping every column (the
     frames too, unless `keep_value` is False: nothing after the pass needs them); the records the
     pass itself rejects (decode failures under DLQ, migrations in Python) go through `router` in
     the same pass, so every row leaving it is still valid. A tombstone (a null frame) is not a
     record: it leaves with a null record and the TOMBSTONE status, which every later migration
-    and rule skips, until release_tombstones."""
+    and rule skips, until release_tombstones. A row whose boolean column `skip` is true is left
+    undecoded (null record and status), for a decoder after the pass (contracts.engine.jvm_avro)."""
     from pyspark.sql.types import StructField, StructType
 
     df = with_partition(df)
@@ -253,7 +256,7 @@ def decode(df: DataFrame, decoder: Decoder, router: Router, keep_value: bool = T
     dropped = {PARTITION} if keep_value else {PARTITION, decoder.value_column}
     output = StructType([f for f in decoded.fields if f.name not in dropped])
     return raise_failures(
-        df.mapInArrow(_DecodePass(decoder, decoded.json(), router, output.fieldNames()), output)
+        df.mapInArrow(_DecodePass(decoder, decoded.json(), router, output.fieldNames(), skip), output)
     )
 
 
@@ -263,16 +266,34 @@ class _DecodePass:
     decoded_json: str
     router: Router
     output_names: list[str]
+    skip: str | None = None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.types import StructType
 
         decoded = avro.arrow_schema(StructType.fromJson(json.loads(self.decoded_json)))
-        routed = self.router(_decode_batch(self.decoder, batch, decoded) for batch in batches)
+        routed = self.router(_decode_unskipped(self.decoder, batch, decoded, self.skip) for batch in batches)
         tombstone = pa.scalar(self.decoder.tombstone_status, type=decoded.field(STATUS).type)
         for batch in routed:
             batch = _mark_tombstones(batch, self.decoder.value_column, tombstone)
             yield batch.select(self.output_names)
+
+
+def _decode_unskipped(
+    decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema, skip: str | None
+) -> pa.RecordBatch:
+    """`_decode_batch` on the rows whose `skip` column is not true; the skipped rows leave with
+    nulls in the columns the pass adds (a skipped row is never a tombstone: its frame is there)."""
+    skipped = None if skip is None else pc.fill_null(batch.column(skip), False)
+    if skipped is None or not pc.any(skipped).as_py():
+        return _decode_batch(decoder, batch, output)
+    kept = pc.invert(skipped)
+    some = _decode_batch(decoder, batch.filter(kept), output)
+    # Row i of the batch is row positions[i] of `some`, or none (a null index takes a null).
+    positions = pc.subtract(pc.cumulative_sum(kept.cast(pa.int64())), 1)
+    positions = pc.if_else(kept, positions, pa.scalar(None, pa.int64()))
+    added = [some.column(name).take(positions) for name in output.names[batch.num_columns :]]
+    return pa.RecordBatch.from_arrays([*batch.columns, *added], schema=output)
 
 
 def _mark_tombstones(batch: pa.RecordBatch, value_column: str, tombstone: pa.Scalar) -> pa.RecordBatch:
@@ -384,11 +405,17 @@ def read_frame(decoder: Decoder, frame: Any, id_header: bytes | None) -> tuple[W
     writer = decoder.writer(schema_id)
     if writer.failure is not None:
         raise SerializationError(writer.failure)
+    schema_format = decoder.schema_format
     if writer.payload:
-        body = writer.payload.apply(body)
+        try:
+            clear, payload = split_clear(schema_format.schema_type, body)
+        except ValueError as e:
+            raise SerializationError(
+                f"{schema_format.schema_type} body of {describe(schema_id)} cannot be decoded: {e}"
+            ) from e
+        body = clear + writer.payload.apply(payload)
     reader = decoder.target_schema if writer.version == decoder.target_version else None
     tagged = writer.chooses_branches and decoder.keeps_branches(writer)
-    schema_format = decoder.schema_format
     try:
         return writer, schema_format.decode(body, writer.schema, reader, tagged)
     except Exception as e:
@@ -720,10 +747,14 @@ class _EncodePass:
         statuses: list[dict[str, Any] | None] = [None] * len(bodies)
         failures: list[str | None] = [None] * len(bodies)
         if self.payload:
-            sealed, refused, failed, _ = self.payload.apply_all([bodies[i] for i in present])
-            for i, payload, status, failure in zip(present, sealed, refused, failed, strict=True):
+            split = [split_clear(self.schema_format.schema_type, bodies[i]) for i in present]
+            sealed, refused, failed, _ = self.payload.apply_all([payload for _, payload in split])
+            for i, (clear, _), payload, status, failure in zip(
+                present, split, sealed, refused, failed, strict=True
+            ):
                 # A rejected row's DLQ value is its serialized body, as the reference sends it.
-                frames[i] = self.prefix + payload if status is None and failure is None else bodies[i]
+                sealed_frame = self.prefix + clear + payload
+                frames[i] = sealed_frame if status is None and failure is None else bodies[i]
                 statuses[i], failures[i] = status, failure
         else:
             for i in present:

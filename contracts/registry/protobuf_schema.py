@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 MAIN_FILE = "default.proto"
 """The file name the registered schema is compiled under (Confluent's clients call it "default")."""
 
+BUNDLED = Path(__file__).parent / "proto"
+"""Confluent's own imports the schemas may use without a reference (`confluent/meta.proto`), as
+Confluent's clients bundle them."""
 _PROTOC_TIMEOUT = 60.0
 _BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 _LOG_PREFIX = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ [\w.]+:\d+\] ")
@@ -162,6 +165,7 @@ def _compile(text: str, references: Sequence[tuple[str, str]]) -> bytes:
             "grpc_tools.protoc",
             f"--proto_path={root}",
             f"--proto_path={include}",
+            f"--proto_path={BUNDLED}",
             f"--descriptor_set_out={out}",
             "--include_imports",
             str(root / MAIN_FILE),

@@ -7,6 +7,7 @@ whose expressions cannot all compile natively runs as that Python step instead (
 In a migration the walk follows the schema of the record the rule receives, as Confluent's Java
 client walks a migration's record (docs/semantics.md §4.7); there a result that may not fit its
 field keeps the rule in Python, which makes such a record undecodable rather than failing the rule.
+On JSON Schema and Protobuf records the rule runs its format's walk in Python (§4.8, §4.9).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from executors.cel._native_types import NotNativeCel
 from executors.cel_field.batch import CelFieldBatch
 from executors.cel_field.json_walk import CelFieldJsonBatch
 from executors.cel_field.native import NativePlanner
+from executors.cel_field.protobuf_walk import CelFieldProtobufBatch
 from executors.cel_field.schema import schema_tree
 from executors.protocol import (
     BatchStep,
@@ -58,27 +60,27 @@ class CelFieldExecutor:
     def compile(self, ctx: RuleContext) -> Step:
         rule = ctx.rule
         schema_type = ctx.schema_format.schema_type
-        if schema_type not in ("AVRO", "JSON"):
+        if schema_type not in ("AVRO", "JSON", "PROTOBUF"):
             raise ContractError(
                 f"CEL_FIELD rules on {schema_type} records are not supported yet", position="type"
             )
         expr = rule.expr or ""
         # Compiling on the driver reports syntax errors at load, with their position.
         _runtime.compile_program(expr, subject=ctx.subject, version=ctx.version, rule=rule.name)
-        if schema_type == "JSON":
+        if schema_type in ("JSON", "PROTOBUF"):
             walked = f"fields tagged {', '.join(sorted(rule.tags))}" if rule.tags else "every field"
-            json_batch = CelFieldJsonBatch(
+            walk_batch = (CelFieldJsonBatch if schema_type == "JSON" else CelFieldProtobufBatch)(
                 expr,
                 rule.kind,
                 frozenset(rule.tags),
-                ctx.schema.document,
+                ctx.schema.document if schema_type == "JSON" else ctx.schema,
                 dict(ctx.metadata_tags),
                 condition_failure_message(rule),
             )
             return BatchStep(
-                json_batch,
+                walk_batch,
                 explain=f"touches {walked} its guard accepts, decided per record",
-                why_not_native="no native form for records of a JSON schema (Avro only)",
+                why_not_native=f"no native form for records of a {schema_type} schema (Avro only)",
             )
         batch = BatchStep(
             CelFieldBatch(

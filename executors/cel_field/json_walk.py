@@ -8,7 +8,8 @@ valid branch, `allOf` each part, `$ref` followed; the field's type name is the i
 (ENUM for `enum`/`const`, RECORD, MAP, ARRAY, STRING, INT, DOUBLE, BOOLEAN, NULL), and ENUM,
 STRING, INT, DOUBLE and BOOLEAN values go to the field's rule (CEL_FIELD's expression sees all but
 enums); maps' values are not walked. Tags are the property's `confluent:tags` plus the metadata
-tag paths matching its full name.
+tag paths matching its full name. `CelFieldWalkEvaluator` runs a CEL_FIELD rule through such a
+walk, this one or the Protobuf walk (executors/cel_field/protobuf_walk.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from contracts.model import RuleKind
 from executors.cel import _runtime
@@ -224,22 +225,36 @@ class CelFieldJsonBatch:
     document: Any
     metadata_tags: Mapping[str, tuple[str, ...]]
     failure_message: str
+    visited_types: frozenset[str] = CEL_VISITED_TYPES
+
+    def walk(self, visit: Callable[[Any, Any], Any], condition: bool) -> JsonFieldWalk:
+        return JsonFieldWalk(self.document, self.metadata_tags, self.rule_tags, visit, condition)
 
     def __call__(self) -> BatchEvaluator:
-        return _CelFieldJson(self)
+        return CelFieldWalkEvaluator(self)
 
 
-class _CelFieldJson:
-    """Evaluates one CEL_FIELD rule over JSON records through the walk."""
+class WalkedRule(Protocol):
+    """What a CEL_FIELD rule evaluated through a format's field walk says about itself."""
 
-    def __init__(self, spec: CelFieldJsonBatch) -> None:
+    expr: str
+    kind: RuleKind
+    failure_message: str
+    visited_types: frozenset[str]
+
+    def walk(self, visit: Callable[[Any, Any], Any], condition: bool) -> Callable[[Any], Any]: ...
+
+
+class CelFieldWalkEvaluator:
+    """Evaluates one CEL_FIELD rule over records through its format's walk (JSON or Protobuf):
+    each field the walk visits gets the expression when its type is one the expression sees."""
+
+    def __init__(self, spec: WalkedRule) -> None:
         self.spec = spec
         self.condition = spec.kind is RuleKind.CONDITION
         self.program = _runtime.compile_program(spec.expr)
         self.reads_message = "message" in spec.expr
-        self.walk = JsonFieldWalk(
-            spec.document, spec.metadata_tags, spec.rule_tags, self._visit, self.condition
-        )
+        self.walk = spec.walk(self._visit, self.condition)
 
     def __call__(self, records: Sequence[Any]) -> Sequence[Outcome]:
         return [self._one(record) for record in records]
@@ -255,8 +270,8 @@ class _CelFieldJson:
             return Outcome(False, record, _runtime.evaluation_reason(e))
         return Outcome(True, record if self.condition else result)
 
-    def _visit(self, field: JsonField, value: Any) -> Any:
-        if field.type_name not in CEL_VISITED_TYPES:
+    def _visit(self, field: Any, value: Any) -> Any:
+        if field.type_name not in self.spec.visited_types:
             return value
         activation = _runtime.field_activation(
             value,

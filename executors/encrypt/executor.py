@@ -20,6 +20,7 @@ from contracts.model import Rule, RuleMode
 from contracts.registry.dek import DEFAULT_ALGORITHM, DEK_ALGORITHMS, DekRegistry
 from executors.cel_field.executor import same_tag_transforms
 from executors.cel_field.json_walk import JsonField
+from executors.cel_field.protobuf_walk import ProtoField
 from executors.cel_field.schema import Field, Leaf
 from executors.encrypt.cryptor import Cryptor
 from executors.encrypt.envelope import split_version, with_version
@@ -35,7 +36,7 @@ from executors.encrypt.keys import (
 )
 from executors.encrypt.kms import KmsDriver
 from executors.encrypt.localkms import LocalKmsDriver
-from executors.encrypt.walk import field_walk
+from executors.encrypt.walk import field_walk, walkable
 from executors.protocol import BatchEvaluator, BatchStep, Outcome, RuleContext, Step
 
 KEK_NAME = "encrypt.kek.name"
@@ -67,10 +68,10 @@ class EncryptExecutor:
         return f"EncryptExecutor(kms_drivers={[d.kms_type for d in self.kms_drivers]})"
 
     def compile(self, ctx: RuleContext) -> Step:
-        if ctx.schema_format.schema_type not in ("AVRO", "JSON"):
-            # Tagged fields are found by the reference's Avro and JSON walks.
+        if not walkable(ctx.schema):
+            # Tagged fields are found by the reference's Avro, JSON and Protobuf walks.
             raise ContractError(
-                f"ENCRYPT rules on {ctx.schema_format.schema_type} records are not supported yet",
+                f"ENCRYPT rules on {ctx.schema_format.schema_type} records are not supported",
                 position="type",
             )
         keys = compile_keys(ctx, self.type, self.kms_drivers, self.clock)
@@ -180,7 +181,7 @@ class _Evaluator:
         except _FieldFailure as e:
             return Outcome(False, record, str(e))
 
-    def _write(self, leaf: Leaf, field: Field | JsonField, value: Any) -> Any:
+    def _write(self, leaf: Leaf, field: Field | JsonField | ProtoField, value: Any) -> Any:
         if value is None:
             return None
         if leaf.type_name not in ("STRING", "BYTES"):
@@ -202,7 +203,7 @@ class _Evaluator:
             ciphertext = with_version(version, ciphertext)
         return base64.b64encode(ciphertext).decode("ascii") if leaf.type_name == "STRING" else ciphertext
 
-    def _read(self, leaf: Leaf, field: Field | JsonField, value: Any) -> Any:
+    def _read(self, leaf: Leaf, field: Field | JsonField | ProtoField, value: Any) -> Any:
         if value is None or leaf.type_name not in ("STRING", "BYTES"):
             return value
         where = f"ENCRYPT cannot decrypt field {field.full_name!r}"

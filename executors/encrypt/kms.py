@@ -8,6 +8,7 @@ reference's `KmsDriver.new_kms_client` does (docs/semantics.md §11).
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
@@ -37,6 +38,27 @@ class KmsDriver(Protocol):
     kms_type: str
 
     def new_aead(self, config: Mapping[str, str], kms_key_id: str) -> Aead: ...
+
+
+def import_sdk(module: str, kms_type: str, extra: str) -> Any:
+    """A cloud driver's SDK module, imported when the driver is first used (so the engine runs
+    without it); a missing SDK is a KmsError naming the extra that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise KmsError(
+            f"the {kms_type} KMS driver needs {module!r}: pip install 'spark-data-contracts[{extra}]' ({e})"
+        ) from e
+
+
+def key_path(kms_key_id: str, kms_type: str) -> str:
+    """A KEK's key id without its optional `<kms type>://` prefix (the reference joins the KMS type
+    and the KEK's key id into that key URL; a key id given as the URL is the same key)."""
+    prefix = f"{kms_type}://"
+    path = kms_key_id[len(prefix) :] if kms_key_id.startswith(prefix) else kms_key_id
+    if not path:
+        raise KmsError(f"{kms_type} needs a kms key id, got {kms_key_id!r}")
+    return path
 
 
 def find_driver(kms_type: str, extra: Iterable[KmsDriver] = ()) -> KmsDriver:

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from contracts.errors import ContractError
 from contracts.model import RuleMode
 from contracts.registry.dek import DekRegistry
 from executors.encrypt.envelope import split_version, with_version
@@ -50,9 +49,6 @@ class EncryptPayloadExecutor:
         return f"EncryptPayloadExecutor(kms_drivers={[d.kms_type for d in self.kms_drivers]})"
 
     def compile(self, ctx: RuleContext) -> Step:
-        if ctx.schema_format.schema_type == "PROTOBUF":
-            # The reference keeps a Protobuf frame's message indexes in clear; here they open the body.
-            raise ContractError("ENCRYPT_PAYLOAD on PROTOBUF records is not supported yet", position="type")
         keys = compile_keys(ctx, self.type, self.kms_drivers, self.clock)
         batch = PayloadBatch(
             keys.spec,

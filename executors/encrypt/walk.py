@@ -1,6 +1,7 @@
 """The ENCRYPT field walk: the reference's Avro walk over records, applying a function to each
 tagged leaf, with fields and tags resolved once by the CEL_FIELD tree (executors/cel_field/schema.py);
-on JSON Schema records, the reference's JSON walk (executors/cel_field/json_walk.py).
+on JSON Schema records, the reference's JSON walk (executors/cel_field/json_walk.py); on Protobuf
+records, its Protobuf walk (executors/cel_field/protobuf_walk.py).
 
 Records are walked field by field (a copy, so a failed record stays as it was), arrays item by
 item, maps value by value, unions by the first branch that validates the value. A leaf is
@@ -14,11 +15,14 @@ from typing import Any
 
 from contracts.errors import ContractError
 from contracts.formats.json_schema import JsonSchema
+from contracts.registry.protobuf_schema import ProtoSchema
 from executors.cel_field.json_walk import JsonField, JsonFieldWalk
+from executors.cel_field.protobuf_walk import ProtobufFieldWalk, ProtoField
 from executors.cel_field.schema import Array, Field, Leaf, Map, Node, Record, Union, schema_tree
 
 LeafTransform = Callable[[Leaf, Any, Any], Any]
-"""(the leaf, the field holding it: a Field or a JsonField, both with `full_name`), value -> value."""
+"""(the leaf, the field holding it: a Field, JsonField or ProtoField, each with `full_name`), value
+-> value."""
 
 
 class FieldWalk:
@@ -58,21 +62,24 @@ class FieldWalk:
 
 
 def walkable(schema: Any) -> bool:
-    """Whether `field_walk` walks records of this parsed schema (Avro or JSON Schema)."""
-    return isinstance(schema, JsonSchema | str | list | dict)
+    """Whether `field_walk` walks records of this parsed schema (Avro, JSON Schema or Protobuf)."""
+    return isinstance(schema, JsonSchema | ProtoSchema | str | list | dict)
 
 
 def field_walk(
     schema: Any, metadata_tags: Mapping[str, tuple[str, ...]], tags: frozenset[str], transform: LeafTransform
 ) -> Callable[[Any], Any]:
     """The walk of records of `schema` applying `transform` to each leaf `tags` select (none: every
-    leaf): a JSON Schema's by the reference's JSON walk, an Avro schema's by FieldWalk."""
+    leaf): a JSON Schema's by the reference's JSON walk, a Protobuf schema's by its Protobuf walk,
+    an Avro schema's by FieldWalk."""
+
+    def visit(field: JsonField | ProtoField, value: Any) -> Any:
+        return transform(Leaf(field.type_name, None), field, value)
+
     if isinstance(schema, JsonSchema):
-
-        def visit(field: JsonField, value: Any) -> Any:
-            return transform(Leaf(field.type_name, None), field, value)
-
         return JsonFieldWalk(schema.document, metadata_tags, tags, visit)
+    if isinstance(schema, ProtoSchema):
+        return ProtobufFieldWalk(schema, metadata_tags, tags, visit)
     if not walkable(schema):
         raise ContractError(f"no field walk for records of a {type(schema).__name__}", position="type")
     return FieldWalk(schema_tree(schema, metadata_tags), tags, transform)

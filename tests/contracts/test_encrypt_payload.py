@@ -361,16 +361,3 @@ def test_no_key_material_in_plans_or_reprs(spark: Any, written: Any) -> None:
     for text in shown:
         assert text
         _assert_clean(text, secrets)
-
-
-def test_protobuf_payloads_are_refused_at_load() -> None:
-    """The reference keeps a Protobuf frame's message indexes in clear, before the payload; this
-    engine's Protobuf body holds them, so the two would not read each other's frames."""
-    from contracts import ContractError
-
-    payload = _payload()
-    payload.update(schemaType="PROTOBUF", schema='syntax = "proto3"; message Person { string name = 1; }')
-    registry = LocalRegistry()
-    assert registry.register_schema(SUBJECT, Schema.from_dict(payload)) == 1
-    with pytest.raises(ContractError, match="ENCRYPT_PAYLOAD on PROTOBUF records is not supported yet"):
-        DataContract(registry, SUBJECT, rule_config={"secret": SECRET})

@@ -392,18 +392,6 @@ def test_cel_conditions_judge_records_as_the_reference_judges_messages(expr: str
         assert program.condition({"message": _runtime.to_cel(record)}).passed == expected, order["id"]
 
 
-@pytest.mark.parametrize("rule_type", ["CEL_FIELD", "ENCRYPT"])
-def test_field_rules_on_protobuf_records_are_refused_at_load(rule_type: str, tmp_path: Path) -> None:
-    from contracts.errors import ContractError
-
-    masked = {"name": "mask", "kind": "TRANSFORM", "type": rule_type, "mode": "WRITE", "expr": "'x'"}
-    with pytest.raises(
-        ContractError, match=f"{rule_type} rules on PROTOBUF records are not supported yet"
-    ) as refused:
-        contract(tmp_path, [masked])
-    assert refused.value.rule == "mask" and refused.value.version == 1
-
-
 def test_a_schema_without_a_spark_type_fails_at_load_naming_subject_and_version() -> None:
     from contracts.errors import ContractError
 

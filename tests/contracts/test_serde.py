@@ -426,3 +426,21 @@ def test_a_nullable_value_holding_a_union_of_several_branches_serializes_back(
     decoded = contract.deserialize(df).orderBy("i")
     again = [bytes(row.value)[5:] for row in contract.serialize(decoded).orderBy("i").collect()]
     assert again == bodies
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b"\x01", "the body ends early (cannot read double)"),
+        (b"\x00" * 8 + b"\x04a", "the body ends early (Expected 2 bytes, read 1)"),
+    ],
+)
+def test_a_body_that_ends_early_has_the_same_reason_in_every_process(body: bytes, reason: str) -> None:
+    """fastavro names its buffer by address when a fixed-size value is cut; the reason leaves it out."""
+    from contracts.formats.avro.format import AvroFormat
+
+    schema_format = AvroFormat()
+    schema = _record([{"name": "score", "type": "double"}, {"name": "name", "type": "string"}])
+    with pytest.raises(EOFError) as raised:
+        schema_format.decode(body, schema_format.parse(json.dumps(schema), []), None)
+    assert str(raised.value) == reason

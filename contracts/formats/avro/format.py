@@ -4,6 +4,7 @@ Arrow conversions and JSON view are this package's (types, values, json_view, si
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 _SIZE_CHECKS: BoundedCache[int, tuple[AvroSchema, Callable[[bytes], None] | None]] = BoundedCache(256)
 """Per process: each writer schema's declared-size check (keyed by id, holding the schema)."""
+_BUFFER_REPR = re.compile(r"\s*from <_io\.BytesIO object at 0x[0-9a-fA-F]+>")
 
 
 class AvroFormat:
@@ -76,7 +78,10 @@ class AvroFormat:
         check = _size_check(writer)
         if check is not None:
             check(body)
-        return schemaless_reader(io.BytesIO(body), writer, reader, return_named_type=tagged)
+        try:
+            return schemaless_reader(io.BytesIO(body), writer, reader, return_named_type=tagged)
+        except EOFError as e:
+            raise EOFError(_ended_early(e)) from None
 
     def encode(self, record: Any, parsed: AvroSchema) -> bytes:
         body = io.BytesIO()
@@ -92,3 +97,10 @@ def _size_check(schema: AvroSchema) -> Callable[[bytes], None] | None:
     if hit is not None and hit[0] is schema:
         return hit[1]
     return _SIZE_CHECKS.put(id(schema), (schema, size_check(schema)))[1]
+
+
+def _ended_early(error: EOFError) -> str:
+    """fastavro's message for a body that ends before its schema does, without the buffer's repr
+    (its address changes from run to run, and DLQ reasons must not)."""
+    said = _BUFFER_REPR.sub("", str(error)).strip()
+    return f"the body ends early ({said})" if said else "the body ends early"
