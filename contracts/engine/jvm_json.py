@@ -2,16 +2,15 @@
 are provably the Python decoder's (docs/semantics.md §8.11).
 
 The frames whose V0 id or V1 GUID names the target version (no schema id header, no READ encoding
-rules, a schema whose keywords `json_schema.native` compiles) are left undecoded by the Python
-decode pass and parsed by `from_json` with the target's Spark type right after it, in one scan;
-every other frame is decoded by that pass. A row is trusted when its body is, byte for byte, the compact JSON
-`to_json` writes of the parsed record, and the compiled keywords find it valid: the body is then
-that record's JSON text, which `json.loads` reads as the same values (no unknown or duplicate
-property, no number read as a string, no 1.0 or oversized integer read as a long, no other
-top-level value, valid UTF-8, no trailing text), so `jsonschema` finds it valid too. Every other
-row (another layout of the same JSON included) is decoded by the Python decoder in an Arrow UDF,
-whose record or reason decides, so the records, the decode policy and the DLQ reasons are the
-Python path's.
+rules, a schema whose keywords `json_schema.native` compiles) are parsed by `from_json` with the
+target's Spark type, in the same scan as the Python decode pass. A row is trusted when its body
+is, byte for byte, the compact JSON `to_json` writes of the parsed record, and the compiled
+keywords find it valid: the body is then that record's JSON text, which `json.loads` reads as the
+same values (no unknown or duplicate property, no number read as a string, no 1.0 or oversized
+integer read as a long, no other top-level value, valid UTF-8, no trailing text), so `jsonschema`
+finds it valid too. The Python pass skips the trusted rows, which keep `from_json`'s record, and
+decodes every other one (another layout of the same JSON included) as on the Python path, so the
+records, the decode policy, the DLQ records and the errors are that path's.
 
 SPARK_CONTRACTS_JSON_PATH (env var on the driver) chooses per call: "python" (default) the Python
 pass alone; "auto" and "jvm" this path where the schema allows it (`from_json` is always there).
@@ -25,28 +24,22 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
 from contracts.engine import serde
-from contracts.engine.frame import RECORD, STATUS
+from contracts.engine.frame import RECORD
 from contracts.engine.routing import Router
-from contracts.errors import ContractError, SerializationError
-from contracts.formats.avro import arrow_schema
+from contracts.errors import ContractError
 from contracts.formats.json_schema import native
 from contracts.formats.wire import encode_prefix
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import StructType
 
 PATH_ENV = "SPARK_CONTRACTS_JSON_PATH"
 PATHS = ("auto", "jvm", "python")
 _MAX_LENGTH = 2**31 - 1
 _PERMISSIVE = {"mode": "PERMISSIVE"}
-_JVM_ROW = "__contract_json_jvm"
 _PARSED = "__contract_json_parsed"
 _TRUSTED = "__contract_json_trusted"
-_PYTHON = "__contract_json_python"
 
 
 def chosen_path() -> str:
@@ -80,10 +73,9 @@ class JsonJvmDecode:
         return cls(tuple(prefixes), StructType.fromJson(json.loads(decoder.target_type_json)))
 
     def decode(self, df: DataFrame, decoder: serde.Decoder, router: Router, keep_value: bool) -> DataFrame:
-        """`serde.decode`'s result in one scan of `df`: the Python pass decodes every frame but the
-        target's, which it leaves for `from_json` right after it. A row `from_json` cannot be
-        trusted on takes the Python decoder's record, or its failure with the policy's status
-        (routed, under DLQ, after the rules)."""
+        """`serde.decode`'s result in one scan of `df`: `from_json` reads the target's frames before
+        the Python pass, which decodes every frame but the ones whose parsed record is trusted
+        (those keep `from_json`'s record), so every other row is the Python path's own."""
         from pyspark.sql import functions as F
 
         value = F.col(f"`{decoder.value_column}`")
@@ -96,28 +88,15 @@ class JsonJvmDecode:
             )
             by_jvm = by_jvm & ~F.coalesce(named, F.lit(False))
         by_jvm = F.coalesce(by_jvm & value.isNotNull(), F.lit(False))
-        out = serde.decode(df.withColumn(_JVM_ROW, by_jvm), decoder, router, keep_value=True, skip=_JVM_ROW)
-        jvm_row = F.col(_JVM_ROW)
         body = F.when(F.substring(value, 1, 1) == F.lit(b"\x00"), F.substring(value, 6, _MAX_LENGTH))
         text = body.otherwise(F.substring(value, 18, _MAX_LENGTH)).cast("string")
-        out = out.withColumn(_PARSED, F.when(jvm_row, F.from_json(text, self.spark_type, _PERMISSIVE)))
+        staged = df.withColumn(_PARSED, F.when(by_jvm, F.from_json(text, self.spark_type, _PERMISSIVE)))
         parsed = F.col(_PARSED)
         trusted = (F.to_json(parsed) == text) & native.surely_valid(parsed, decoder.target_schema)
-        out = out.withColumn(_TRUSTED, jvm_row & F.coalesce(trusted, F.lit(False)))
-        where = [F.col(name) for name in ("topic", "partition", "offset") if name in out.columns]
-        rows = F.struct(value.alias(decoder.value_column), *where)
-        by_python = _python_udf(decoder, self.spark_type)(F.when(jvm_row & ~F.col(_TRUSTED), rows))
-        out = out.withColumn(_PYTHON, by_python)
-        reason = F.col(_PYTHON).getField("reason")
-        record = F.when(F.col(_TRUSTED), parsed).otherwise(F.col(_PYTHON).getField("record"))
-        unreadable = serde.unreadable_status(decoder, df.columns)
-        out = out.withColumns(
-            {
-                RECORD: F.when(jvm_row, record).otherwise(F.col(RECORD)),
-                STATUS: F.when(reason.isNotNull(), unreadable(reason)).otherwise(F.col(STATUS)),
-            }
-        )
-        temporary = [_JVM_ROW, _PARSED, _TRUSTED, _PYTHON]
+        staged = staged.withColumn(_TRUSTED, by_jvm & F.coalesce(trusted, F.lit(False)))
+        out = serde.decode(staged, decoder, router, keep_value=True, skip=_TRUSTED)
+        out = out.withColumn(RECORD, F.when(F.col(_TRUSTED), parsed).otherwise(F.col(RECORD)))
+        temporary = [_PARSED, _TRUSTED]
         return out.drop(*temporary) if keep_value else out.drop(*temporary, decoder.value_column)
 
 
@@ -145,38 +124,3 @@ def _uuid(guid: str) -> Any:
     import uuid
 
     return uuid.UUID(guid)
-
-
-def _python_udf(decoder: serde.Decoder, spark_type: StructType) -> Any:
-    """An Arrow UDF over rows (a struct of the frame and the Kafka columns naming where it is; null
-    for the trusted ones): the Python decoder's record of each, or why it cannot read it. Under
-    ERROR the first unreadable one fails the job, with the Python path's message."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StringType, StructField, StructType
-
-    returned = StructType(
-        [StructField("record", spark_type, True), StructField("reason", StringType(), True)]
-    )
-    record_type = arrow_schema(returned).field("record").type
-
-    def decoded(rows: pa.Array) -> pa.Array:
-        batch = pa.RecordBatch.from_struct_array(rows)
-        frames = batch.column(decoder.value_column).to_pylist()
-        chosen = rows.is_valid().to_pylist()
-        records: list[Any] = [None] * len(frames)
-        reasons: list[str | None] = [None] * len(frames)
-        for i, frame in enumerate(frames):
-            if not chosen[i] or frame is None:
-                continue
-            try:
-                _, records[i] = serde.read_frame(decoder, frame, None)
-            except SerializationError as e:
-                reasons[i] = str(serde.undecodable_status(decoder, batch, i, e)["reason"])
-        schema_format = decoder.schema_format
-        record_column = schema_format.to_struct(records, decoder.target_schema, record_type)
-        reason_column = pa.array(reasons, pa.string())
-        return pa.StructArray.from_arrays([record_column, reason_column], ["record", "reason"])
-
-    # Nondeterministic only to the optimizer: `from_json` is then not inlined into its argument
-    # and evaluated twice.
-    return F.arrow_udf(decoded, returned).asNondeterministic()
