@@ -17,7 +17,7 @@ from actions.dlq.sink import DlqSink, RunScopedSink, is_run_id
 from actions.protocol import Action, ActionContext, ActionPlan, Effect
 from contracts import keys
 from contracts.codes import VERSION_NOT_FOUND
-from contracts.engine import jvm_avro, runner, serde
+from contracts.engine import jvm_avro, jvm_json, runner, serde
 from contracts.engine.counts import Gatherer
 from contracts.engine.frame import ORIGINAL, RECORD, STATUS, refuse_reserved_columns
 from contracts.engine.native_migration import NativeMigration, native_migration
@@ -442,9 +442,14 @@ class DataContract:
         run = self._start_run(df, run_id)
         # Decode failures and Python migrations are routed inside the decode pass itself; the
         # frames travel on only when a later rule may send a row's bytes to a DLQ topic.
-        # Frames from_avro reads (jvm_avro) are routed after the rules, as natively migrated rows.
-        jvm = jvm_avro.JvmDecode.plan(decoder, df.sparkSession)
-        may_be_unreadable = jvm is not None or any(n.may_be_unreadable for n in natives.values())
+        # Frames from_avro or from_json reads (jvm_avro, jvm_json) are routed after the rules, as
+        # natively migrated rows.
+        jvm = jvm_avro.JvmDecode.plan(decoder, df.sparkSession) or jvm_json.JsonJvmDecode.plan(
+            decoder, df.sparkSession
+        )
+        # jvm_json leaves every row it cannot trust to the Python pass, which routes it there.
+        from_avro = isinstance(jvm, jvm_avro.JvmDecode)
+        may_be_unreadable = from_avro or any(n.may_be_unreadable for n in natives.values())
         unreadable_dlq = policy.action == "DLQ" and may_be_unreadable
         later_rejects = unreadable_dlq or any(p.can_reject for p in (plan, *natives.values()))
         router = Router(run.sink, run.run_id, layout, stage="decode")
