@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import importlib
+import io
 import json
 import sys
 import types
@@ -322,3 +323,21 @@ def test_frames_of_a_version_without_the_message_are_undecodable(spark: Any, tmp
     reason = (dict(undecodable.headers)["__rule.exception"] or b"").decode()
     assert undecodable.key == b"old"
     assert "cannot read version 1's records as version 2's: the Protobuf schema declares no message" in reason
+
+
+COMMANDS = [["apply", "--mode", "READ", "--format", "avro-parquet", "--input", "in"], ["dlq", "replay", "t"]]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_the_cli_passes_protobuf_message_to_the_contract(tmp_path: Path, command: list[str]) -> None:
+    """The contract is built before any job runs, so the message it was given shows in its error."""
+    from contracts.cli.main import run
+
+    registry = tmp_path / "registry"
+    LocalRegistry(registry).register_schema(SUBJECT, Schema.from_dict(payload()))
+    err = io.StringIO()
+    chosen = ["--protobuf-message", "shop.Inner"]
+    places = ["--output", str(tmp_path / "out"), "--dlq-dir", str(tmp_path)]
+    argv = [*command, "--registry", str(registry), "--subject", SUBJECT, *chosen, *places]
+    assert run(argv, spark=object(), stderr=err) == 1, err.getvalue()
+    assert f"declares no message 'shop.Inner'; its messages are {MESSAGES}" in err.getvalue()
