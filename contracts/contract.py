@@ -90,6 +90,8 @@ class _ContractPlanner:
     # registry holding the DEKs (the contract's own, also when a replay wraps `registry`).
     rule_config: RuleConfig = field(default_factory=RuleConfig)
     keys: Registry | None = field(default=None, repr=False)
+    protobuf_message: str | None = None
+    """The Protobuf record message every version is read with (None: each file's first)."""
 
     def resolve_action(self, name: str, ctx: ActionContext) -> ActionPlan:
         action = self.actions.find(name)
@@ -135,7 +137,8 @@ class _ContractPlanner:
     def load(self, version: int) -> loader.ContractVersion:
         if version == self.target.version:
             return self.target
-        return loader.load_version(self.registry, self.registry.get_version(self.subject, version))
+        registered = self.registry.get_version(self.subject, version)
+        return loader.load_version(self.registry, registered, self.protobuf_message)
 
     def writer(self, registered: RegisteredSchema) -> WriterVersion:
         """A writer version with its migration plans to the target (docs/semantics.md §6)."""
@@ -150,6 +153,13 @@ class _ContractPlanner:
             # A deleted version in between fails only the records whose migration crosses it.
             failure = f"cannot migrate from version {writer} to {target}: {e}"
             loaded = self.load(writer)
+            return WriterVersion(writer, loaded.avro_schema, loaded.format, failure=failure)
+        except ContractError as e:
+            if e.position != "protobuf_message":
+                raise
+            # A version without the chosen message fails only the records whose migration crosses it.
+            failure = f"cannot read version {writer}'s records as version {target}'s: {e}"
+            loaded = loader.load_version(self.registry, registered)  # its first message: never decoded
             return WriterVersion(writer, loaded.avro_schema, loaded.format, failure=failure)
         plans = migration.migration_plans(versions, writer, target, self.executors, self.resolve_action)
         native = native_migration(versions, writer, target, self.executors, self.resolve_action)
@@ -183,6 +193,9 @@ class DataContract:
     twice), `collect_metrics=False` skips them (both are then None), which also spares evaluating a
     rule whose outcome changes no row (onFailure NONE). `rule_config` is passed to every executor, as
     the reference's `rule_conf` (e.g. the local KMS's `secret`); its values never print.
+    `protobuf_message` chooses a Protobuf contract's record by its message's full name
+    (`acme.Refund`, a nested `acme.Outer.Inner`) in every version, where the schema declares
+    several, as Confluent's clients are given the message class; by default the file's first.
     """
 
     def __init__(
@@ -196,6 +209,7 @@ class DataContract:
         dlq_sink: DlqSink | None = None,
         collect_metrics: CollectMetrics = True,
         rule_config: Mapping[str, str] | None = None,
+        protobuf_message: str | None = None,
     ) -> None:
         if collect_metrics not in (True, False, "observe"):
             raise ContractError(
@@ -205,7 +219,7 @@ class DataContract:
         self.collect_metrics = collect_metrics
         self.subject = subject
         registered = loader.resolve(registry, subject, version, use_latest_with_metadata)
-        self.target = loader.load_version(registry, registered)
+        self.target = loader.load_version(registry, registered, protobuf_message)
         self._compiler = _ContractPlanner(
             registry,
             subject,
@@ -214,6 +228,7 @@ class DataContract:
             with_overrides(load_group(ACTION_GROUP, attrgetter("name")), actions),
             RuleConfig(rule_config),
             registry,
+            protobuf_message,
         )
         self._dlq_sink = dlq_sink
         self._run_id: str | None = None
@@ -646,7 +661,8 @@ class DataContract:
         registry = RuleSkippingRegistry(self.registry, rule)
         variant = copy.copy(self)
         variant.registry = registry
-        variant.target = loader.load_version(registry, registry.get_version(self.subject, self.version))
+        registered = registry.get_version(self.subject, self.version)
+        variant.target = loader.load_version(registry, registered, self._compiler.protobuf_message)
         variant._compiler = dataclasses.replace(self._compiler, registry=registry, target=variant.target)
         variant._resolved = {}
         variant._plans = {mode: variant._compiler.plan(mode) for mode in (RuleMode.WRITE, RuleMode.READ)}
