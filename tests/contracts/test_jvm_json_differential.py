@@ -6,16 +6,15 @@ frames."""
 from __future__ import annotations
 
 import contextlib
-import io
 import json
-import os
 import re
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import decode_paths
 import pytest
+from decode_paths import ROWS, SUBJECT, path_chosen, plan_names
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_profiles import examples
@@ -27,9 +26,26 @@ from contracts.engine import jvm_json
 from contracts.formats.json_schema import native, parse_json_schema
 from contracts.formats.wire import VALUE_SCHEMA_ID_HEADER, encode_frame, encode_prefix
 
-SUBJECT = "orders-value"
-ROWS = "key binary, value binary, topic string, partition int, offset long"
 ROWS_WITH_HEADERS = f"{ROWS}, headers array<struct<key: string, value: binary>>"
+
+
+def json_path(path: str) -> contextlib.AbstractContextManager[None]:
+    """SPARK_CONTRACTS_JSON_PATH set to `path` for the calls made inside."""
+    return path_chosen(jvm_json.PATH_ENV, path)
+
+
+def reads_with_from_json(df: Any) -> bool:
+    """Whether the query parses with `from_json`."""
+    return plan_names(df, "from_json")
+
+
+def both_paths(
+    spark: Any, tmp: Path, registry: LocalRegistry, rows: list[tuple[Any, ...]], *args: Any, **kw: Any
+) -> Any:
+    """`decode_paths.both_paths` for this decoder's variable and function."""
+    return decode_paths.both_paths(spark, tmp, registry, rows, jvm_json.PATH_ENV, "from_json", *args, **kw)
+
+
 ORDER: dict[str, Any] = {
     "$schema": "http://json-schema.org/draft-07/schema#",
     "title": "Order",
@@ -71,51 +87,6 @@ GOOD = {
     "lines": [1, None, 3],
     "address": {"city": "Oslo", "zip": 150},
 }
-
-
-@contextlib.contextmanager
-def json_path(path: str) -> Iterator[None]:
-    """SPARK_CONTRACTS_JSON_PATH set to `path` for the calls made inside."""
-    before = os.environ.get(jvm_json.PATH_ENV)
-    os.environ[jvm_json.PATH_ENV] = path
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ[jvm_json.PATH_ENV]
-        else:
-            os.environ[jvm_json.PATH_ENV] = before
-
-
-def reads_with_from_json(df: Any) -> bool:
-    """Whether the query parses with `from_json` (its analyzed plan names it)."""
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        df.explain(True)
-    return "from_json" in out.getvalue()
-
-
-def both_paths(
-    spark: Any, tmp: Path, registry: LocalRegistry, rows: list[tuple[Any, ...]], schema: str = ROWS
-) -> dict[str, tuple[list[str], list[Any], bool]]:
-    """deserialize(DLQ policy) on each path: its rows, its DLQ records, whether from_json ran."""
-    out = {}
-    for path in ("python", "jvm"):
-        sink = LocalTopicSink(tmp / path)
-        with json_path(path):
-            contract = DataContract(registry, SUBJECT, dlq_sink=sink)
-            decoded = contract.deserialize(
-                spark.createDataFrame(rows, schema), on_decode_error="DLQ", decode_dlq_topic="bad"
-            )
-            jvm = reads_with_from_json(decoded)
-            try:
-                got = sorted(repr(row.asDict(recursive=True)) for row in decoded.collect())
-            except Exception as e:  # the job failed: both paths must fail it alike
-                got = re.findall(r"\w+Error: [^\n]*", str(e))[-1:] or [type(e).__name__]
-        records = sink.read("bad") if sink.topics() else []
-        dlq = sorted(((r.key, r.value, tuple(r.headers)) for r in records), key=repr)
-        out[path] = (got, dlq, jvm)
-    return out
 
 
 def compact(record: Any, schema: dict[str, Any]) -> bytes:
