@@ -17,7 +17,7 @@ from actions.dlq.sink import DlqSink, RunScopedSink, is_run_id
 from actions.protocol import Action, ActionContext, ActionPlan, Effect
 from contracts import keys
 from contracts.codes import VERSION_NOT_FOUND
-from contracts.engine import jvm_avro, runner, serde
+from contracts.engine import jvm_avro, jvm_json, runner, serde
 from contracts.engine.counts import Gatherer
 from contracts.engine.frame import ORIGINAL, RECORD, STATUS, refuse_reserved_columns
 from contracts.engine.native_migration import NativeMigration, native_migration
@@ -90,6 +90,8 @@ class _ContractPlanner:
     # registry holding the DEKs (the contract's own, also when a replay wraps `registry`).
     rule_config: RuleConfig = field(default_factory=RuleConfig)
     keys: Registry | None = field(default=None, repr=False)
+    protobuf_message: str | None = None
+    """The Protobuf record message every version is read with (None: each file's first)."""
 
     def resolve_action(self, name: str, ctx: ActionContext) -> ActionPlan:
         action = self.actions.find(name)
@@ -135,7 +137,8 @@ class _ContractPlanner:
     def load(self, version: int) -> loader.ContractVersion:
         if version == self.target.version:
             return self.target
-        return loader.load_version(self.registry, self.registry.get_version(self.subject, version))
+        registered = self.registry.get_version(self.subject, version)
+        return loader.load_version(self.registry, registered, self.protobuf_message)
 
     def writer(self, registered: RegisteredSchema) -> WriterVersion:
         """A writer version with its migration plans to the target (docs/semantics.md §6)."""
@@ -150,6 +153,13 @@ class _ContractPlanner:
             # A deleted version in between fails only the records whose migration crosses it.
             failure = f"cannot migrate from version {writer} to {target}: {e}"
             loaded = self.load(writer)
+            return WriterVersion(writer, loaded.avro_schema, loaded.format, failure=failure)
+        except ContractError as e:
+            if e.position != "protobuf_message":
+                raise
+            # A version without the chosen message fails only the records whose migration crosses it.
+            failure = f"cannot read version {writer}'s records as version {target}'s: {e}"
+            loaded = loader.load_version(self.registry, registered)  # its first message: never decoded
             return WriterVersion(writer, loaded.avro_schema, loaded.format, failure=failure)
         plans = migration.migration_plans(versions, writer, target, self.executors, self.resolve_action)
         native = native_migration(versions, writer, target, self.executors, self.resolve_action)
@@ -183,6 +193,9 @@ class DataContract:
     twice), `collect_metrics=False` skips them (both are then None), which also spares evaluating a
     rule whose outcome changes no row (onFailure NONE). `rule_config` is passed to every executor, as
     the reference's `rule_conf` (e.g. the local KMS's `secret`); its values never print.
+    `protobuf_message` chooses a Protobuf contract's record by its message's full name
+    (`acme.Refund`, a nested `acme.Outer.Inner`) in every version, where the schema declares
+    several, as Confluent's clients are given the message class; by default the file's first.
     """
 
     def __init__(
@@ -196,6 +209,7 @@ class DataContract:
         dlq_sink: DlqSink | None = None,
         collect_metrics: CollectMetrics = True,
         rule_config: Mapping[str, str] | None = None,
+        protobuf_message: str | None = None,
     ) -> None:
         if collect_metrics not in (True, False, "observe"):
             raise ContractError(
@@ -205,7 +219,7 @@ class DataContract:
         self.collect_metrics = collect_metrics
         self.subject = subject
         registered = loader.resolve(registry, subject, version, use_latest_with_metadata)
-        self.target = loader.load_version(registry, registered)
+        self.target = loader.load_version(registry, registered, protobuf_message)
         self._compiler = _ContractPlanner(
             registry,
             subject,
@@ -214,6 +228,7 @@ class DataContract:
             with_overrides(load_group(ACTION_GROUP, attrgetter("name")), actions),
             RuleConfig(rule_config),
             registry,
+            protobuf_message,
         )
         self._dlq_sink = dlq_sink
         self._run_id: str | None = None
@@ -442,9 +457,14 @@ class DataContract:
         run = self._start_run(df, run_id)
         # Decode failures and Python migrations are routed inside the decode pass itself; the
         # frames travel on only when a later rule may send a row's bytes to a DLQ topic.
-        # Frames from_avro reads (jvm_avro) are routed after the rules, as natively migrated rows.
-        jvm = jvm_avro.JvmDecode.plan(decoder, df.sparkSession)
-        may_be_unreadable = jvm is not None or any(n.may_be_unreadable for n in natives.values())
+        # Frames from_avro or from_json reads (jvm_avro, jvm_json) are routed after the rules, as
+        # natively migrated rows.
+        jvm = jvm_avro.JvmDecode.plan(decoder, df.sparkSession) or jvm_json.JsonJvmDecode.plan(
+            decoder, df.sparkSession
+        )
+        # jvm_json leaves every row it cannot trust to the Python pass, which routes it there.
+        from_avro = isinstance(jvm, jvm_avro.JvmDecode)
+        may_be_unreadable = from_avro or any(n.may_be_unreadable for n in natives.values())
         unreadable_dlq = policy.action == "DLQ" and may_be_unreadable
         later_rejects = unreadable_dlq or any(p.can_reject for p in (plan, *natives.values()))
         router = Router(run.sink, run.run_id, layout, stage="decode")
@@ -641,7 +661,8 @@ class DataContract:
         registry = RuleSkippingRegistry(self.registry, rule)
         variant = copy.copy(self)
         variant.registry = registry
-        variant.target = loader.load_version(registry, registry.get_version(self.subject, self.version))
+        registered = registry.get_version(self.subject, self.version)
+        variant.target = loader.load_version(registry, registered, self._compiler.protobuf_message)
         variant._compiler = dataclasses.replace(self._compiler, registry=registry, target=variant.target)
         variant._resolved = {}
         variant._plans = {mode: variant._compiler.plan(mode) for mode in (RuleMode.WRITE, RuleMode.READ)}

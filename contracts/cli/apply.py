@@ -100,6 +100,8 @@ class ApplyJob:
     """Passed to the rules' executors, as DataContract(rule_config=…); secrets, so never printed."""
     key_subject: str | None = None
     """Wire-format input only: the subject whose contract (latest version) decodes the `key` column first."""
+    protobuf_message: str | None = None
+    """A Protobuf contract's record message by full name, as DataContract(protobuf_message=…)."""
 
     def __post_init__(self) -> None:
         if self.output is None and not self.dry_run:
@@ -155,7 +157,8 @@ def run_apply(job: ApplyJob, spark: SparkSession, out: TextIO, err: TextIO) -> i
 
 
 def _contract(job: ApplyJob, registry: Registry, subject: str, sink: LocalTopicSink) -> DataContract:
-    """The job's contract on `subject`: its version options apply to the job's own subject only."""
+    """The job's contract on `subject`: its version and message options apply to the job's own
+    subject only."""
     own = subject == job.subject
     return DataContract(
         registry,
@@ -166,6 +169,7 @@ def _contract(job: ApplyJob, registry: Registry, subject: str, sink: LocalTopicS
         actions=job.actions,
         dlq_sink=sink,
         rule_config=job.rule_config,
+        protobuf_message=job.protobuf_message if own else None,
     )
 
 

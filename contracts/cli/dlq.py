@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from actions.dlq.local_topic import LocalTopicSink
 from actions.dlq.sink import is_run_id
+from contracts.cli.message import add_protobuf_message_argument
 from contracts.cli.plugins import add_plugin_arguments, load_plugins
 from contracts.cli.progress import Progress
 from contracts.cli.registry import open_registry
@@ -63,6 +64,7 @@ def add_dlq_command(
     replay.add_argument("--registry", required=True, help="a LocalRegistry directory or a registry URL")
     replay.add_argument("--subject", required=True)
     replay.add_argument("--version", type=int, help="the contract version (default: the latest)")
+    add_protobuf_message_argument(replay)
     replay.add_argument(
         "--apply",
         default="write",
@@ -113,6 +115,7 @@ def _replay(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, e
         actions=plugins.actions,
         dlq_sink=sink,
         rule_config=rule_config,
+        protobuf_message=args.protobuf_message,
     )
     with _Session(args, spark) as session:
         dlq = sink.read_df(session, args.topic)

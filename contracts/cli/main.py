@@ -4,6 +4,7 @@
     spark-contracts lint DIR | --registry URL [--subject S ...]
     spark-contracts apply --registry DIR_OR_URL --subject S [--version N] --mode WRITE|READ
                           --input PATH --format parquet|json|avro-parquet|avro-json --output PATH
+                          [--protobuf-message NAME]
                           [--dlq-dir DIR] [--run-id ID] [--allow-unknown-rule-types]
                           [--executor MODULE:ATTR ...] [--action MODULE:ATTR ...]
                           [--rule-config-file PATH] [--rule-config-env NAME]
@@ -12,6 +13,7 @@
     spark-contracts pull --registry URL DIR [--subject S ...]
     spark-contracts dlq show TOPIC [--dlq-dir DIR] [-n N]
     spark-contracts dlq replay TOPIC --registry DIR_OR_URL --subject S [--version N] --output PATH
+                               [--protobuf-message NAME]
                                [--apply write|deserialize] [--dlq-dir DIR] [--run-id ID]
                                [--executor MODULE:ATTR ...] [--action MODULE:ATTR ...]
                                [--rule-config-file PATH] [--rule-config-env NAME]
@@ -42,6 +44,7 @@ from contracts.cli.apply import DEFAULT_SAMPLE, FORMATS, ApplyJob, RejectLimit, 
 from contracts.cli.dlq import add_dlq_command
 from contracts.cli.errors import UsageError, is_user_error, one_line
 from contracts.cli.lint import lint_directory, lint_registry
+from contracts.cli.message import add_protobuf_message_argument
 from contracts.cli.plugins import add_plugin_arguments, load_plugins
 from contracts.cli.registry import open_registry
 from contracts.cli.rule_config import add_rule_config_arguments, load_rule_config
@@ -170,6 +173,7 @@ def _apply(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, er
             max_rejected=args.max_rejected,
             rule_config=rule_config,
             key_subject=args.key_subject,
+            protobuf_message=args.protobuf_message,
         )
     except ValueError as error:
         raise UsageError(str(error)) from error
@@ -285,6 +289,7 @@ def _parser() -> argparse.ArgumentParser:
         help="wire-format input: decode the `key` column first with this subject's contract (e.g."
         " TOPIC-key), its record as a `key` struct; rows its rules reject go to its DLQ",
     )
+    add_protobuf_message_argument(apply)
     apply.add_argument("--output", help="where the valid rows go (Parquet); required unless --dry-run")
     apply.add_argument("--dlq-dir", default=DEFAULT_DLQ_DIR, help="the local DLQ topics directory")
     apply.add_argument(

@@ -16,9 +16,9 @@ Encoding (`to_avro`) is exact where spark-avro writes the bytes fastavro writes 
 of the schema: records without unions of several branches, enums, fixed, maps or logical types
 whose Python values are converted (checked by `encodable`).
 
-Which path runs is chosen per call: SPARK_CONTRACTS_AVRO_PATH (env var on the driver) "python"
-(default) fastavro alone, "jvm" spark-avro (an error when it is missing), "auto" spark-avro when a
-one-row `from_avro` query succeeds on the session (asked once per session).
+Which path runs is chosen per call: SPARK_CONTRACTS_AVRO_PATH (env var on the driver) "auto"
+(default) spark-avro when a one-row `from_avro` query succeeds on the session (asked once per
+session), "jvm" spark-avro (an error when it is missing), "python" fastavro alone.
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ _types: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictiona
 
 
 def chosen_path() -> str:
-    """The path SPARK_CONTRACTS_AVRO_PATH asks for ("python" when unset)."""
-    path = os.environ.get(PATH_ENV, "python").strip().lower() or "python"
+    """The path SPARK_CONTRACTS_AVRO_PATH asks for ("auto" when unset)."""
+    path = os.environ.get(PATH_ENV, "auto").strip().lower() or "auto"
     if path not in PATHS:
         raise ContractError(f"{PATH_ENV} must be one of {', '.join(PATHS)}, not {path!r}")
     return path

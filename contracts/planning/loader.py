@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from contracts import formats
 from contracts.errors import ContractError, RegistryError
+from contracts.formats.protobuf import ProtobufFormat
 from contracts.formats.protocol import Reference, SchemaFormat
 from contracts.model import RegisteredSchema, Rule, RuleMode, Schema
 from contracts.plugins import PluginRegistry
@@ -65,12 +66,15 @@ def resolve(
     return registry.get_latest_version(subject)
 
 
-def load_version(registry: Registry, registered: RegisteredSchema) -> ContractVersion:
-    """Parse a registered version (with its references) with the format of its schema type."""
+def load_version(
+    registry: Registry, registered: RegisteredSchema, protobuf_message: str | None = None
+) -> ContractVersion:
+    """Parse a registered version (with its references) with the format of its schema type; a
+    Protobuf schema's record is the message `protobuf_message` names (default: the file's first)."""
     schema = registered.schema
     where = {"subject": registered.subject, "version": registered.version}
     try:
-        schema_format = formats.get(schema.schema_type)
+        schema_format = _format(schema.schema_type, protobuf_message)
         named = tuple(_referenced_schemas(registry, schema))
     except ContractError as e:
         raise e.at(**where) from e.__cause__
@@ -94,6 +98,20 @@ def load_version(registry: Registry, registered: RegisteredSchema) -> ContractVe
         format=schema_format,
         guid=registered.guid,
     )
+
+
+def _format(schema_type: str, protobuf_message: str | None) -> SchemaFormat:
+    """The format of `schema_type`, choosing the Protobuf record message when one is named."""
+    schema_format = formats.get(schema_type)
+    if protobuf_message is None:
+        return schema_format
+    if not isinstance(schema_format, ProtobufFormat):
+        raise ContractError(
+            f"protobuf_message chooses the record among a Protobuf schema's messages, and this"
+            f" schema is {schema_type.upper()}",
+            position="protobuf_message",
+        )
+    return ProtobufFormat(protobuf_message)
 
 
 def _referenced_schemas(

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -21,7 +21,7 @@ from contracts.errors import ContractError
 
 if TYPE_CHECKING:
     from google.protobuf.descriptor import Descriptor
-    from google.protobuf.descriptor_pb2 import FileDescriptorProto
+    from google.protobuf.descriptor_pb2 import DescriptorProto, FileDescriptorProto
     from google.protobuf.descriptor_pool import DescriptorPool
 
 MAIN_FILE = "default.proto"
@@ -49,13 +49,15 @@ _MISSING = (
 @dataclass(frozen=True)
 class ProtoSchema:
     """A parsed Protobuf schema: its text, the compiled FileDescriptorSet (the file and every file
-    it imports, dependencies first) and the full name of the record's message (the file's first).
-    Pickles; `pool()` and `message()` give the descriptors, built once per process."""
+    it imports, dependencies first), the full name of the record's message (the file's first
+    unless `choose` picked another) and its message indexes in the file. Pickles; `pool()` and
+    `message()` give the descriptors, built once per process."""
 
     text: str
     descriptor_set: bytes
     file_name: str
     message_name: str
+    message_indexes: tuple[int, ...] = (0,)
 
     def pool(self) -> DescriptorPool:
         return _POOLS.get_or_make(self.descriptor_set, lambda: _build_pool(self.descriptor_set))
@@ -63,6 +65,37 @@ class ProtoSchema:
     def message(self) -> Descriptor:
         """The record's message type."""
         return self.pool().FindMessageTypeByName(self.message_name)
+
+    def messages(self) -> dict[str, tuple[int, ...]]:
+        """Every message the file declares, nested ones too (not the entries protoc makes for map
+        fields), by full name, with the message indexes a frame of it carries, in file order."""
+        from google.protobuf import descriptor_pb2
+
+        main = descriptor_pb2.FileDescriptorSet.FromString(self.descriptor_set).file[-1]
+        found: dict[str, tuple[int, ...]] = {}
+
+        def add(prefix: str, messages: Sequence[DescriptorProto], at: tuple[int, ...]) -> None:
+            for index, message in enumerate(messages):
+                if not message.options.map_entry:
+                    name = f"{prefix}{message.name}"
+                    found[name] = (*at, index)
+                    add(f"{name}.", message.nested_type, (*at, index))
+
+        add(f"{main.package}." if main.package else "", main.message_type, ())
+        return found
+
+    def choose(self, message_name: str) -> ProtoSchema:
+        """This schema with `message_name` (a full name: `acme.Outer.Inner`) as the record's
+        message; ContractError naming the file's messages when it declares no such message."""
+        messages = self.messages()
+        indexes = messages.get(message_name)
+        if indexes is None:
+            raise ContractError(
+                f"the Protobuf schema declares no message {message_name!r}; its messages are"
+                f" {', '.join(messages)}",
+                position="protobuf_message",
+            )
+        return replace(self, message_name=message_name, message_indexes=indexes)
 
     def message_at(self, indexes: Sequence[int]) -> Descriptor:
         """The message a frame's message indexes name: the top-level message at the first index,

@@ -709,7 +709,7 @@ def test_write_scans_the_source_once(sink: LocalTopicSink, spark: Any, tmp_path:
     marks = tmp_path / "reads"
     marks.mkdir()
     source = spark.createDataFrame(ROWS, "id long, name string, email string, age int").repartition(2)
-    counted = source.mapInArrow(_ReadCounter(str(marks)), source.schema)
+    counted = source.mapInArrow(ReadCounter(str(marks)), source.schema)
     rules = [
         rule("positiveAge", "message.age > 0", onFailure="DLQ", params={"dlq.topic": "bad"}),
         _suffix("bang", "!", mode="WRITE"),
@@ -720,7 +720,7 @@ def test_write_scans_the_source_once(sink: LocalTopicSink, spark: Any, tmp_path:
     assert len(list(marks.iterdir())) == 2  # one read per source partition, not one per output
 
 
-class _ReadCounter:
+class ReadCounter:
     """Passes batches through and leaves one marker file per partition it reads."""
 
     def __init__(self, directory: str) -> None:

@@ -7,18 +7,19 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import re
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import decode_paths
 import fastavro
 import pytest
+from decode_paths import ROWS, SUBJECT, path_chosen, plan_names
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis_profiles import examples
+from test_dataframe import ReadCounter
 from test_serde_properties import schemas_with_records
 
 from actions.dlq.local_topic import LocalTopicSink
@@ -27,9 +28,26 @@ from contracts.engine import jvm_avro
 from contracts.formats.avro import parse_schema
 from contracts.formats.wire import VALUE_SCHEMA_ID_HEADER, encode_frame, encode_prefix
 
-SUBJECT = "orders-value"
-ROWS = "key binary, value binary, topic string, partition int, offset long"
 ROWS_WITH_HEADERS = f"{ROWS}, headers array<struct<key: string, value: binary>>"
+
+
+def avro_path(path: str) -> contextlib.AbstractContextManager[None]:
+    """SPARK_CONTRACTS_AVRO_PATH set to `path` for the calls made inside."""
+    return path_chosen(jvm_avro.PATH_ENV, path)
+
+
+def reads_with_from_avro(df: Any) -> bool:
+    """Whether the query decodes with spark-avro."""
+    return plan_names(df, "from_avro")
+
+
+def both_paths(
+    spark: Any, tmp: Path, registry: LocalRegistry, rows: list[tuple[Any, ...]], *args: Any, **kw: Any
+) -> Any:
+    """`decode_paths.both_paths` for this decoder's variable and function."""
+    return decode_paths.both_paths(spark, tmp, registry, rows, jvm_avro.PATH_ENV, "from_avro", *args, **kw)
+
+
 RICH = {
     "type": "record",
     "name": "Order",
@@ -82,58 +100,6 @@ OPTIONAL = {
         {"name": "b", "type": ["null", "string"], "default": None},
     ],
 }
-
-
-@contextlib.contextmanager
-def avro_path(path: str) -> Iterator[None]:
-    """SPARK_CONTRACTS_AVRO_PATH set to `path` for the calls made inside."""
-    before = os.environ.get(jvm_avro.PATH_ENV)
-    os.environ[jvm_avro.PATH_ENV] = path
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ[jvm_avro.PATH_ENV]
-        else:
-            os.environ[jvm_avro.PATH_ENV] = before
-
-
-def reads_with_from_avro(df: Any) -> bool:
-    """Whether the query decodes with spark-avro (its plan names from_avro)."""
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        df.explain(True)  # the analyzed plan: Spark may fold from_avro over local data away
-    return "from_avro" in out.getvalue()
-
-
-def both_paths(
-    spark: Any, tmp: Path, registry: LocalRegistry, rows: list[tuple[Any, ...]], schema: str = ROWS, **kw: Any
-) -> dict[str, tuple[list[str], list[Any], bool]]:
-    """deserialize(DLQ policy) on each path: its rows, its DLQ records, whether from_avro ran."""
-    out = {}
-    for path in ("python", "jvm"):
-        sink = LocalTopicSink(tmp / path)
-        with avro_path(path):
-            contract = DataContract(registry, SUBJECT, dlq_sink=sink, **kw)
-            decoded = contract.deserialize(
-                spark.createDataFrame(rows, schema), on_decode_error="DLQ", decode_dlq_topic="bad"
-            )
-            jvm = reads_with_from_avro(decoded)
-            try:
-                got = sorted(repr(row.asDict(recursive=True)) for row in decoded.collect())
-            except Exception as e:  # the job failed: both paths must fail it alike
-                got = re.findall(r"\w+Error: [^\n]*", str(e))[-1:] or [type(e).__name__]
-        records = sink.read("bad") if sink.topics() else []
-        dlq = sorted(((r.key, r.value, tuple(map(without_address, r.headers))) for r in records), key=repr)
-        out[path] = (got, dlq, jvm)
-    return out
-
-
-def without_address(header: tuple[str, bytes | None]) -> tuple[str, bytes | None]:
-    """A DLQ header with the memory addresses some fastavro errors name (`<_io.BytesIO object at
-    0x7f…>`, different on every run, on either path) left out."""
-    name, value = header
-    return name, None if value is None else re.sub(rb" at 0x[0-9a-f]+", b" at 0x", value)
 
 
 def body(record: dict[str, Any], schema: Any) -> bytes:
@@ -242,6 +208,25 @@ def test_a_row_naming_its_schema_in_a_header_and_records_of_nulls_agree(spark: A
     assert result["jvm"][:2] == result["python"][:2]
     assert len(result["python"][0]) == 3
     assert len(result["python"][1]) == 3
+
+
+def test_the_jvm_decode_reads_its_source_once(spark: Any, tmp_path: Path) -> None:
+    """Frames from_avro decodes and frames left to fastavro (an unknown id) come from one scan."""
+    registry = LocalRegistry()
+    schema_id = registry.register_schema(SUBJECT, Schema(json.dumps(OPTIONAL)))
+    some = body({"a": 7, "b": "x"}, parse_schema(json.dumps(OPTIONAL)))
+    frames = [encode_frame(schema_id, some), encode_frame(999, some)] * 2
+    rows = [(b"k%d" % i, frame, "t", 0, i) for i, frame in enumerate(frames)]
+    marks = tmp_path / "reads"
+    marks.mkdir()
+    source = spark.createDataFrame(rows, ROWS).repartition(2)
+    counted = source.mapInArrow(ReadCounter(str(marks)), source.schema)
+    with avro_path("jvm"):
+        contract = DataContract(registry, SUBJECT, dlq_sink=LocalTopicSink(tmp_path / "dlq"))
+        decoded = contract.deserialize(counted, on_decode_error="DLQ", decode_dlq_topic="bad")
+        assert reads_with_from_avro(decoded)
+        assert decoded.count() == 2
+    assert len(list(marks.iterdir())) == 2  # one read per source partition
 
 
 @pytest.mark.parametrize("frame", ["truncated", "bad utf-8"])

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import base64
 import datetime
-import importlib
-import sys
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
+from protoc_classes import generated_module
 
 from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema, metrics_of
@@ -106,17 +105,7 @@ UPPER = {
 @pytest.fixture(scope="module")
 def order_pb2(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The Python classes protoc generates for ORDER (the reference serializes instances of them)."""
-    from grpc_tools import protoc
-
-    out = tmp_path_factory.mktemp("order_pb2")
-    (out / PROTO_FILE).write_text(ORDER)
-    include = Path(protoc.__file__).parent / "_proto"
-    assert protoc.main(["protoc", f"-I{out}", f"-I{include}", f"--python_out={out}", PROTO_FILE]) == 0
-    sys.path.insert(0, str(out))
-    try:
-        return importlib.import_module(PROTO_FILE.removesuffix(".proto") + "_pb2")
-    finally:
-        sys.path.remove(str(out))
+    return generated_module(tmp_path_factory.mktemp("order_pb2"), PROTO_FILE, ORDER)
 
 
 def payload(rules: list[dict[str, Any]]) -> dict[str, Any]:

@@ -7,19 +7,16 @@ ProtobufDeserializer (classes protoc generates at test time), on Spark DataFrame
 from __future__ import annotations
 
 import base64
-import importlib
 import json
-import sys
-import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 from encrypt_oracle import SECRET, SUBJECT, TOPIC, ReferenceEncryption
+from protoc_classes import generated_module
 
 from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
-from contracts.registry.protobuf_schema import BUNDLED
 
 pytestmark = pytest.mark.spark
 
@@ -73,28 +70,7 @@ ENCRYPT_PARAMS = {
 def person_pb2(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The classes protoc generates for PERSON; their `confluent.meta_pb2` import is the
     reference's bundled module, as an application compiling against Confluent's meta.proto has."""
-    from confluent_kafka.schema_registry.confluent import meta_pb2
-    from grpc_tools import protoc
-
-    out = tmp_path_factory.mktemp("person_pb2")
-    (out / PROTO_FILE).write_text(PERSON)
-    include = Path(protoc.__file__).parent / "_proto"
-    args = ["protoc", f"-I{out}", f"-I{BUNDLED}", f"-I{include}", f"--python_out={out}", PROTO_FILE]
-    assert protoc.main(args) == 0
-    package = types.ModuleType("confluent")
-    package.meta_pb2 = meta_pb2  # type: ignore[attr-defined]
-    saved = {name: sys.modules.get(name) for name in ("confluent", "confluent.meta_pb2")}
-    sys.modules.update({"confluent": package, "confluent.meta_pb2": meta_pb2})
-    sys.path.insert(0, str(out))
-    try:
-        return importlib.import_module(PROTO_FILE.removesuffix(".proto") + "_pb2")
-    finally:
-        sys.path.remove(str(out))
-        for name, module in saved.items():
-            if module is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = module
+    return generated_module(tmp_path_factory.mktemp("person_pb2"), PROTO_FILE, PERSON, confluent_meta=True)
 
 
 def message(pb2: Any, person: dict[str, Any]) -> Any:

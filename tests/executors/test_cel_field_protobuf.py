@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import base64
 import datetime
-import importlib
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
+from protoc_classes import generated_module
 
 from contracts.formats.protobuf import ProtobufFormat, parse_proto
 from contracts.formats.protobuf.values import to_record
@@ -57,17 +55,7 @@ RULES = [
 
 @pytest.fixture(scope="module")
 def shapes_pb2(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from grpc_tools import protoc
-
-    out = tmp_path_factory.mktemp("shapes_pb2")
-    (out / PROTO_FILE).write_text(SHAPES)
-    include = Path(protoc.__file__).parent / "_proto"
-    assert protoc.main(["protoc", f"-I{out}", f"-I{include}", f"--python_out={out}", PROTO_FILE]) == 0
-    sys.path.insert(0, str(out))
-    try:
-        return importlib.import_module(PROTO_FILE.removesuffix(".proto") + "_pb2")
-    finally:
-        sys.path.remove(str(out))
+    return generated_module(tmp_path_factory.mktemp("shapes_pb2"), PROTO_FILE, SHAPES)
 
 
 def messages(pb2: Any) -> list[Any]:

@@ -32,13 +32,20 @@ def protobuf_dlq_value(record: Any, parsed: ProtoSchema) -> bytes:
 
 
 class ProtobufFormat:
-    """The PROTOBUF schema type: `.proto` schemas whose first message is the record."""
+    """The PROTOBUF schema type: `.proto` schemas whose record is the message named `message`
+    (a full name, nested messages too: `acme.Outer.Inner`), by default the file's first."""
 
     schema_type = "PROTOBUF"
 
+    def __init__(self, message: str | None = None) -> None:
+        self.message = message
+
     def parse(self, schema_str: str, references: Sequence[Reference]) -> ProtoSchema:
-        """The `.proto` text compiled with the referenced files, each under its reference's name."""
+        """The `.proto` text compiled with the referenced files, each under its reference's name,
+        its record the chosen message; ContractError naming the file's messages when it lacks it."""
         parsed = parse_proto(schema_str, [(reference.name, reference.schema_str) for reference in references])
+        if self.message is not None:
+            parsed = parsed.choose(self.message)
         struct_type(parsed.message())  # a message without a Spark type fails at load
         return parsed
 
@@ -149,7 +156,7 @@ class ProtobufFormat:
         if descriptor.full_name != writer.message_name:
             raise ValueError(
                 f"the message indexes {indexes} name message {descriptor.full_name}; the contract's"
-                f" records are {writer.message_name} (the schema's first message)"
+                f" records are {writer.message_name} (message indexes {list(writer.message_indexes)})"
             )
         message = GetMessageClass(descriptor)()
         try:
@@ -161,7 +168,8 @@ class ProtobufFormat:
     def encode(self, record: Any, parsed: ProtoSchema) -> bytes:
         """The record's message indexes (the first message: one 0 byte) and its bytes, as the
         reference serializer writes them."""
-        return write_indexes([0]) + to_message(record, parsed.message()).SerializeToString()
+        body = to_message(record, parsed.message()).SerializeToString()
+        return write_indexes(parsed.message_indexes) + body
 
     def __repr__(self) -> str:
-        return "ProtobufFormat()"
+        return "ProtobufFormat()" if self.message is None else f"ProtobufFormat(message={self.message!r})"

@@ -1,0 +1,126 @@
+"""JSON Schema bodies decoded in the JVM by Spark's `from_json`, where the record and the verdict
+are provably the Python decoder's (docs/semantics.md §8.11).
+
+The frames whose V0 id or V1 GUID names the target version (no schema id header, no READ encoding
+rules, a schema whose keywords `json_schema.native` compiles) are parsed by `from_json` with the
+target's Spark type, in the same scan as the Python decode pass. A row is trusted when its body
+is, byte for byte, the compact JSON `to_json` writes of the parsed record, and the compiled
+keywords find it valid: the body is then that record's JSON text, which `json.loads` reads as the
+same values (no unknown or duplicate property, no number read as a string, no 1.0 or oversized
+integer read as a long, no other top-level value, valid UTF-8, no trailing text), so `jsonschema`
+finds it valid too. The Python pass skips the trusted rows, which keep `from_json`'s record, and
+decodes every other one (another layout of the same JSON included) as on the Python path, so the
+records, the decode policy, the DLQ records and the errors are that path's.
+
+SPARK_CONTRACTS_JSON_PATH (env var on the driver) chooses per call: "python" (default) the Python
+pass alone; "auto" and "jvm" this path where the schema allows it (`from_json` is always there).
+Opt-in for now, as the JVM Avro path is, until the whole suite has run on it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from contracts.engine import serde
+from contracts.engine.frame import RECORD
+from contracts.engine.routing import Router
+from contracts.errors import ContractError
+from contracts.formats.json_schema import native
+from contracts.formats.wire import encode_prefix
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+PATH_ENV = "SPARK_CONTRACTS_JSON_PATH"
+PATHS = ("auto", "jvm", "python")
+_MAX_LENGTH = 2**31 - 1
+_PERMISSIVE = {"mode": "PERMISSIVE"}
+_PARSED = "__contract_json_parsed"
+_TRUSTED = "__contract_json_trusted"
+
+
+def chosen_path() -> str:
+    """The path SPARK_CONTRACTS_JSON_PATH asks for ("python" when unset)."""
+    path = os.environ.get(PATH_ENV, "python").strip().lower() or "python"
+    if path not in PATHS:
+        raise ContractError(f"{PATH_ENV} must be one of {', '.join(PATHS)}, not {path!r}")
+    return path
+
+
+@dataclass(frozen=True)
+class JsonJvmDecode:
+    """The JVM half of a JSON decode: the target's prefixes (V0 id, V1 GUID) and Spark type."""
+
+    prefixes: tuple[bytes, ...]
+    spark_type: Any
+
+    @classmethod
+    def plan(cls, decoder: serde.Decoder, spark: SparkSession) -> JsonJvmDecode | None:
+        """The JVM half for `decoder`'s target, or None when the chosen path is Python's or the
+        target's frames cannot use it (why: `fallback_reason`)."""
+        from pyspark.sql.types import StructType
+
+        if decoder.schema_format.schema_type != "JSON" or chosen_path() == "python":
+            return None
+        ids = [i for i, w in decoder.writers.items() if w.version == decoder.target_version]
+        if not ids or fallback_reason(decoder.writers[ids[0]]) is not None:
+            return None
+        prefixes = [encode_prefix(i) for i in ids]
+        prefixes += [encode_prefix(_uuid(guid)) for guid, i in decoder.guids.items() if i in ids]
+        return cls(tuple(prefixes), StructType.fromJson(json.loads(decoder.target_type_json)))
+
+    def decode(self, df: DataFrame, decoder: serde.Decoder, router: Router, keep_value: bool) -> DataFrame:
+        """`serde.decode`'s result in one scan of `df`: `from_json` reads the target's frames before
+        the Python pass, which decodes every frame but the ones whose parsed record is trusted
+        (those keep `from_json`'s record), so every other row is the Python path's own."""
+        from pyspark.sql import functions as F
+
+        value = F.col(f"`{decoder.value_column}`")
+        by_jvm = F.lit(False)
+        for prefix in self.prefixes:
+            by_jvm = by_jvm | (F.substring(value, 1, len(prefix)) == F.lit(prefix))
+        if decoder.headers_column is not None:
+            named = F.exists(
+                F.col(f"`{decoder.headers_column}`"), lambda h: h["key"] == F.lit(decoder.id_header)
+            )
+            by_jvm = by_jvm & ~F.coalesce(named, F.lit(False))
+        by_jvm = F.coalesce(by_jvm & value.isNotNull(), F.lit(False))
+        body = F.when(F.substring(value, 1, 1) == F.lit(b"\x00"), F.substring(value, 6, _MAX_LENGTH))
+        text = body.otherwise(F.substring(value, 18, _MAX_LENGTH)).cast("string")
+        staged = df.withColumn(_PARSED, F.when(by_jvm, F.from_json(text, self.spark_type, _PERMISSIVE)))
+        parsed = F.col(_PARSED)
+        trusted = (F.to_json(parsed) == text) & native.surely_valid(parsed, decoder.target_schema)
+        staged = staged.withColumn(_TRUSTED, by_jvm & F.coalesce(trusted, F.lit(False)))
+        out = serde.decode(staged, decoder, router, keep_value=True, skip=_TRUSTED)
+        out = out.withColumn(RECORD, F.when(F.col(_TRUSTED), parsed).otherwise(F.col(RECORD)))
+        temporary = [_PARSED, _TRUSTED]
+        return out.drop(*temporary) if keep_value else out.drop(*temporary, decoder.value_column)
+
+
+def fallback_reason(writer: serde.WriterVersion) -> str | None:
+    """Why a writer's frames keep the Python decode; None when `from_json` may read them."""
+    if writer.failure is not None:
+        return "its records cannot reach the target"
+    if writer.payload:
+        return "its READ encoding rules turn each payload into the body in Python"
+    if any(shape.kind == "map" for shape in _shapes(writer.schema.shape)):
+        return "it has a map (additionalProperties alone), whose duplicate keys from_json may refuse"
+    return native.inexact_reason(writer.schema)
+
+
+def _shapes(shape: Any) -> list[Any]:
+    out = [shape]
+    for _, field, _ in shape.fields:
+        out += _shapes(field)
+    if shape.item is not None:
+        out += _shapes(shape.item)
+    return out
+
+
+def _uuid(guid: str) -> Any:
+    import uuid
+
+    return uuid.UUID(guid)
