@@ -326,7 +326,7 @@ def _assert_native_matches_python(
 
 
 @settings(
-    max_examples=examples(25),
+    max_examples=examples(15),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
