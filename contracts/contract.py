@@ -462,9 +462,7 @@ class DataContract:
         jvm = jvm_avro.JvmDecode.plan(decoder, df.sparkSession) or jvm_json.JsonJvmDecode.plan(
             decoder, df.sparkSession
         )
-        # jvm_json leaves every row it cannot trust to the Python pass, which routes it there.
-        from_avro = isinstance(jvm, jvm_avro.JvmDecode)
-        may_be_unreadable = from_avro or any(n.may_be_unreadable for n in natives.values())
+        may_be_unreadable = jvm is not None or any(n.may_be_unreadable for n in natives.values())
         unreadable_dlq = policy.action == "DLQ" and may_be_unreadable
         later_rejects = unreadable_dlq or any(p.can_reject for p in (plan, *natives.values()))
         router = Router(run.sink, run.run_id, layout, stage="decode")

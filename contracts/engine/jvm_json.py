@@ -24,11 +24,14 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from contracts.engine import serde
-from contracts.engine.frame import RECORD
+from contracts.engine.frame import RECORD, STATUS
 from contracts.engine.routing import Router
-from contracts.errors import ContractError
-from contracts.formats.json_schema import native
+from contracts.errors import ContractError, SerializationError
+from contracts.formats import avro
+from contracts.formats.json_schema import layouts, native
 from contracts.formats.wire import encode_prefix
 
 if TYPE_CHECKING:
@@ -40,6 +43,8 @@ _MAX_LENGTH = 2**31 - 1
 _PERMISSIVE = {"mode": "PERMISSIVE"}
 _PARSED = "__contract_json_parsed"
 _TRUSTED = "__contract_json_trusted"
+_JVM_ROW = "__contract_json_jvm_row"
+_PYTHON = "__contract_json_python"
 
 
 def chosen_path() -> str:
@@ -73,9 +78,11 @@ class JsonJvmDecode:
         return cls(tuple(prefixes), StructType.fromJson(json.loads(decoder.target_type_json)))
 
     def decode(self, df: DataFrame, decoder: serde.Decoder, router: Router, keep_value: bool) -> DataFrame:
-        """`serde.decode`'s result in one scan of `df`: `from_json` reads the target's frames before
-        the Python pass, which decodes every frame but the ones whose parsed record is trusted
-        (those keep `from_json`'s record), so every other row is the Python path's own."""
+        """`serde.decode`'s result in one scan of `df`: the Python pass decodes every frame but
+        the target's, which it leaves for `from_json` right after it. A parsed row not trusted is
+        decoded by the Python decoder in a small Arrow UDF that sees those rows alone; its record,
+        or its failure with the Python path's reason (routed, under DLQ, after the rules), is
+        the row's."""
         from pyspark.sql import functions as F
 
         value = F.col(f"`{decoder.value_column}`")
@@ -88,15 +95,26 @@ class JsonJvmDecode:
             )
             by_jvm = by_jvm & ~F.coalesce(named, F.lit(False))
         by_jvm = F.coalesce(by_jvm & value.isNotNull(), F.lit(False))
+        out = serde.decode(df.withColumn(_JVM_ROW, by_jvm), decoder, router, keep_value=True, skip=_JVM_ROW)
+        jvm_row = F.col(_JVM_ROW)
         body = F.when(F.substring(value, 1, 1) == F.lit(b"\x00"), F.substring(value, 6, _MAX_LENGTH))
         text = body.otherwise(F.substring(value, 18, _MAX_LENGTH)).cast("string")
-        staged = df.withColumn(_PARSED, F.when(by_jvm, F.from_json(text, self.spark_type, _PERMISSIVE)))
+        out = out.withColumn(_PARSED, F.when(jvm_row, F.from_json(text, self.spark_type, _PERMISSIVE)))
         parsed = F.col(_PARSED)
-        trusted = (F.to_json(parsed) == text) & native.surely_valid(parsed, decoder.target_schema)
-        staged = staged.withColumn(_TRUSTED, by_jvm & F.coalesce(trusted, F.lit(False)))
-        out = serde.decode(staged, decoder, router, keep_value=True, skip=_TRUSTED)
-        out = out.withColumn(RECORD, F.when(F.col(_TRUSTED), parsed).otherwise(F.col(RECORD)))
-        temporary = [_PARSED, _TRUSTED]
+        trusted = layouts.written_from(parsed, self.spark_type, text)
+        trusted = trusted & native.surely_valid(parsed, decoder.target_schema)
+        out = out.withColumn(_TRUSTED, jvm_row & F.coalesce(trusted, F.lit(False)))
+        where = [F.col(name) for name in ("topic", "partition", "offset") if name in out.columns]
+        rows = F.struct(value.alias(decoder.value_column), *where)
+        untrusted = jvm_row & ~F.col(_TRUSTED)
+        out = out.withColumn(_PYTHON, _python_udf(decoder, self.spark_type)(F.when(untrusted, rows)))
+        python = F.col(_PYTHON)
+        record = F.when(F.col(_TRUSTED), parsed).otherwise(python.getField("record"))
+        out = out.withColumn(RECORD, F.when(jvm_row, record).otherwise(F.col(RECORD)))
+        reason = python.getField("reason")
+        unreadable = serde.unreadable_status(decoder, df.columns)
+        out = out.withColumn(STATUS, F.when(reason.isNotNull(), unreadable(reason)).otherwise(F.col(STATUS)))
+        temporary = [_JVM_ROW, _PARSED, _TRUSTED, _PYTHON]
         return out.drop(*temporary) if keep_value else out.drop(*temporary, decoder.value_column)
 
 
@@ -118,6 +136,43 @@ def _shapes(shape: Any) -> list[Any]:
     if shape.item is not None:
         out += _shapes(shape.item)
     return out
+
+
+def _python_udf(decoder: serde.Decoder, spark_type: Any) -> Any:
+    """An Arrow UDF over rows (a struct of the frame and the Kafka columns naming where it is; null
+    but for the target's frames `from_json` could not be trusted with): the Python decoder's record
+    of each, or the reason it cannot read it. Under ERROR the first unreadable one fails the job,
+    with the message and exception of the Python path."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    returned = StructType([StructField("record", spark_type), StructField("reason", StringType())])
+    arrow_returned = avro.arrow_type(returned)
+    record_type = arrow_returned.field("record").type
+    schema_format = decoder.schema_format
+    tagged = schema_format.needs_tags(decoder.target_schema)
+
+    def decoded(rows: pa.Array) -> pa.Array:
+        if rows.null_count == len(rows):
+            return pa.nulls(len(rows), arrow_returned)
+        batch = pa.RecordBatch.from_struct_array(rows)
+        frames = batch.column(decoder.value_column).to_pylist()
+        records: list[Any] = [None] * len(rows)
+        reasons: list[str | None] = [None] * len(rows)
+        for i, ok in enumerate(rows.is_valid().to_pylist()):
+            if not ok or frames[i] is None:
+                continue
+            try:
+                _, records[i] = serde.read_frame(decoder, frames[i], None)
+            except SerializationError as e:
+                reasons[i] = str(serde.undecodable_status(decoder, batch, i, e)["reason"])
+        record_column = schema_format.to_struct(records, decoder.target_schema, record_type, tagged)
+        reason_column = pa.array(reasons, type=pa.string())
+        return pa.StructArray.from_arrays([record_column, reason_column], fields=list(arrow_returned))
+
+    # Nondeterministic only to the optimizer: a filter on the status is then not pushed below the
+    # UDF, where it would inline `from_json` into its condition and evaluate it twice.
+    return F.arrow_udf(decoded, returned).asNondeterministic()
 
 
 def _uuid(guid: str) -> Any:
