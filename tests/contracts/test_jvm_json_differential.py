@@ -23,7 +23,7 @@ from json_strategies import SCALARS, nullable, objects, values
 from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
 from contracts.engine import jvm_json
-from contracts.formats.json_schema import native, parse_json_schema
+from contracts.formats.json_schema import layouts, native, parse_json_schema
 from contracts.formats.wire import VALUE_SCHEMA_ID_HEADER, encode_frame, encode_prefix
 
 ROWS_WITH_HEADERS = f"{ROWS}, headers array<struct<key: string, value: binary>>"
@@ -110,6 +110,7 @@ def ordered(value: Any, node: dict[str, Any], root: dict[str, Any]) -> Any:
 def hostile_rows(schema_id: int, guid: uuid.UUID) -> list[tuple[Any, ...]]:
     """Frames from_json reads as the Python decoder does, and frames where it must not decide."""
     good = compact(GOOD, ORDER)
+    spaced = json.dumps(ordered({**GOOD, "customer": "ann"}, ORDER, ORDER)).encode()
     bodies: list[bytes] = [
         good,
         compact({**GOOD, "note": None, "ssn": "123456", "address": None, "amount": -0.5}, ORDER),
@@ -142,6 +143,12 @@ def hostile_rows(schema_id: int, guid: uuid.UUID) -> list[tuple[Any, ...]]:
         good.replace(b'"city":"Oslo",', b""),  # required in a nested object
         good.replace(b'"customer":"ann \xe2\x98\x83",', b""),  # required
         good.replace(b'"ann \xe2\x98\x83"', b'"\xf0\x9d\x84\x9e"'),  # one code point: minLength 2
+        spaced,  # json.dumps's default layout of an ASCII record: from_json's record
+        spaced.replace(b'"id": 7', b'"id":  7'),  # two spaces: the Python decoder reads it
+        spaced.replace(b'"city": "Oslo"', b'"city": "Oslo", "city": "Bergen"'),  # a duplicate key
+        spaced.replace(b'"note": "fragile"', b'"note": null'),  # an explicit null
+        spaced[:-1] + b', "extra": 1}',  # additionalProperties false
+        spaced.replace(b'"fragile"', b'"a, \\"b\\": c"'),  # separators inside a string
     ]
     frames: list[bytes | None] = [encode_frame(schema_id, b) for b in bodies]
     frames += [
@@ -164,10 +171,10 @@ def test_the_jvm_path_decodes_records_and_hostile_frames_as_the_python_decoder_d
     assert jvm[2] and not python[2]
     assert jvm[:2] == python[:2]
     # Valid: 2 compact, spaced, explicit null, 7.0, a duplicate key (the last wins), NaN (Python's
-    # json reads it), \n before `$`, the V1 frame, and the tombstone.
-    assert len(python[0]) == 10
+    # json reads it), \n before `$`, the V1 frame, the tombstone, and 5 of json.dumps's layout.
+    assert len(python[0]) == 15
     reasons = [dict(headers)["__rule.exception"].decode() for _, _, headers in python[1]]
-    assert len(reasons) == 25
+    assert len(reasons) == 26
     assert any("Additional properties" in reason for reason in reasons)
     assert any("utf-8" in reason for reason in reasons)
 
@@ -205,6 +212,43 @@ def test_an_undecodable_frame_fails_the_job_with_the_same_message_on_both_paths(
         assert found is not None
         messages[path] = found.group(0)
     assert messages["jvm"] == messages["python"]
+
+
+def test_a_body_is_trusted_only_in_to_json_s_or_json_dumps_s_layout_of_its_own_record(spark: Any) -> None:
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    spark_type = T.StructType(
+        [
+            T.StructField("a", T.LongType()),
+            T.StructField("s", T.StringType()),
+            T.StructField(
+                "n",
+                T.StructType(
+                    [T.StructField("x", T.DoubleType()), T.StructField("l", T.ArrayType(T.LongType()))]
+                ),
+            ),
+        ]
+    )
+    record = {"a": 1, "s": 'p, "q": r', "n": {"x": 2.5, "l": [3, None]}}
+    texts = {
+        json.dumps(record, separators=(",", ":")): True,
+        json.dumps(record): True,
+        json.dumps({**record, "n": {"l": []}}): True,
+        json.dumps({"a": 1}): True,
+        json.dumps({"a": 1, "s": None}): False,  # an explicit null
+        '{"a": 1, "a": 2}': False,  # a duplicate key
+        json.dumps(record, separators=(",", ": ")): False,  # mixed layouts
+        json.dumps(record, indent=1): False,
+        json.dumps({**record, "s": "é"}): False,  # ensure_ascii's escape: to_json writes é
+        json.dumps({**record, "a": 1.0}): False,
+        json.dumps({**record, "z": 1}): False,
+        json.dumps(record) + " ": False,
+    }
+    rows = spark.createDataFrame([(t,) for t in texts], "text string")
+    parsed = F.from_json("text", spark_type, {"mode": "PERMISSIVE"})
+    trusted = rows.select("text", layouts.written_from(parsed, spark_type, F.col("text")).alias("ok"))
+    assert {row.text: bool(row.ok) for row in trusted.collect()} == texts
 
 
 @pytest.mark.parametrize(
