@@ -40,15 +40,15 @@ demo-kafka: $(STAMP) $(JARS_STAMP)
 		$(BIN)/python tools/kafka_broker.py -- $(BIN)/python examples/orders_kafka.py
 
 # Classic local[2] session first, then the DataFrame tests again on Spark Connect
-# (a classic and a Connect session cannot share one process). Each pass takes one Avro decode
-# path for the calls that do not choose theirs: fastavro on the classic pass, spark-avro (the
-# default, `auto`) on the Connect pass, so each path runs the DataFrame suite; the differential
-# tests run both paths on both passes.
+# (a classic and a Connect session cannot share one process). Each pass takes one Avro and one
+# JSON Schema decode path for the calls that do not choose theirs: fastavro and the Python JSON
+# decoder on the classic pass, spark-avro and `from_json` (the defaults, `auto`) on the Connect
+# pass, so each path runs the DataFrame suite; the differential tests run both paths on both passes.
 test: $(STAMP) $(JARS_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
-	SPARK_CONTRACTS_AVRO_PATH=python $(BIN)/pytest --durations=25
+	SPARK_CONTRACTS_AVRO_PATH=python SPARK_CONTRACTS_JSON_PATH=python $(BIN)/pytest --durations=25
 	SPARK_REMOTE='local[2]' $(BIN)/pytest -m spark --durations=25
 
 # The property tests only, with random seeds and FUZZ_SCALE times their examples (tests/hypothesis_profiles.py):

@@ -7,9 +7,10 @@ and 20,000).
 The same frames (an 8-property order object, validated against its JSON Schema) are decoded
 (a) by Spark's `from_json` on the body with the contract's Spark type, no validation and no rule
 (the native ceiling), (b) by `deserialize` with the READ rule `size(message.ssn) == 9 &&
-message.amount >= 0.0` (native CEL) on the JVM path (SPARK_CONTRACTS_JSON_PATH=jvm: `from_json`,
-the schema's keywords as Spark expressions, docs/semantics.md §8.11) and (b') on the Python path
-(a Python decode-and-validate pass, the default), (c) by `json.loads`
+message.amount >= 0.0` (native CEL) on the JVM path (SPARK_CONTRACTS_JSON_PATH=jvm, the default:
+`from_json`, the schema's keywords as Spark expressions, docs/semantics.md §8.11), (b'') the same
+on frames in `json.dumps`'s default layout (", " and ": ", as Python producers write) and (b') on
+the Python path (a Python decode-and-validate pass), (c) by `json.loads`
 and `jsonschema` validation in a plain Python loop on one core (the floor for validating in
 Python), and (d) by confluent-kafka's `JSONDeserializer` per record on a mock registry with the
 same rule, on one core. Spark runs `local[2]` into the `noop` sink; every way is timed best of
@@ -65,7 +66,7 @@ def payload() -> dict[str, Any]:
     return {"schemaType": "JSON", "schema": json.dumps(ORDER), "ruleSet": {"domainRules": [READ_RULE]}}
 
 
-def frames(count: int) -> list[bytes]:
+def frames(count: int, separators: tuple[str, str] = (",", ":")) -> list[bytes]:
     """`count` framed orders (schema id 1); a tenth have a short ssn, which the rule rejects."""
     rng = random.Random(7)
     out = []
@@ -81,7 +82,7 @@ def frames(count: int) -> list[bytes]:
             "amount": round(rng.uniform(0, 1000), 2),
             "created": 1_700_000_000_000 + i,
         }
-        out.append(encode_frame(1, json.dumps(record, separators=(",", ":")).encode()))
+        out.append(encode_frame(1, json.dumps(record, separators=separators).encode()))
     return out
 
 
@@ -153,6 +154,11 @@ def main() -> None:
     spark.createDataFrame([(frame,) for frame in data], "value binary").write.parquet(path)
     framed = spark.read.parquet(path).cache()
     framed.count()
+    spaced_path = os.path.join(os.path.dirname(path), "spaced")
+    spaced_frames = [(frame,) for frame in frames(rows, (", ", ": "))]
+    spark.createDataFrame(spaced_frames, "value binary").write.parquet(spaced_path)
+    spaced = spark.read.parquet(spaced_path).cache()
+    spaced.count()
     registry = LocalRegistry()
     registry.register_schema(
         SUBJECT,
@@ -167,6 +173,7 @@ def main() -> None:
             noop(framed.select(F.from_json(body, contract.spark_schema).alias("order"))),
         ),
         "deserialize + READ CEL rule, JVM path": (rows, noop(on_path(contract, framed, "jvm"))),
+        "deserialize + READ CEL rule, JVM path, spaced": (rows, noop(on_path(contract, spaced, "jvm"))),
         "deserialize + READ CEL rule, Python path": (rows, noop(on_path(contract, framed, "python"))),
         "json.loads + jsonschema loop (1 core)": (rows, python_loop(data)),
         "reference JSONDeserializer + rule (1 core)": (reference_rows, reference_loop(data[:reference_rows])),

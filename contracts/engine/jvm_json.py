@@ -2,19 +2,21 @@
 are provably the Python decoder's (docs/semantics.md §8.11).
 
 The frames whose V0 id or V1 GUID names the target version (no schema id header, no READ encoding
-rules, a schema whose keywords `json_schema.native` compiles) are parsed by `from_json` with the
-target's Spark type, in the same scan as the Python decode pass. A row is trusted when its body
-is, byte for byte, the compact JSON `to_json` writes of the parsed record, and the compiled
-keywords find it valid: the body is then that record's JSON text, which `json.loads` reads as the
-same values (no unknown or duplicate property, no number read as a string, no 1.0 or oversized
-integer read as a long, no other top-level value, valid UTF-8, no trailing text), so `jsonschema`
-finds it valid too. The Python pass skips the trusted rows, which keep `from_json`'s record, and
-decodes every other one (another layout of the same JSON included) as on the Python path, so the
-records, the decode policy, the DLQ records and the errors are that path's.
+rules, a schema whose keywords `json_schema.native` compiles) are left undecoded by the Python
+decode pass and parsed by `from_json` with the target's Spark type right after it, in the same
+scan. A row is trusted when its body is, byte for byte, the record's compact JSON as `to_json`
+writes it or the same text with `json.dumps`'s default separators (`json_schema.layouts`), and
+the compiled keywords find it valid: the body is then that record's JSON text, which `json.loads`
+reads as the same values (no unknown or duplicate property, no number read as a string, no 1.0
+or oversized integer read as a long, no other top-level value, valid UTF-8, no trailing text),
+so `jsonschema` finds it valid too. Every other of these rows goes to a small Arrow UDF that sees
+those rows alone and decodes them with the Python decoder: its record, or its reason under the
+decode policy (routed after the rules, as the `from_avro` rows), so the records, the DLQ records
+and the errors are the Python path's.
 
-SPARK_CONTRACTS_JSON_PATH (env var on the driver) chooses per call: "python" (default) the Python
-pass alone; "auto" and "jvm" this path where the schema allows it (`from_json` is always there).
-Opt-in for now, as the JVM Avro path is, until the whole suite has run on it.
+SPARK_CONTRACTS_JSON_PATH (env var on the driver) chooses per call: "auto" (default) and "jvm"
+this path where the schema allows it (`from_json` is always there, so both mean the same);
+"python" the Python pass alone.
 """
 
 from __future__ import annotations
@@ -48,8 +50,8 @@ _PYTHON = "__contract_json_python"
 
 
 def chosen_path() -> str:
-    """The path SPARK_CONTRACTS_JSON_PATH asks for ("python" when unset)."""
-    path = os.environ.get(PATH_ENV, "python").strip().lower() or "python"
+    """The path SPARK_CONTRACTS_JSON_PATH asks for ("auto" when unset)."""
+    path = os.environ.get(PATH_ENV, "auto").strip().lower() or "auto"
     if path not in PATHS:
         raise ContractError(f"{PATH_ENV} must be one of {', '.join(PATHS)}, not {path!r}")
     return path
