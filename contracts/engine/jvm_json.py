@@ -2,17 +2,17 @@
 are provably the Python decoder's (docs/semantics.md §8.11).
 
 The frames whose V0 id or V1 GUID names the target version (no schema id header, no READ encoding
-rules, a schema whose keywords `json_schema.native` compiles) are left undecoded by the Python
-decode pass and parsed by `from_json` with the target's Spark type right after it, in the same
-scan. A row is trusted when its body is, byte for byte, the record's compact JSON as `to_json`
-writes it or the same text with `json.dumps`'s default separators (`json_schema.layouts`), and
-the compiled keywords find it valid: the body is then that record's JSON text, which `json.loads`
-reads as the same values (no unknown or duplicate property, no number read as a string, no 1.0
-or oversized integer read as a long, no other top-level value, valid UTF-8, no trailing text),
-so `jsonschema` finds it valid too. Every other of these rows goes to a small Arrow UDF that sees
-those rows alone and decodes them with the Python decoder: its record, or its reason under the
-decode policy (routed after the rules, as the `from_avro` rows), so the records, the DLQ records
-and the errors are the Python path's.
+rules, a schema whose keywords `json_schema.native` compiles) are parsed by `from_json` with the
+target's Spark type. A row is trusted when its body is, byte for byte, the record's compact JSON
+as `to_json` writes it or the same text with `json.dumps`'s default separators
+(`json_schema.layouts`), and the compiled keywords find it valid: the body is then that record's
+JSON text, which `json.loads` reads as the same values (no unknown or duplicate property, no
+number read as a string, no 1.0 or oversized integer read as a long, no other top-level value,
+valid UTF-8, no trailing text), so `jsonschema` finds it valid too. Every other row with a frame
+goes, in the same scan, to the Python decoder in an Arrow UDF given those rows alone
+(`python_rows`, as on the spark-avro path): its record, or its rejection under the decode
+policy, routed in the same task, so the records, the DLQ records and the errors are the Python
+path's. A trusted row crosses to Python as a null.
 
 SPARK_CONTRACTS_JSON_PATH (env var on the driver) chooses per call: "auto" (default) and "jvm"
 this path where the schema allows it (`from_json` is always there, so both mean the same);
@@ -26,13 +26,10 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
-from contracts.engine import serde
-from contracts.engine.frame import RECORD, STATUS
-from contracts.engine.routing import Router
-from contracts.errors import ContractError, SerializationError
-from contracts.formats import avro
+from contracts.engine import python_rows, serde
+from contracts.engine.frame import FAILURE, RECORD, STATUS, raise_failures, status_literal
+from contracts.engine.routing import Router, with_partition
+from contracts.errors import ContractError
 from contracts.formats.json_schema import layouts, native
 from contracts.formats.wire import encode_prefix
 
@@ -45,8 +42,7 @@ _MAX_LENGTH = 2**31 - 1
 _PERMISSIVE = {"mode": "PERMISSIVE"}
 _PARSED = "__contract_json_parsed"
 _TRUSTED = "__contract_json_trusted"
-_JVM_ROW = "__contract_json_jvm_row"
-_PYTHON = "__contract_json_python"
+_GIVEN = "__contract_python_rows"
 
 
 def chosen_path() -> str:
@@ -80,11 +76,10 @@ class JsonJvmDecode:
         return cls(tuple(prefixes), StructType.fromJson(json.loads(decoder.target_type_json)))
 
     def decode(self, df: DataFrame, decoder: serde.Decoder, router: Router, keep_value: bool) -> DataFrame:
-        """`serde.decode`'s result in one scan of `df`: the Python pass decodes every frame but
-        the target's, which it leaves for `from_json` right after it. A parsed row not trusted is
-        decoded by the Python decoder in a small Arrow UDF that sees those rows alone; its record,
-        or its failure with the Python path's reason (routed, under DLQ, after the rules), is
-        the row's."""
+        """`serde.decode`'s result in one scan of `df`, no row crossing to Python whole: `from_json`
+        reads the target's frames, and the rows it is not trusted with, with every other frame, go
+        to the Python decoder (contracts.engine.python_rows), which routes the rows it rejects
+        through `router` in the same task, as the Python pass does."""
         from pyspark.sql import functions as F
 
         value = F.col(f"`{decoder.value_column}`")
@@ -97,27 +92,32 @@ class JsonJvmDecode:
             )
             by_jvm = by_jvm & ~F.coalesce(named, F.lit(False))
         by_jvm = F.coalesce(by_jvm & value.isNotNull(), F.lit(False))
-        out = serde.decode(df.withColumn(_JVM_ROW, by_jvm), decoder, router, keep_value=True, skip=_JVM_ROW)
-        jvm_row = F.col(_JVM_ROW)
         body = F.when(F.substring(value, 1, 1) == F.lit(b"\x00"), F.substring(value, 6, _MAX_LENGTH))
         text = body.otherwise(F.substring(value, 18, _MAX_LENGTH)).cast("string")
-        out = out.withColumn(_PARSED, F.when(jvm_row, F.from_json(text, self.spark_type, _PERMISSIVE)))
+        parsed = F.when(by_jvm, F.from_json(text, self.spark_type, _PERMISSIVE))
+        staged = with_partition(df).withColumn(_PARSED, parsed)
         parsed = F.col(_PARSED)
         trusted = layouts.written_from(parsed, self.spark_type, text)
-        trusted = trusted & native.surely_valid(parsed, decoder.target_schema)
-        out = out.withColumn(_TRUSTED, jvm_row & F.coalesce(trusted, F.lit(False)))
-        where = [F.col(name) for name in ("topic", "partition", "offset") if name in out.columns]
-        rows = F.struct(value.alias(decoder.value_column), *where)
-        untrusted = jvm_row & ~F.col(_TRUSTED)
-        out = out.withColumn(_PYTHON, _python_udf(decoder, self.spark_type)(F.when(untrusted, rows)))
-        python = F.col(_PYTHON)
-        record = F.when(F.col(_TRUSTED), parsed).otherwise(python.getField("record"))
-        out = out.withColumn(RECORD, F.when(jvm_row, record).otherwise(F.col(RECORD)))
-        reason = python.getField("reason")
-        unreadable = serde.unreadable_status(decoder, df.columns)
-        out = out.withColumn(STATUS, F.when(reason.isNotNull(), unreadable(reason)).otherwise(F.col(STATUS)))
-        temporary = [_JVM_ROW, _PARSED, _TRUSTED, _PYTHON]
-        return out.drop(*temporary) if keep_value else out.drop(*temporary, decoder.value_column)
+        trusted = by_jvm & F.coalesce(
+            trusted & native.surely_valid(parsed, decoder.target_schema), F.lit(False)
+        )
+        staged = staged.withColumn(_TRUSTED, trusted)
+        by_python = value.isNotNull() & ~F.col(_TRUSTED)
+        rows = python_rows.PythonRows(decoder, router, python_rows.decoded_type(decoder).json())
+        names = python_rows.given_columns(decoder, router, staged.columns)
+        given = rows.column(python_rows.given_rows(names, by_python, F.lit(False)))
+        out = staged.withColumn(_GIVEN, given).filter(
+            ~F.coalesce(F.col(_GIVEN)[python_rows.ROUTED], F.lit(False))
+        )
+        decoded = F.col(_GIVEN)
+        for name in [*(serde.writer_column(v) for v in decoder.native_types), RECORD]:  # as serde.decode
+            by_jvm_value = parsed if name == RECORD else F.lit(None)
+            out = out.withColumn(name, F.when(by_python, decoded[name]).otherwise(by_jvm_value))
+        tombstone = F.when(value.isNull(), status_literal(decoder.tombstone_status))
+        out = out.withColumns({STATUS: tombstone, FAILURE: decoded[FAILURE]})
+        kept = [name for name in df.columns if keep_value or name != decoder.value_column]
+        added = [serde.writer_column(v) for v in decoder.native_types]
+        return raise_failures(out).select(*[F.col(f"`{name}`") for name in [*kept, *added, RECORD, STATUS]])
 
 
 def fallback_reason(writer: serde.WriterVersion) -> str | None:
@@ -138,43 +138,6 @@ def _shapes(shape: Any) -> list[Any]:
     if shape.item is not None:
         out += _shapes(shape.item)
     return out
-
-
-def _python_udf(decoder: serde.Decoder, spark_type: Any) -> Any:
-    """An Arrow UDF over rows (a struct of the frame and the Kafka columns naming where it is; null
-    but for the target's frames `from_json` could not be trusted with): the Python decoder's record
-    of each, or the reason it cannot read it. Under ERROR the first unreadable one fails the job,
-    with the message and exception of the Python path."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StringType, StructField, StructType
-
-    returned = StructType([StructField("record", spark_type), StructField("reason", StringType())])
-    arrow_returned = avro.arrow_type(returned)
-    record_type = arrow_returned.field("record").type
-    schema_format = decoder.schema_format
-    tagged = schema_format.needs_tags(decoder.target_schema)
-
-    def decoded(rows: pa.Array) -> pa.Array:
-        if rows.null_count == len(rows):
-            return pa.nulls(len(rows), arrow_returned)
-        batch = pa.RecordBatch.from_struct_array(rows)
-        frames = batch.column(decoder.value_column).to_pylist()
-        records: list[Any] = [None] * len(rows)
-        reasons: list[str | None] = [None] * len(rows)
-        for i, ok in enumerate(rows.is_valid().to_pylist()):
-            if not ok or frames[i] is None:
-                continue
-            try:
-                _, records[i] = serde.read_frame(decoder, frames[i], None)
-            except SerializationError as e:
-                reasons[i] = str(serde.undecodable_status(decoder, batch, i, e)["reason"])
-        record_column = schema_format.to_struct(records, decoder.target_schema, record_type, tagged)
-        reason_column = pa.array(reasons, type=pa.string())
-        return pa.StructArray.from_arrays([record_column, reason_column], fields=list(arrow_returned))
-
-    # Nondeterministic only to the optimizer: a filter on the status is then not pushed below the
-    # UDF, where it would inline `from_json` into its condition and evaluate it twice.
-    return F.arrow_udf(decoded, returned).asNondeterministic()
 
 
 def _uuid(guid: str) -> Any:
