@@ -7,7 +7,7 @@ and 20,000).
 The same frames (an 8-property order object, validated against its JSON Schema) are decoded
 (a) by Spark's `from_json` on the body with the contract's Spark type, no validation and no rule
 (the native ceiling), (b) by `deserialize` with the READ rule `size(message.ssn) == 9 &&
-message.amount >= 0.0` (native CEL) on the JVM path (SPARK_CONTRACTS_JSON_PATH=jvm, the default:
+message.amount >= 0.0` (native CEL) on the JVM path (SPARK_CONTRACTS_JSON_PATH=jvm, as the default `auto`:
 `from_json`, the schema's keywords as Spark expressions, docs/semantics.md §8.11), (b'') the same
 on frames in `json.dumps`'s default layout (", " and ": ", as Python producers write) and (b') on
 the Python path (a Python decode-and-validate pass), (c) by `json.loads`
