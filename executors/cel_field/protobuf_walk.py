@@ -147,7 +147,9 @@ class ProtobufFieldWalk:
         if special is not None:
             as_message = special[0](value)
             self._message(child, as_message)
-            return special[1](as_message)
+            # A condition's result for the field is the message, never a plain false (a BoolValue
+            # holding false fails only by its own `value` field, as in the reference).
+            return as_message if self.condition else special[1](as_message)
         if isinstance(value, dict):
             self._message(child, value)
         return value
