@@ -6,8 +6,10 @@ CEL sees them stay in Python."""
 
 from __future__ import annotations
 
+import base64
 import copy
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -207,3 +209,63 @@ def test_values_cel_sees_otherwise_than_spark_stay_in_python(field: str, expr: s
     assert isinstance(step, BatchStep) and why in (step.why_not_native or ""), step
     others = dataclasses.replace(rule, expr="name == 'id' ; value + '!'")  # leaves that field alone
     assert isinstance(CelFieldExecutor().compile(dataclasses.replace(ctx, rule=others)), NativeStep)
+
+
+@pytest.mark.parametrize("tags", [(), ("UNUSED",)])
+def test_a_bool_value_holding_false_fails_a_condition_only_by_its_own_field(
+    tmp_path: Path, tags: tuple[str, ...]
+) -> None:
+    """As in the reference: untagged, its `value` passes the guard-false condition; under tags
+    that leave it unselected, its plain false fails the record."""
+    from confluent_kafka.schema_registry import Schema as ReferenceSchema
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+    from confluent_kafka.schema_registry.rule_registry import RuleRegistry
+    from confluent_kafka.schema_registry.rules.cel.cel_field_executor import CelFieldExecutor as Reference
+    from confluent_kafka.serialization import MessageField, SerializationContext
+    from protoc_classes import generated_module
+    from reference_oracle import mock_client
+
+    text = 'syntax = "proto3"; package b; import "google/protobuf/wrappers.proto";'
+    text += " message M { google.protobuf.BoolValue flag = 1; string s = 2; }"
+    pb2 = generated_module(tmp_path, "contracts_test_bool_value.proto", text)
+    expr = "typeName == 'STRING' ; size(value) < 5"
+    rule = {
+        "name": "r",
+        "kind": "CONDITION",
+        "type": "CEL_FIELD",
+        "mode": "WRITE",
+        "expr": expr,
+        "tags": list(tags),
+    }
+    schema = base64.standard_b64encode(pb2.DESCRIPTOR.serialized_pb).decode("ascii")
+    client = mock_client(f"mock://bool-value-{len(tags)}")
+    client.register_schema("t-value", ReferenceSchema.from_dict(
+        {"schemaType": "PROTOBUF", "schema": schema, "ruleSet": {"domainRules": [rule]}}
+    ))  # fmt: skip
+    rules = RuleRegistry()
+    rules.register_executor(Reference())
+    conf = {"auto.register.schemas": False, "use.latest.version": True}
+    serializer = ProtobufSerializer(pb2.M, client, conf=conf, rule_registry=rules)
+    message = pb2.M(s="ab")
+    message.flag.value = False
+    try:
+        serializer(message, SerializationContext("t", MessageField.VALUE))
+        theirs = True
+    except Exception:
+        theirs = False
+    parsed = FORMAT.parse(text, ())
+    ctx = RuleContext(
+        Rule("r", RuleKind.CONDITION, RuleMode.WRITE, "CEL_FIELD", expr, tags),
+        "t-value",
+        1,
+        RuleMode.WRITE,
+        parsed,
+        FORMAT.spark_type(parsed),
+        schema_format=FORMAT,
+    )
+    step = CelFieldExecutor().compile(ctx)
+    assert isinstance(step, NativeStep) and isinstance(step.batch, BatchStep)
+
+    (ours,) = step.batch.factory()([to_record(message)])
+
+    assert ours.passed == theirs == (not tags)
