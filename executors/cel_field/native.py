@@ -448,11 +448,11 @@ class NativePlanner:
             container = T.StructType([T.StructField(inner.name, dtype)])
             plan = self._node(inner.node, dtype, inner, container)
             return None if plan is None else _WrapperPlan(plan)
-        types = [leaves[inner.node.type_name] for inner in node.fields if isinstance(inner.node, Leaf)]
-        if len(types) != len(node.fields):
-            raise NotNativeCel(f"a visited {node.full_name}")
-        container = T.StructType([T.StructField(f.name, t) for f, t in zip(node.fields, types, strict=True)])
-        for inner, spark_type in zip(node.fields, types, strict=True):
+        typed = [
+            (inner, leaves[inner.node.type_name]) for inner in node.fields if isinstance(inner.node, Leaf)
+        ]
+        container = T.StructType([T.StructField(inner.name, spark_type) for inner, spark_type in typed])
+        for inner, spark_type in typed:
             if self._node(inner.node, spark_type, inner, container) is not None:
                 raise NotNativeCel(f"a visited {node.full_name} (one interval in Spark)")
         return None

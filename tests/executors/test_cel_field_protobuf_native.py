@@ -74,6 +74,7 @@ CORPUS: list[tuple[str, str, tuple[str, ...]]] = [
     ("TRANSFORM", "typeName == 'INT' ; value + 1", ()),  # int32's maximum overflows its field
     ("TRANSFORM", "typeName == 'LONG' ; value * 2", ()),
     ("TRANSFORM", "typeName == 'DOUBLE' || typeName == 'FLOAT' ; value * 2.0", ()),
+    ("TRANSFORM", "typeName == 'FLOAT' ; value * 1e36", ()),  # beyond float's range: infinity
     ("TRANSFORM", "typeName == 'BOOLEAN' ; !value", ()),
     ("TRANSFORM", "typeName == 'BYTES' ; value + b'!'", ()),
     ("TRANSFORM", "name == 'city' ; fullName + ':' + string(message.n) + ':' + string(message.ok)", ()),
@@ -101,7 +102,7 @@ def docs(draw: st.DrawFn) -> dict[str, Any]:
                 "age": st.one_of(st.integers(-5, 150), st.just(2**31 - 1)),
                 "big": st.integers(-(2**62), 2**62),
                 "score": st.floats(-1e6, 1e6),
-                "ratio": st.floats(-1e3, 1e3, width=32),
+                "ratio": st.floats(-1e3, 1e3, width=32) | st.just(999.5),
                 "active": st.booleans(),
                 "blob": st.binary(max_size=4),
                 "note": st.none() | TEXT,
