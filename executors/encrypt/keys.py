@@ -1,7 +1,8 @@
 """A rule's keys: its KEK from the DEK registry and the subject's DEKs, unwrapped through the KMS.
 
-`ensure_dek` runs on the driver when a WRITE rule compiles: it finds the subject's DEK (the
-newest, with `encrypt.dek.expiry.days`) or creates it, wrapped by the KEK, as the reference's
+`ensure_dek` runs on the driver when a WRITE rule compiles, and on a worker when the DEK it
+encrypts with is stale (rotation.py): it finds the subject's DEK (the newest, with
+`encrypt.dek.expiry.days`) or creates it, wrapped by the KEK, as the reference's
 `_get_or_create_dek` does on produce. `KeyRing` runs on each worker: it fetches the KEK and a DEK
 version from the registry and unwraps it once, keeping at most `capacity` unwrapped DEKs, each
 for at most `ttl_ms` and not past the DEK's own expiry, so a DEK removed from the registry (or a
@@ -65,9 +66,9 @@ def ensure_dek(
     config: Mapping[str, str],
     drivers: Iterable[KmsDriver],
     now_millis: Callable[[], int],
-) -> int:
-    """The version of the subject's DEK a WRITE encrypts with, registering the KEK and a new DEK
-    (version 1, or the next one when the newest has expired) where needed."""
+) -> Dek:
+    """The subject's DEK a WRITE encrypts with, registering the KEK and a new DEK (version 1, or the
+    next one when the newest has expired) where needed."""
     kek = _kek(spec, registry, create=True)
     wanted = LATEST if spec.rotated else 1
     dek = _dek(spec, registry, kek, wanted)
@@ -75,7 +76,7 @@ def ensure_dek(
         spec.rotated and dek is not None and (now_millis() - (dek.ts or 0)) / MILLIS_IN_DAY > spec.expiry_days
     )
     if dek is not None and not expired:
-        return dek.version
+        return dek
     wrapped = None
     if not kek.shared:
         material = generate_key_material(spec.algorithm)
@@ -92,7 +93,7 @@ def ensure_dek(
         created = _dek(spec, registry, kek, wanted) or dek
         if created is None:
             raise EncryptionKeyError(f"no DEK found for KEK {kek.name!r} after a conflicting create") from e
-    return created.version
+    return created
 
 
 def kek_problem(spec: KeySpec, registry: DekRegistry) -> str | None:

@@ -8,6 +8,9 @@ prefix and rotation agree. Mixed encrypted and plain fields, nulls, arrays and m
 
 from __future__ import annotations
 
+import base64
+import io
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -145,4 +148,40 @@ def test_rotated_deks_carry_their_version_both_ways(spark: Any) -> None:
     reader.import_keys(registry, "kek1", "AES256_GCM", range(1, 3))
     assert [reader.deserialize(frame) for frame in ours + theirs] == RECORDS + RECORDS
     rows = contract.deserialize(_frames(spark, ours + theirs), key_col=None).orderBy("row").collect()
+    assert [_plain(row) for row in rows] == RECORDS + RECORDS
+
+
+def test_a_plan_reused_after_its_dek_expires_encrypts_with_a_new_version(spark: Any, tmp_path: Path) -> None:
+    """One `serialize` DataFrame run on two days (a fake clock the workers read from a file, on a
+    registry directory they share): the second run's workers make DEK version 2 and use it, as
+    the reference does per record; the reference and `deserialize` read both runs' frames."""
+    import fastavro
+
+    from executors.encrypt import EncryptExecutor
+    from executors.encrypt.keys import now_millis
+
+    now = tmp_path / "now"
+    now.write_text(str(now_millis()))
+    payload = contract_payload(SCHEMA, _params("AES256_GCM", **{"encrypt.dek.expiry.days": "1"}))
+    registry = LocalRegistry(tmp_path / "registry")
+    contract = _contract(payload, registry, executors=[EncryptExecutor(clock=lambda: int(now.read_text()))])
+    # No orderBy: a second run would reuse the first one's shuffle output instead of encrypting again.
+    framed = contract.serialize(_records(spark, contract))
+    parsed = fastavro.parse_schema(SCHEMA)
+
+    def run() -> tuple[list[bytes], set[int]]:
+        frames = [bytes(row["value"]) for row in sorted(framed.collect(), key=lambda row: row["row"])]
+        ssns = [fastavro.schemaless_reader(io.BytesIO(f[5:]), parsed)["ssn"] for f in frames]
+        return frames, {int.from_bytes(base64.b64decode(ssn)[1:5], "big") for ssn in ssns}
+
+    today = run()
+    now.write_text(str(int(now.read_text()) + 2 * 86_400_000))
+    tomorrow = run()
+
+    assert (today[1], tomorrow[1]) == ({1}, {2})
+    assert registry.get_dek("kek1", SUBJECT, "AES256_GCM", -1).version == 2
+    reader = ReferenceEncryption(payload, SECRET)
+    reader.import_keys(registry, "kek1", "AES256_GCM", range(1, 3))
+    assert [reader.deserialize(frame) for frame in today[0] + tomorrow[0]] == RECORDS + RECORDS
+    rows = contract.deserialize(_frames(spark, today[0] + tomorrow[0]), key_col=None).orderBy("row").collect()
     assert [_plain(row) for row in rows] == RECORDS + RECORDS
