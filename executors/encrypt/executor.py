@@ -122,12 +122,15 @@ def compile_keys(
             f"{rule_type} needs a registry with a DEK registry; {type(registry).__name__} has none",
             position="registry",
         )
-    if ctx.mode is not RuleMode.WRITE:
-        return CompiledKeys(spec, registry)
-    if ctx.read_only:
-        problem = kek_problem(spec, registry)
+    writing = ctx.mode is RuleMode.WRITE
+    # Checked read-only (lint): on READ only for a READ rule, a WRITEREAD rule's WRITE making its KEK.
+    if ctx.read_only and (writing or ctx.rule.mode is RuleMode.READ):
+        problem = kek_problem(spec, registry, drivers, reading=not writing)
         if problem is not None:
             raise ContractError(f"{problem}: the rule would fail every record", position=f"params.{KEK_NAME}")
+    if not writing:
+        return CompiledKeys(spec, registry)
+    if ctx.read_only:
         return CompiledKeys(spec, registry, failure=f"{rule_type} was compiled to be checked, not run")
     try:
         first = write_dek(spec, registry, ctx.rule_config, drivers, clock, ttl_ms)

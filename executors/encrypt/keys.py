@@ -96,18 +96,34 @@ def ensure_dek(
     return created
 
 
-def kek_problem(spec: KeySpec, registry: DekRegistry) -> str | None:
-    """Why a WRITE could not have the rule's KEK, judged without changing the registry: absent with
-    no KMS to create it from, or of another KMS than the rule names; None when it could, or when
-    the registry does not answer (nothing to judge)."""
+def kek_problem(
+    spec: KeySpec, registry: DekRegistry, drivers: Iterable[KmsDriver], *, reading: bool
+) -> str | None:
+    """Why the rule could not have its KEK, judged without changing the registry: absent (on WRITE
+    with no KMS to create it from; `reading`, where nothing creates it, at all), of another KMS than
+    the rule names, or on a KMS type no driver serves; None when it could, or when the registry
+    does not answer (nothing to judge)."""
     try:
         kek = registry.get_kek(spec.kek_name, context=spec.context)
     except RegistryError as e:
-        if not _not_found(e) or (spec.kms_type and spec.kms_key_id):
+        if not _not_found(e):
             return None
-        missing = "encrypt.kms.type" if not spec.kms_type else "encrypt.kms.key.id"
-        return f"no KEK {spec.kek_name!r} in the DEK registry and no {missing} to create it"
-    return _mismatch(spec, kek)
+        if reading:
+            return f"no KEK {spec.kek_name!r} in the DEK registry to decrypt with"
+        if not spec.kms_type or not spec.kms_key_id:
+            missing = "encrypt.kms.type" if not spec.kms_type else "encrypt.kms.key.id"
+            return f"no KEK {spec.kek_name!r} in the DEK registry and no {missing} to create it"
+        return _no_driver(spec.kek_name, spec.kms_type, drivers)
+    return _mismatch(spec, kek) or _no_driver(kek.name, kek.kms_type, drivers)
+
+
+def _no_driver(kek_name: str, kms_type: str, drivers: Iterable[KmsDriver]) -> str | None:
+    """Why no KMS driver could wrap or unwrap with the KEK, if none serves its KMS type."""
+    try:
+        find_driver(kms_type, drivers)
+    except KmsError as e:
+        return f"KEK {kek_name!r} cannot be used: {e}"
+    return None
 
 
 class KeyRing:

@@ -152,19 +152,20 @@ def test_rotated_deks_carry_their_version_both_ways(spark: Any) -> None:
 
 
 def test_a_plan_reused_after_its_dek_expires_encrypts_with_a_new_version(spark: Any, tmp_path: Path) -> None:
-    """One `serialize` DataFrame run on two days (a fake clock the workers read from a file, on a
-    registry directory they share): the second run's workers make DEK version 2 and use it, as
-    the reference does per record; the reference and `deserialize` read both runs' frames."""
+    """One `serialize` DataFrame run twice, on a registry directory the workers share: between the
+    runs its DEK comes to be two days old (its timestamp moved back in the registry's file: a fake
+    expiry, nothing sleeps), so the second run's workers make DEK version 2 and use it, as the
+    reference does per record; the reference and `deserialize` read both runs' frames."""
+    import json
+
     import fastavro
 
     from executors.encrypt import EncryptExecutor
-    from executors.encrypt.keys import now_millis
 
-    now = tmp_path / "now"
-    now.write_text(str(now_millis()))
     payload = contract_payload(SCHEMA, _params("AES256_GCM", **{"encrypt.dek.expiry.days": "1"}))
     registry = LocalRegistry(tmp_path / "registry")
-    contract = _contract(payload, registry, executors=[EncryptExecutor(clock=lambda: int(now.read_text()))])
+    # A DEK is judged at every batch (a 1 ms cache), so the runs need not be 5 minutes apart.
+    contract = _contract(payload, registry, executors=[EncryptExecutor(dek_cache_ttl_s=0.001)])
     # No orderBy: a second run would reuse the first one's shuffle output instead of encrypting again.
     framed = contract.serialize(_records(spark, contract))
     parsed = fastavro.parse_schema(SCHEMA)
@@ -175,7 +176,9 @@ def test_a_plan_reused_after_its_dek_expires_encrypts_with_a_new_version(spark: 
         return frames, {int.from_bytes(base64.b64decode(ssn)[1:5], "big") for ssn in ssns}
 
     today = run()
-    now.write_text(str(int(now.read_text()) + 2 * 86_400_000))
+    (dek_file,) = (tmp_path / "registry" / ".dek-registry" / "deks").rglob("1.json")
+    dek = json.loads(dek_file.read_text())
+    dek_file.write_text(json.dumps({**dek, "ts": dek["ts"] - 2 * 86_400_000}))
     tomorrow = run()
 
     assert (today[1], tomorrow[1]) == ({1}, {2})
