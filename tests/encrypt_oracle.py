@@ -168,3 +168,18 @@ def contract_payload(
         "schema": json.dumps(schema),
         "ruleSet": {"domainRules": [encrypt_rule(params=params, mode=mode)]},
     }
+
+
+def rule_evaluator(
+    registry: Any, mode: Any, executor: Any, secret: str, subject: str = SUBJECT, encoding: bool = False
+) -> Any:
+    """The evaluator `executor` compiles, as the engine does, for the one domain (or `encoding`)
+    rule of `subject`'s latest version in `registry`, in `mode`, with the local KMS `secret`."""
+    from contracts.planning import loader
+    from executors.config import RuleConfig
+
+    version = loader.load_version(registry, registry.get_latest_version(subject))
+    rules = version.schema.rules
+    (rule,) = rules.encoding_rules if encoding else rules.domain_rules
+    ctx = loader.rule_context(version, mode, rule, None, registry, RuleConfig({"secret": secret}))
+    return executor.compile(ctx).factory()

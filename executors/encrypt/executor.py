@@ -11,6 +11,7 @@ each DEK once (`keys.KeyRing`) and, on WRITE, keeps the DEK version it encrypts 
 from __future__ import annotations
 
 import binascii
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -158,10 +159,12 @@ def worker_keys(
 ) -> tuple[KeyRing, WriteKeys | None]:
     """A worker's keys for a rule's evaluator: its KeyRing, and on WRITE (when the plan has a DEK
     for it) its WriteKeys."""
+    clock = clock or now_millis
     keys = KeyRing(spec, registry, config, drivers, ttl_ms=ttl_ms, now_millis_fn=clock)
     if first is None:
         return keys, None
-    return keys, WriteKeys(first, spec, registry, config, drivers, clock or now_millis, ttl_ms, renews)
+    renew = functools.partial(write_dek, spec, registry, config, drivers, clock, ttl_ms) if renews else None
+    return keys, WriteKeys(first, clock, renew)
 
 
 @dataclass(frozen=True)

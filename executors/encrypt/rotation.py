@@ -53,38 +53,24 @@ def write_dek(
 
 
 class WriteKeys:
-    """A worker's current WRITE DEK: the plan's, then `write_dek`'s again whenever the clock reaches
-    its `until` at the start of a batch. `renews` False keeps the plan's for good: a registry in
-    memory is copied into each task, where a DEK made would be lost to every reader."""
+    """A worker's current WRITE DEK: the plan's, then `renew()`'s (`write_dek` with the rule's keys)
+    whenever the clock reaches its `until` at the start of a batch. Without `renew` the plan's is
+    kept for good: a registry in memory is copied into each task, where a DEK made would be lost
+    to every reader."""
 
     def __init__(
-        self,
-        first: WriteDek,
-        spec: KeySpec,
-        registry: DekRegistry,
-        config: Mapping[str, str],
-        drivers: Iterable[KmsDriver],
-        now_millis: Callable[[], int],
-        ttl_ms: int,
-        renews: bool,
+        self, first: WriteDek, now_millis: Callable[[], int], renew: Callable[[], WriteDek] | None
     ) -> None:
         self.current = first
-        self._spec = spec
-        self._registry = registry
-        self._config = config
-        self._drivers = tuple(drivers)
         self._now = now_millis
-        self._ttl_ms = ttl_ms
-        self._renews = renews
+        self._renew = renew
 
     def __repr__(self) -> str:
-        return f"WriteKeys(kek={self._spec.kek_name!r}, version={self.current.version})"
+        return f"WriteKeys(version={self.current.version}, until={self.current.until})"
 
     def version(self) -> int:
         """The version to encrypt a batch with; an EncryptionKeyError when a stale one cannot be
         replaced (the next batch tries again)."""
-        if self._renews and self._now() >= self.current.until:
-            self.current = write_dek(
-                self._spec, self._registry, self._config, self._drivers, self._now, self._ttl_ms
-            )
+        if self._renew is not None and self._now() >= self.current.until:
+            self.current = self._renew()
         return self.current.version

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from encrypt_oracle import SECRET, SUBJECT, ReferenceEncryption, contract_payload
+from encrypt_oracle import KMS_PARAMS, SECRET, SUBJECT, ReferenceEncryption, contract_payload
 
 from contracts import DataContract, LocalRegistry, Schema
 
@@ -56,13 +56,7 @@ ALGORITHMS = ["AES256_GCM", "AES128_GCM", "AES256_SIV"]
 
 
 def _params(algorithm: str, **extra: str) -> dict[str, str]:
-    return {
-        "encrypt.kek.name": "kek1",
-        "encrypt.kms.type": "local-kms",
-        "encrypt.kms.key.id": "key1",
-        "encrypt.dek.algorithm": algorithm,
-        **extra,
-    }
+    return {**KMS_PARAMS, "encrypt.dek.algorithm": algorithm, **extra}
 
 
 def _contract(payload: dict[str, Any], registry: LocalRegistry, **kwargs: Any) -> DataContract:

@@ -16,7 +16,7 @@ import base64
 from typing import Any
 
 import pyarrow as pa
-from encrypt_oracle import encrypt_rule
+from encrypt_oracle import encrypt_rule, rule_evaluator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_profiles import examples
@@ -25,8 +25,6 @@ from contracts import DataContract, LocalRegistry, Schema
 from contracts.formats.avro import arrow_type
 from contracts.formats.protobuf import ProtobufFormat
 from contracts.model import RuleMode
-from contracts.planning import loader
-from executors.config import RuleConfig
 from executors.encrypt import EncryptExecutor
 from executors.protocol import BatchEvaluator
 
@@ -153,15 +151,10 @@ def _evaluators(text: str, algorithm: str) -> tuple[BatchEvaluator, BatchEvaluat
     """The rule's WRITE and READ evaluators, compiled on a fresh registry as the engine does."""
     registry = LocalRegistry()
     registry.register_schema(SUBJECT, Schema.from_dict(_payload(text, algorithm)))
-    version = loader.load_version(registry, registry.get_latest_version(SUBJECT))
-    (rule,) = version.schema.rules.domain_rules
-    config = RuleConfig({"secret": SECRET})
-
-    def evaluator(mode: RuleMode) -> BatchEvaluator:
-        ctx = loader.rule_context(version, mode, rule, None, registry, config)
-        return EncryptExecutor().compile(ctx).factory()
-
-    return evaluator(RuleMode.WRITE), evaluator(RuleMode.READ)
+    return (
+        rule_evaluator(registry, RuleMode.WRITE, EncryptExecutor(), SECRET, SUBJECT),
+        rule_evaluator(registry, RuleMode.READ, EncryptExecutor(), SECRET, SUBJECT),
+    )
 
 
 def _passed(outcomes: Any) -> list[Any]:

@@ -12,13 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from encrypt_oracle import KMS_PARAMS, encrypt_rule
+from encrypt_oracle import KMS_PARAMS, encrypt_rule, rule_evaluator
 
 from contracts import LocalRegistry, Schema
 from contracts.errors import RegistryError
 from contracts.model import RuleMode
-from contracts.planning import loader
-from executors.config import RuleConfig
 from executors.encrypt import EncryptExecutor, EncryptPayloadExecutor
 from executors.encrypt.keys import now_millis
 
@@ -58,15 +56,11 @@ def _evaluators(registry: LocalRegistry, clock: _Clock, payload: bool) -> tuple[
     }
     rules = {"encodingRules" if payload else "domainRules": [encrypt_rule(params=ROTATED, payload=payload)]}
     registry.register_schema(SUBJECT, Schema.from_dict({"schema": json.dumps(schema), "ruleSet": rules}))
-    version = loader.load_version(registry, registry.get_latest_version(SUBJECT))
-    (rule,) = version.schema.rules.encoding_rules if payload else version.schema.rules.domain_rules
     executor = (EncryptPayloadExecutor if payload else EncryptExecutor)(clock=clock)
-
-    def evaluator(mode: RuleMode) -> Any:
-        ctx = loader.rule_context(version, mode, rule, None, registry, RuleConfig({"secret": "pw"}))
-        return executor.compile(ctx).factory()
-
-    return evaluator(RuleMode.WRITE), evaluator(RuleMode.READ)
+    return (
+        rule_evaluator(registry, RuleMode.WRITE, executor, "pw", SUBJECT, encoding=payload),
+        rule_evaluator(registry, RuleMode.READ, executor, "pw", SUBJECT, encoding=payload),
+    )
 
 
 def _dek_version(value: Any) -> int:
