@@ -455,16 +455,13 @@ class DataContract:
             topic_column=_present(df, "topic"),
         )
         run = self._start_run(df, run_id)
-        # Decode failures and Python migrations are routed inside the decode pass itself; the
-        # frames travel on only when a later rule may send a row's bytes to a DLQ topic.
-        # Frames from_avro or from_json reads (jvm_avro, jvm_json) are routed after the rules, as
-        # natively migrated rows.
+        # Decode failures and Python migrations are routed inside the decode pass itself (on the
+        # JVM paths, jvm_avro and jvm_json, by the Python decoder given the rows the JVM does not
+        # read); the frames travel on only when a later rule may send a row's bytes to a DLQ topic.
         jvm = jvm_avro.JvmDecode.plan(decoder, df.sparkSession) or jvm_json.JsonJvmDecode.plan(
             decoder, df.sparkSession
         )
-        # jvm_json leaves every row it cannot trust to the Python pass, which routes it there.
-        from_avro = isinstance(jvm, jvm_avro.JvmDecode)
-        may_be_unreadable = from_avro or any(n.may_be_unreadable for n in natives.values())
+        may_be_unreadable = any(n.may_be_unreadable for n in natives.values())
         unreadable_dlq = policy.action == "DLQ" and may_be_unreadable
         later_rejects = unreadable_dlq or any(p.can_reject for p in (plan, *natives.values()))
         router = Router(run.sink, run.run_id, layout, stage="decode")

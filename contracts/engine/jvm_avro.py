@@ -1,16 +1,17 @@
 """Avro bodies decoded and encoded in the JVM by spark-avro (`from_avro`, `to_avro`), where they
 give exactly what the fastavro passes of `serde` give (docs/semantics.md §8.10).
 
-Decoding scans the frames once: a frame whose V0 id or V1 GUID names a writer this module can read
-in the JVM (the target, or a writer migrated natively) and whose row has no schema id header is
-left undecoded by the fastavro decode pass and decoded by `from_avro` right after it; every other
-frame (a tombstone, an unknown or late-registered id, a header, a writer migrated in Python or one
-`from_avro` cannot read exactly) is decoded by that pass. `from_avro` in PERMISSIVE mode gives a
-record of nulls for a body it cannot read, and reads some bodies fastavro refuses (strings that are
-not UTF-8, dates and times Python cannot hold): those rows alone, found by Spark expressions, go to
-a small Arrow UDF that decodes them with the Python decoder, whose reason (or success: a record of
-nulls) then decides, so the decode policy and the DLQ reasons are the ones of the fastavro path,
-byte for byte.
+Decoding scans the frames once and sends no whole row to Python: a frame whose V0 id or V1 GUID
+names a writer this module can read in the JVM (the target, or a writer migrated natively) and
+whose row has no schema id header is decoded by `from_avro`; a tombstone gets its status natively;
+every other frame (an unknown or late-registered id, a header, a writer migrated in Python or one
+`from_avro` cannot read exactly) is decoded by the Python decoder in an Arrow UDF given those rows
+alone (contracts.engine.python_rows). `from_avro` in PERMISSIVE mode gives a record of nulls for a
+body it cannot read, and reads some bodies fastavro refuses (strings that are not UTF-8, dates and
+times Python cannot hold): those rows, found by Spark expressions, go to the same UDF, whose
+Python decoder's reason (or success: a record of nulls) then decides. The UDF routes the rows it
+rejects in the same task, so the decode policy and the DLQ reasons are the ones of the fastavro
+path, byte for byte.
 
 Encoding (`to_avro`) is exact where spark-avro writes the bytes fastavro writes for every record
 of the schema: records without unions of several branches, enums, fixed, maps or logical types
@@ -32,10 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from contracts.engine import serde
-from contracts.engine.frame import RECORD, STATUS
-from contracts.engine.routing import Router
-from contracts.errors import ContractError, SerializationError
+from contracts.engine import python_rows, serde
+from contracts.engine.frame import FAILURE, RECORD, STATUS, raise_failures, status_literal
+from contracts.engine.routing import Router, with_partition
+from contracts.errors import ContractError
 from contracts.formats.avro.sizes import size_check
 from contracts.formats.avro.types import _PRIMITIVES
 from contracts.formats.wire import encode_prefix
@@ -55,7 +56,7 @@ _PYTHON_ONLY_LOGICAL = frozenset({"uuid", "time-millis", "time-micros"})
 _MIN_MICROS = -62135596800000000
 _MAX_MICROS = 253402300799999999
 _JVM_ROW = "_contract_jvm_row"
-_JVM_REASON = "_contract_jvm_reason"
+_GIVEN = "__contract_python_rows"
 BODIES = "__contract_body"
 """The bodies `to_avro` wrote, for the pass running payload encoding rules (`encode`)."""
 _available: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
@@ -305,10 +306,10 @@ class JvmDecode:
         return cls(tuple(chosen), fallbacks) if chosen else None
 
     def decode(self, df: DataFrame, decoder: serde.Decoder, router: Router, keep_value: bool) -> DataFrame:
-        """`serde.decode`'s result in one scan of `df`: the fastavro pass decodes every frame but
-        those of the JVM writers, which it leaves for `from_avro` right after it. Undecodable JVM
-        frames get the policy's status with the Python decoder's reason (routed, under DLQ, after
-        the rules, as natively migrated rows)."""
+        """`serde.decode`'s result in one scan of `df`, no row crossing to Python whole: `from_avro`
+        reads the JVM writers' frames; the other frames, and the JVM's suspect records, go to the
+        Python decoder (contracts.engine.python_rows), which routes the rows it rejects through
+        `router` in the same task, as the fastavro pass does."""
         from pyspark.sql import functions as F
 
         value = F.col(f"`{decoder.value_column}`")
@@ -322,25 +323,32 @@ class JvmDecode:
             )
             by_jvm = by_jvm & ~F.coalesce(named, F.lit(False))
         by_jvm = F.coalesce(by_jvm & value.isNotNull(), F.lit(False))
-        out = serde.decode(df.withColumn(_JVM_ROW, by_jvm), decoder, router, keep_value=True, skip=_JVM_ROW)
         jvm_row = F.col(_JVM_ROW)
-        decoded = [w.column for w in self.writers]
-        for w, match in zip(self.writers, matches, strict=True):
-            read = F.when(jvm_row & match, self._read(value, w))
-            out = out.withColumn(w.column, read.otherwise(F.col(w.column)))
+        reads = {
+            w.column: F.when(jvm_row & match, self._read(value, w))
+            for w, match in zip(self.writers, matches, strict=True)
+        }
+        staged = with_partition(df).withColumn(_JVM_ROW, by_jvm).withColumns(reads)
         suspect = F.lit(False)
         for w, match in zip(self.writers, matches, strict=True):
             suspect = F.when(match, _suspect(F.col(w.column), w.spark_type)).otherwise(suspect)
-        where = [F.col(name) for name in ("topic", "partition", "offset") if name in out.columns]
-        rows = F.struct(value.alias(decoder.value_column), *where)
-        out = out.withColumn(_JVM_REASON, _reasons_udf(decoder)(F.when(jvm_row & suspect, rows)))
-        failed = F.col(_JVM_REASON).isNotNull()
-        for name in decoded:
-            out = out.withColumn(name, F.when(failed, F.lit(None)).otherwise(F.col(name)))
-        unreadable = serde.unreadable_status(decoder, df.columns)
-        out = out.withColumn(STATUS, F.when(failed, unreadable(F.col(_JVM_REASON))).otherwise(F.col(STATUS)))
-        dropped = [_JVM_ROW, _JVM_REASON] if keep_value else [_JVM_ROW, _JVM_REASON, decoder.value_column]
-        return out.drop(*dropped)
+        suspect = jvm_row & F.coalesce(suspect, F.lit(False))
+        by_python = value.isNotNull() & ~jvm_row
+        rows = python_rows.PythonRows(decoder, router, python_rows.decoded_type(decoder).json())
+        names = python_rows.given_columns(decoder, router, staged.columns)
+        given = rows.column(python_rows.given_rows(names, by_python | suspect, suspect))
+        out = staged.withColumn(_GIVEN, given).filter(
+            ~F.coalesce(F.col(_GIVEN)[python_rows.ROUTED], F.lit(False))
+        )
+        decoded = F.col(_GIVEN)
+        for name in [*(serde.writer_column(v) for v in decoder.native_types), RECORD]:  # as serde.decode
+            by_jvm_value = F.col(name) if name in reads else F.lit(None)
+            out = out.withColumn(name, F.when(by_python, decoded[name]).otherwise(by_jvm_value))
+        tombstone = F.when(value.isNull(), status_literal(decoder.tombstone_status))
+        out = out.withColumns({STATUS: tombstone, FAILURE: decoded[FAILURE]})
+        kept = [name for name in df.columns if keep_value or name != decoder.value_column]
+        added = [serde.writer_column(v) for v in decoder.native_types]
+        return raise_failures(out).select(*[F.col(f"`{name}`") for name in [*kept, *added, RECORD, STATUS]])
 
     @staticmethod
     def _matches(value: Column, writer: _JvmWriter) -> Column:
@@ -365,42 +373,6 @@ def _uuid(guid: str) -> Any:
     import uuid
 
     return uuid.UUID(guid)
-
-
-def _reasons_udf(decoder: serde.Decoder) -> Any:
-    """An Arrow UDF over rows (a struct of the frame and the Kafka columns naming where it is; null
-    but for the suspects): the Python decoder's reason a frame cannot be read, or null when it reads
-    a record of nulls, as `from_avro` did. Under ERROR the first unreadable one fails the job, with
-    the message and exception of the fastavro path."""
-    from pyspark.sql import functions as F
-
-    def reasons(rows: pa.Array) -> pa.Array:
-        batch = pa.RecordBatch.from_struct_array(rows)
-        frames = batch.column(decoder.value_column).to_pylist()
-        valid = rows.is_valid().to_pylist()
-        out = [
-            _reason(decoder, batch, i) if ok and frames[i] is not None else None for i, ok in enumerate(valid)
-        ]
-        return pa.array(out, type=pa.string())
-
-    # Nondeterministic only to the optimizer: a filter on the status is then not pushed below the
-    # UDF, where it would inline `from_avro` into its condition and evaluate both twice.
-    return F.arrow_udf(reasons, "string").asNondeterministic()
-
-
-def _reason(decoder: serde.Decoder, batch: pa.RecordBatch, i: int) -> str | None:
-    """Why the Python decoder cannot read row `i`'s frame; None when it reads a record of nulls. A
-    record it reads with a value the JVM did not give is a disagreement no policy can route: it fails."""
-    try:
-        _, record = serde.read_frame(decoder, batch.column(decoder.value_column)[i].as_py(), None)
-    except SerializationError as e:
-        return str(serde.undecodable_status(decoder, batch, i, e)["reason"])
-    if isinstance(record, dict) and all(v is None for v in record.values()):
-        return None
-    raise SerializationError(
-        f"spark-avro and fastavro read a frame of subject {decoder.subject!r} differently (a decimal"
-        f" beyond its precision?): set {PATH_ENV}=python to decode with fastavro alone"
-    )
 
 
 def encode_inexact_reason(schema: Any) -> str | None:

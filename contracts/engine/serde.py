@@ -282,13 +282,13 @@ class _DecodePass:
 def _decode_unskipped(
     decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema, skip: str | None
 ) -> pa.RecordBatch:
-    """`_decode_batch` on the rows whose `skip` column is not true; the skipped rows leave with
+    """`decode_batch` on the rows whose `skip` column is not true; the skipped rows leave with
     nulls in the columns the pass adds (a skipped row is never a tombstone: its frame is there)."""
     skipped = None if skip is None else pc.fill_null(batch.column(skip), False)
     if skipped is None or not pc.any(skipped).as_py():
-        return _decode_batch(decoder, batch, output)
+        return decode_batch(decoder, batch, output)
     kept = pc.invert(skipped)
-    some = _decode_batch(decoder, batch.filter(kept), output)
+    some = decode_batch(decoder, batch.filter(kept), output)
     # Row i of the batch is row positions[i] of `some`, or none (a null index takes a null).
     positions = pc.subtract(pc.cumulative_sum(kept.cast(pa.int64())), 1)
     positions = pc.if_else(kept, positions, pa.scalar(None, pa.int64()))
@@ -306,7 +306,9 @@ def _mark_tombstones(batch: pa.RecordBatch, value_column: str, tombstone: pa.Sca
     return batch.set_column(index, batch.schema.field(index), status)
 
 
-def _decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) -> pa.RecordBatch:
+def decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) -> pa.RecordBatch:
+    """`batch` with the decoded columns `output` adds after its own (writers, RECORD, STATUS,
+    FAILURE); a null frame is skipped (the callers mark tombstones)."""
     frames = batch.column(decoder.value_column).to_pylist()
     id_headers = schema_id_headers(batch, decoder.headers_column, decoder.id_header)
     records: list[Any] = [None] * len(frames)

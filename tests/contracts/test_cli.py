@@ -1457,6 +1457,7 @@ def test_a_rule_config_variable_that_cannot_be_used_is_a_usage_error_naming_it(
     assert KMS_SECRET not in ran.out + ran.err
 
 
+@pytest.mark.one_pass  # what it checks is the same on any session; its last command runs classic
 def test_rule_config_values_are_never_printed_even_with_debug_or_on_failure(
     spark: Any, people_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -204,7 +204,7 @@ def _disagreements(spark: Any, expressions: list[str], rows: list[dict[str, Any]
 # Hypothesis' buffer holds about 20 of these records per example; more would overrun and retry.
 RECORD_LISTS = st.lists(records(), min_size=20, max_size=20)
 SETTINGS = settings(
-    max_examples=examples(3),
+    max_examples=examples(2),
     deadline=None,
     # A disagreement is reported with every differing row; shrinking 60-row DataFrames costs minutes.
     phases=[Phase.explicit, Phase.generate],

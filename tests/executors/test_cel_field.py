@@ -265,7 +265,7 @@ def _reference_outcome(
 
 
 @settings(
-    max_examples=examples(6),
+    max_examples=examples(4),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -275,7 +275,7 @@ def test_native_steps_match_the_python_walk(spark: Any, data: st.DataObject) -> 
 
 
 @settings(
-    max_examples=examples(6),
+    max_examples=examples(4),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

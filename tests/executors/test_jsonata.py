@@ -161,7 +161,7 @@ RECORDS = st.fixed_dictionaries(
     }
 )
 SETTINGS = settings(
-    max_examples=examples(4),
+    max_examples=examples(3),
     deadline=None,
     phases=(Phase.explicit, Phase.generate),
     suppress_health_check=[

@@ -80,6 +80,7 @@ def restarts_the_broker(kafka_broker: KafkaBroker) -> Iterator[KafkaBroker]:
         kafka_broker.start()
 
 
+@pytest.mark.one_pass  # DLQ delivery runs in the Python workers, whatever the session
 def test_the_broker_stopped_while_dlq_records_are_in_flight_fails_the_job_and_a_rerun_loses_nothing(
     spark: Any, restarts_the_broker: KafkaBroker, scenario: Scenario, tmp_path: Path
 ) -> None:

@@ -15,6 +15,7 @@ from tools.kafka_broker import KafkaBroker
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
+@pytest.mark.one_pass  # the end-to-end streaming test runs on Spark Connect
 def test_the_kafka_example_streams_every_order_to_the_reader_or_a_dead_letter_topic(
     spark: Any, kafka_broker: KafkaBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

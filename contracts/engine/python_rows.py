@@ -1,0 +1,206 @@
+"""The Python decoder as an Arrow UDF over the rows a JVM decode leaves to it (contracts.engine.jvm_avro).
+
+`from_avro` reads most frames. The others (a frame of an unknown or late-registered id, one named
+by a schema id header, one of a writer migrated in Python or read inexactly in the JVM) are
+decoded here, and the JVM's suspect records (a record of nulls, a value Python refuses) are judged
+here. Only those rows cross to the Python worker; every other row reaches it as a null, not as a
+whole row as in a `mapInArrow` pass. The rows it rejects go to their DLQ topics through the decode
+stage's Router in the same task, as the fastavro pass sends them, and leave marked ROUTED for a
+native filter to drop.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from contracts.engine import serde
+from contracts.engine.frame import PARTITION, RECORD, STATUS, failure_field, status_type
+from contracts.engine.routing import Router
+from contracts.errors import SerializationError
+from contracts.formats import avro
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+    from pyspark.sql.types import StructType
+
+ROUTED = "__contract_routed"
+"""True for a row this pass sent to a DLQ topic (it leaves the DataFrame)."""
+SUSPECT = "__contract_suspect"
+"""True for a row the JVM decoded whose record the Python decoder must judge."""
+
+
+def decoded_type(decoder: serde.Decoder) -> StructType:
+    """What the UDF gives per row: ROUTED, each natively migrated writer's record, the target record
+    and the FAILURE an ERROR migration action left (null for a row it was not given)."""
+    from pyspark.sql.types import BooleanType, StructField, StructType
+
+    writers = [
+        StructField(serde.writer_column(version), _plain(json.loads(type_json)), True)
+        for version, type_json in decoder.native_types.items()
+    ]
+    target = _plain(json.loads(decoder.target_type_json))
+    return StructType(
+        [
+            StructField(ROUTED, BooleanType(), True),
+            *writers,
+            StructField(RECORD, target, True),
+            failure_field(),
+        ]
+    )
+
+
+def _plain(type_json: dict[str, Any]) -> StructType:
+    """A record type without its fields' metadata: an Arrow UDF's result type must equal the one
+    Spark reads back from Arrow, which holds none."""
+    from pyspark.sql.types import StructType
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k != "metadata"} | (
+                {"metadata": {}} if "metadata" in node else {}
+            )
+        if isinstance(node, list):
+            return [strip(item) for item in node]
+        return node
+
+    return StructType.fromJson(strip(type_json))
+
+
+@dataclass(frozen=True)
+class PythonRows:
+    """The picklable UDF body: decodes (or judges, SUSPECT) the rows given to it, routes the rows it
+    rejects through `router`, and gives `decoded_type`'s struct for each row."""
+
+    decoder: serde.Decoder
+    router: Router
+    decoded_json: str
+
+    def column(self, rows: Column) -> Column:
+        """The UDF applied to `rows`: a struct holding the frame, the columns DLQ records and error
+        messages name, PARTITION and SUSPECT; null for a row decoded elsewhere."""
+        from pyspark.sql import functions as F
+
+        def decode(arrays: Iterator[pa.Array]) -> Iterator[pa.Array]:
+            return self(arrays)
+
+        udf = F.arrow_udf(decode, self._spark_type)
+        # Nondeterministic only to the optimizer, so the filter on ROUTED stays above the UDF.
+        return udf.asNondeterministic()(rows)
+
+    @property
+    def _spark_type(self) -> StructType:
+        from pyspark.sql.types import StructType
+
+        return StructType.fromJson(json.loads(self.decoded_json))
+
+    @cached_property
+    def _arrow_type(self) -> pa.StructType:
+        return pa.struct(list(avro.arrow_schema(self._spark_type)))
+
+    @cached_property
+    def _added(self) -> list[pa.Field]:
+        """The columns `serde.decode_batch` adds to a batch: writers, RECORD, STATUS, FAILURE."""
+        from pyspark.sql.types import StructField, StructType
+
+        middle = self._spark_type.fields[1:-1]
+        fields = [*middle, StructField(STATUS, status_type(), True), failure_field()]
+        return list(avro.arrow_schema(StructType(fields)))
+
+    def __call__(self, arrays: Iterator[pa.Array]) -> Iterator[pa.Array]:
+        pending: deque[tuple[pa.Array, pa.RecordBatch]] = deque()
+
+        def decoded_batches() -> Iterator[pa.RecordBatch]:
+            for rows in arrays:
+                decoded = self._decoded(pa.RecordBatch.from_struct_array(rows).filter(rows.is_valid()))
+                pending.append((rows, decoded))
+                yield decoded.drop_columns([SUSPECT])
+
+        # The Router writes the DLQ records of each batch as it is pulled and commits at the end.
+        for _ in self.router(decoded_batches()):
+            rows, decoded = pending.popleft()
+            yield self._output(rows, decoded)
+
+    def _decoded(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """`batch` (the given rows) with the decoder's columns added: suspects are judged, the
+        other rows decoded, each rejected row given its status."""
+        decoder = self.decoder
+        output = pa.schema([*batch.schema, *self._added])
+        suspect = pc.fill_null(batch.column(SUSPECT), False)
+        if not pc.any(suspect).as_py():
+            return serde.decode_batch(decoder, batch, output)
+        index = batch.schema.get_field_index(decoder.value_column)
+        frames = batch.column(index)
+        unjudged = pc.if_else(suspect, pa.scalar(None, frames.type), frames)
+        decoded = serde.decode_batch(
+            decoder, batch.set_column(index, batch.schema.field(index), unjudged), output
+        )
+        statuses = decoded.column(STATUS).to_pylist()
+        for i, is_suspect in enumerate(suspect.to_pylist()):
+            if is_suspect:
+                statuses[i] = self._judged(batch, i)
+        status_index = output.get_field_index(STATUS)
+        decoded = decoded.set_column(index, output.field(index), frames)
+        return decoded.set_column(
+            status_index, output.field(STATUS), pa.array(statuses, output.field(STATUS).type)
+        )
+
+    def _judged(self, batch: pa.RecordBatch, i: int) -> dict[str, Any] | None:
+        """The status of a row whose JVM record is suspect: the policy's for a frame the Python
+        decoder cannot read, None where it reads a record of nulls, as `from_avro` did. A record it
+        reads with a value the JVM did not give is a disagreement no policy can route: it fails."""
+        decoder = self.decoder
+        try:
+            _, record = serde.read_frame(decoder, batch.column(decoder.value_column)[i].as_py(), None)
+        except SerializationError as e:
+            return serde.undecodable_status(decoder, batch, i, e)
+        if isinstance(record, dict) and all(v is None for v in record.values()):
+            return None
+        raise SerializationError(
+            f"spark-avro and fastavro read a frame of subject {decoder.subject!r} differently (a"
+            " decimal beyond its precision?): set SPARK_CONTRACTS_AVRO_PATH=python to decode with"
+            " fastavro alone"
+        )
+
+    def _output(self, rows: pa.Array, decoded: pa.RecordBatch) -> pa.Array:
+        """The UDF's result for `rows`: the decoded given rows in their places, nulls elsewhere."""
+        arrow_type = self._arrow_type
+        if not decoded.num_rows:
+            return pa.nulls(len(rows), arrow_type)
+        routed = pc.is_valid(decoded.column(STATUS))
+        parts = [routed, *(decoded.column(f.name) for f in list(arrow_type)[1:])]
+        given = pa.StructArray.from_arrays(parts, fields=list(arrow_type))
+        chosen = rows.is_valid()
+        positions = pc.subtract(pc.cumulative_sum(chosen.cast(pa.int64())), 1)
+        return given.take(pc.if_else(chosen, positions, pa.scalar(None, pa.int64())))
+
+
+def given_columns(decoder: serde.Decoder, router: Router, columns: list[str]) -> list[str]:
+    """The columns of `columns` the UDF needs for a row: the frame, its schema id headers, and what
+    DLQ records and error messages name (key, DLQ value, headers, topic, partition, offset)."""
+    layout = router.layout
+    wanted = [
+        decoder.value_column,
+        decoder.headers_column,
+        layout.value_column,
+        layout.key_column,
+        layout.headers_column,
+        layout.topic_column,
+        *serde.DECODE_POSITION,
+    ]
+    return list(dict.fromkeys(name for name in wanted if name is not None and name in columns))
+
+
+def given_rows(names: list[str], given: Column, suspect: Column) -> Column:
+    """The UDF's argument: the row's `names` columns, PARTITION and SUSPECT where `given`, else null."""
+    from pyspark.sql import functions as F
+
+    fields = [F.col(f"`{name}`") for name in names]
+    return F.when(given, F.struct(*fields, F.col(PARTITION), suspect.alias(SUSPECT)))
