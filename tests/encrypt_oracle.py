@@ -136,13 +136,50 @@ class ReferenceEncryption:
             )
 
 
+KMS_PARAMS = {"encrypt.kek.name": "kek1", "encrypt.kms.type": "local-kms", "encrypt.kms.key.id": "key1"}
+"""The KEK most tests encrypt with: `kek1`, on local-kms key `key1` (created on the first WRITE)."""
+
+
+def encrypt_rule(
+    algorithm: str | None = None,
+    params: Mapping[str, str] = KMS_PARAMS,
+    *,
+    payload: bool = False,
+    mode: str = "WRITEREAD",
+    **fields: Any,
+) -> dict[str, Any]:
+    """A registry rule: ENCRYPT on the PII tag (`encryptPII`), or with `payload` ENCRYPT_PAYLOAD
+    (`encryptPayload`, no tags), with `params` and the DEK `algorithm` (None: the default);
+    `fields` add to the rule or replace its own (`onFailure`, `name`, `tags`, …)."""
+    chosen = {**params, **({"encrypt.dek.algorithm": algorithm} if algorithm else {})}
+    if payload:
+        rule: dict[str, Any] = {"name": "encryptPayload", "type": "ENCRYPT_PAYLOAD"}
+    else:
+        rule = {"name": "encryptPII", "type": "ENCRYPT", "tags": ["PII"]}
+    return {**rule, "kind": "TRANSFORM", "mode": mode, "params": chosen, **fields}
+
+
 def contract_payload(
     schema: Mapping[str, Any], params: Mapping[str, str], mode: str = "WRITEREAD"
 ) -> dict[str, Any]:
     """A registry payload: `schema` with one ENCRYPT rule on the PII tag."""
-    rule = {"name": "encryptPII", "kind": "TRANSFORM", "mode": mode, "type": "ENCRYPT", "tags": ["PII"]}
     return {
         "schemaType": "AVRO",
         "schema": json.dumps(schema),
-        "ruleSet": {"domainRules": [{**rule, "params": dict(params)}]},
+        "ruleSet": {"domainRules": [encrypt_rule(params=params, mode=mode)]},
     }
+
+
+def rule_evaluator(
+    registry: Any, mode: Any, executor: Any, secret: str, subject: str = SUBJECT, encoding: bool = False
+) -> Any:
+    """The evaluator `executor` compiles, as the engine does, for the one domain (or `encoding`)
+    rule of `subject`'s latest version in `registry`, in `mode`, with the local KMS `secret`."""
+    from contracts.planning import loader
+    from executors.config import RuleConfig
+
+    version = loader.load_version(registry, registry.get_latest_version(subject))
+    rules = version.schema.rules
+    (rule,) = rules.encoding_rules if encoding else rules.domain_rules
+    ctx = loader.rule_context(version, mode, rule, None, registry, RuleConfig({"secret": secret}))
+    return executor.compile(ctx).factory()

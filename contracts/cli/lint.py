@@ -83,8 +83,9 @@ class Problem:
         return f"{where}: {'note: ' if self.note else ''}{self.reason}"
 
 
-def lint_directory(root: Path) -> list[Problem]:
-    """Problems in a LocalRegistry directory (`<root>/<subject>/<version>.json`).
+def lint_directory(root: Path, protobuf_message: str | None = None) -> list[Problem]:
+    """Problems in a LocalRegistry directory (`<root>/<subject>/<version>.json`), Protobuf versions
+    read with `protobuf_message` as their record message (as in `lint_registry`).
 
     Files that do not parse are reported with their path; the rest are staged in a scratch copy and
     opened with LocalRegistry itself, so ids, references and schemas are judged as loading judges
@@ -121,14 +122,19 @@ def lint_directory(root: Path) -> list[Problem]:
             shutil.copytree(keys, Path(staging) / DEK_DIRECTORY)
         registry = _open_dropping_bad_versions(Path(staging), staged, originals, problems)
         if registry is not None:
-            problems.extend(lint_registry(registry, paths=originals))
+            problems.extend(lint_registry(registry, paths=originals, protobuf_message=protobuf_message))
     return sorted(_unique(problems), key=lambda p: (p.subject or "", p.version or 0))
 
 
 def lint_registry(
-    registry: Registry, subjects: Iterable[str] | None = None, paths: dict[tuple[str, int], str] | None = None
+    registry: Registry,
+    subjects: Iterable[str] | None = None,
+    paths: dict[tuple[str, int], str] | None = None,
+    protobuf_message: str | None = None,
 ) -> list[Problem]:
-    """Problems in the given subjects (default: all) of any registry, every version of each."""
+    """Problems in the given subjects (default: all) of any registry, every version of each; a
+    Protobuf version's rules checked against the record message `protobuf_message` names (as
+    DataContract(protobuf_message=…) reads it; default: the file's first), other types as they are."""
     executors = load_group(EXECUTOR_GROUP, attrgetter("type"), as_executor)
     actions = load_group(ACTION_GROUP, attrgetter("name"))
     problems: list[Problem] = []
@@ -146,8 +152,9 @@ def lint_registry(
             except DataContractError as error:
                 problems.append(_problem(error, subject, version, path))
                 continue
+            message = protobuf_message if registered.schema.schema_type.upper() == "PROTOBUF" else None
             try:
-                target = loader.load_version(registry, registered)
+                target = loader.load_version(registry, registered, message)
             except DataContractError as error:
                 problems.append(_problem(error, subject, version, path))
                 schema_type = registered.schema.schema_type.upper()
@@ -158,7 +165,8 @@ def lint_registry(
                 _Compared(version, target.properties, target.schema.schema_type.upper(), readable, path)
             )
             problems.extend(
-                Problem.of(error, path) for error in _rule_errors(registry, target, executors, actions)
+                Problem.of(error, path)
+                for error in _rule_errors(registry, target, executors, actions, message)
             )
             problems.extend(_skipped_rule_set(target, path))
         problems.extend(_incompatibilities(registry, subject, compared))
@@ -265,10 +273,13 @@ def _rule_errors(
     target: loader.ContractVersion,
     executors: PluginRegistry[Any],
     actions: PluginRegistry[Any],
+    protobuf_message: str | None = None,
 ) -> Iterator[ContractError]:
     """Compile each rule, one at a time, in each mode it runs in, through the loader and planner,
     read-only: nothing is created in the registry."""
-    compiler = _ContractPlanner(registry, target.subject, target, executors, actions)
+    compiler = _ContractPlanner(
+        registry, target.subject, target, executors, actions, protobuf_message=protobuf_message
+    )
     for attribute, modes in _MODES:
         for mode in modes:
             rules = loader.running_order(getattr(target.schema.rules, attribute), mode, executors)

@@ -1,7 +1,7 @@
 """The `spark-contracts` command line: lint, apply, push and pull data contracts.
 
     spark-contracts --version
-    spark-contracts lint DIR | --registry URL [--subject S ...]
+    spark-contracts lint DIR | --registry URL [--subject S ...] [--protobuf-message NAME]
     spark-contracts apply --registry DIR_OR_URL --subject S [--version N] --mode WRITE|READ
                           --input PATH --format parquet|json|avro-parquet|avro-json --output PATH
                           [--protobuf-message NAME]
@@ -129,9 +129,10 @@ def _lint(args: argparse.Namespace, spark: Any, out: TextIO, err: TextIO) -> int
     if args.directory is not None and args.subject:
         raise UsageError("--subject goes with --registry")
     if args.directory is not None:
-        problems = lint_directory(Path(args.directory))
+        problems = lint_directory(Path(args.directory), args.protobuf_message)
     else:
-        problems = lint_registry(open_registry(args.registry), args.subject or None)
+        registry = open_registry(args.registry)
+        problems = lint_registry(registry, args.subject or None, protobuf_message=args.protobuf_message)
     for problem in problems:
         print(problem.line(), file=out)
     failing = sum(not problem.note for problem in problems)
@@ -256,6 +257,7 @@ def _parser() -> argparse.ArgumentParser:
     lint.add_argument("directory", nargs="?", help="a LocalRegistry directory (<subject>/<version>.json)")
     lint.add_argument("--registry", help="a registry URL (or directory) instead of DIR")
     lint.add_argument("--subject", action="append", help="a subject to lint (repeatable; default: all)")
+    add_protobuf_message_argument(lint)  # Protobuf subjects' versions only
     lint.set_defaults(handler=_lint)
 
     apply = commands.add_parser(

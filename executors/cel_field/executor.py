@@ -7,7 +7,9 @@ whose expressions cannot all compile natively runs as that Python step instead (
 In a migration the walk follows the schema of the record the rule receives, as Confluent's Java
 client walks a migration's record (docs/semantics.md §4.7); there a result that may not fit its
 field keeps the rule in Python, which makes such a record undecodable rather than failing the rule.
-On JSON Schema and Protobuf records the rule runs its format's walk in Python (§4.8, §4.9).
+On Protobuf records the rule compiles natively the same way over the message's tree
+(executors/cel_field/protobuf_tree.py), its Python twin the Protobuf walk (§4.9); on JSON Schema
+records it runs the JSON walk in Python (§4.8).
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from executors.cel._native_types import NotNativeCel
 from executors.cel_field.batch import CelFieldBatch
 from executors.cel_field.json_walk import CelFieldJsonBatch
 from executors.cel_field.native import NativePlanner
+from executors.cel_field.protobuf_tree import protobuf_tree
 from executors.cel_field.protobuf_walk import CelFieldProtobufBatch
-from executors.cel_field.schema import schema_tree
+from executors.cel_field.schema import Node, schema_tree
 from executors.protocol import (
     BatchStep,
     MigrationResult,
@@ -67,23 +70,24 @@ class CelFieldExecutor:
         expr = rule.expr or ""
         # Compiling on the driver reports syntax errors at load, with their position.
         _runtime.compile_program(expr, subject=ctx.subject, version=ctx.version, rule=rule.name)
-        if schema_type in ("JSON", "PROTOBUF"):
-            walked = f"fields tagged {', '.join(sorted(rule.tags))}" if rule.tags else "every field"
-            walk_batch = (CelFieldJsonBatch if schema_type == "JSON" else CelFieldProtobufBatch)(
+        walked = f"fields tagged {', '.join(sorted(rule.tags))}" if rule.tags else "every field"
+        if schema_type == "JSON":
+            walk_batch = CelFieldJsonBatch(
                 expr,
                 rule.kind,
                 frozenset(rule.tags),
-                ctx.schema.document if schema_type == "JSON" else ctx.schema,
+                ctx.schema.document,
                 dict(ctx.metadata_tags),
                 condition_failure_message(rule),
             )
             return BatchStep(
                 walk_batch,
                 explain=f"touches {walked} its guard accepts, decided per record",
-                why_not_native=f"no native form for records of a {schema_type} schema (Avro only)",
+                why_not_native="no native form for records of a JSON schema (Avro and Protobuf only)",
             )
+        twin = CelFieldProtobufBatch if schema_type == "PROTOBUF" else CelFieldBatch
         batch = BatchStep(
-            CelFieldBatch(
+            twin(
                 expr,
                 rule.kind,
                 frozenset(rule.tags),
@@ -92,12 +96,21 @@ class CelFieldExecutor:
                 condition_failure_message(rule),
             )
         )
-        tree = schema_tree(ctx.schema, ctx.metadata_tags)
+        tree: Node = (
+            protobuf_tree(ctx.schema, ctx.metadata_tags)
+            if schema_type == "PROTOBUF"
+            else schema_tree(ctx.schema, ctx.metadata_tags)
+        )
         try:
-            planner = NativePlanner(expr, rule.kind, frozenset(rule.tags), fitting_only=ctx.mode.is_migration)
+            planner = NativePlanner(
+                expr,
+                rule.kind,
+                frozenset(rule.tags),
+                fitting_only=ctx.mode.is_migration,
+                protobuf=schema_type == "PROTOBUF",
+            )
             build = planner.plan(tree, ctx.spark_type)
         except NotNativeCel as unsupported:
-            walked = f"fields tagged {', '.join(sorted(rule.tags))}" if rule.tags else "every field"
             return dataclasses.replace(
                 batch,
                 explain=f"touches {walked} its guard accepts, decided per record",

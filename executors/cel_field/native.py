@@ -4,7 +4,8 @@ Every visited field and type name is decided when the rule compiles: skipped by 
 skipped because its guard is statically false (such fields are not touched at all), failing
 because its guard errors, or compiled to Columns (docs/semantics.md §9.2). Nested values are
 rebuilt natively: `withField` for records, `transform` for arrays, `transform_values` for maps,
-member structs for multi-branch unions. Guards and bodies compile through the shared CEL
+member structs for multi-branch unions; on Protobuf records (executors/cel_field/protobuf_tree.py)
+a field with presence is walked only when set. Guards and bodies compile through the shared CEL
 compiler (`executors.cel._compiler.compile_term`), so CEL_FIELD has every construct and builtin
 CEL has. A shape or expression with no exact native form raises `NotNativeCel` and the executor
 falls back to the Python walk for the whole rule.
@@ -21,7 +22,7 @@ from executors.cel import _runtime
 from executors.cel._compiler import compile_term, split_rule
 from executors.cel._native_types import CelType, NotNativeCel, Term
 from executors.cel._native_types import any_error as _or
-from executors.cel_field.schema import NULL, Array, Field, Leaf, Map, Node, Record, Union
+from executors.cel_field.schema import NULL, Array, Field, Leaf, Map, Node, Present, Record, Union, Wrapped
 from executors.protocol import NativeOutcome
 
 if TYPE_CHECKING:
@@ -103,6 +104,8 @@ class _Slot:
     accepts: frozenset[str]
     spark_type: str | None
     rigid: bool = False
+    protobuf: bool = False
+    """A Protobuf field: the protobuf runtime, not fastavro, decides what a result fits."""
 
     def check(self, result_type: str) -> None:
         """Refuse, at plan time, results whose validity only the Python walk can decide."""
@@ -111,6 +114,10 @@ class _Slot:
         undecided = self.rigid or self.accepts & {"ENUM", "FIXED"}
         if result_type in _ACCEPTING and not self._kinds(result_type) and undecided:
             raise NotNativeCel("a transform result of a type the field's own branch cannot hold")
+        # The protobuf runtime takes UTF-8 bytes for a string field and an int for a bool one.
+        converted = {"bytes": "STRING", "int": "BOOLEAN"}.get(result_type)
+        if self.protobuf and converted in self.accepts:
+            raise NotNativeCel("a transform result the protobuf runtime converts to its field's type")
 
     def _kinds(self, result_type: str) -> list[str]:
         return [kind for kind in _ACCEPTING.get(result_type, ()) if kind in self.accepts]
@@ -132,8 +139,9 @@ class _Slot:
         cast = value.try_cast(self.spark_type) if self.spark_type else value
         if kinds == ["INT"]:
             return cast, ~value.between(INT_MIN, INT_MAX)
-        if kinds == ["FLOAT"]:
-            # fastavro cannot pack a double beyond float's range into a float (the write fails).
+        if kinds == ["FLOAT"] and not self.protobuf:
+            # fastavro cannot pack a double beyond float's range into a float (the write fails);
+            # protobuf stores it as float's infinity, as Spark's cast does.
             return cast, (F.abs(value) >= _FLOAT_MAX) & ~F.isnan(value) & ~value.isin(
                 float("inf"), float("-inf")
             )
@@ -256,6 +264,22 @@ class _ArrayPlan(_Plan):
 
 
 @dataclass
+class _WrapperPlan(_Plan):
+    """A Protobuf wrapper's value (Spark's nullable scalar), walked as its message's `value` field:
+    the message a rule reads there is the wrapper, `{value}`."""
+
+    inner: _Plan
+
+    def __post_init__(self) -> None:
+        self.changes = self.inner.changes
+
+    def emit(self, value: Column, message: Column | None) -> Emitted:
+        from pyspark.sql import functions as F
+
+        return self.inner.emit(value, F.struct(value.alias("value")))
+
+
+@dataclass
 class _NullablePlan(_Plan):
     """A ["null", container] union: its null visited as typeName NULL, its value walked when present."""
 
@@ -332,16 +356,24 @@ class NativePlanner:
     binds them, `value` as the field's Column and `message` as its containing record's struct.
     `fitting_only` (a migration) refuses a transform whose result may not fit its field: there such
     a result makes the record undecodable (docs/semantics.md §4.7), which the Python twin tells
-    apart from a failed rule and the native walk does not.
+    apart from a failed rule and the native walk does not. `protobuf`: the tree is a Protobuf
+    message's, whose results the protobuf runtime judges.
     """
 
     def __init__(
-        self, expr: str, kind: RuleKind, rule_tags: frozenset[str], *, fitting_only: bool = False
+        self,
+        expr: str,
+        kind: RuleKind,
+        rule_tags: frozenset[str],
+        *,
+        fitting_only: bool = False,
+        protobuf: bool = False,
     ) -> None:
         self.guard, self.body = split_rule(expr)
         self.kind = kind
         self.rule_tags = rule_tags
         self.fitting_only = fitting_only
+        self.protobuf = protobuf
         self.touched: list[str] = []
         """The full names of the fields the rule's expression runs on, in schema order (after `plan`)."""
 
@@ -391,13 +423,39 @@ class NativePlanner:
             values = self._node(node.values, dtype.valueType, field, container)
             return None if values is None else _ArrayPlan(values, True)
         if isinstance(node, Leaf):
-            return self._slot(
-                [(None, node)],
-                _Slot(frozenset({node.type_name}), _SPARK_TYPES.get(node.type_name)),
-                field,
-                container,
-            )
+            return self._slot([(None, node)], self._leaf_slot(node), field, container)
+        if isinstance(node, Present):
+            if isinstance(node.node, Leaf):
+                is_set: Callable[[Column], Column] = lambda v: v.isNotNull()  # noqa: E731
+                return self._slot([(is_set, node.node)], self._leaf_slot(node.node), field, container)
+            inner = self._node(node.node, dtype, field, container)
+            return None if inner is None else _NullablePlan(None, inner)
+        if isinstance(node, Wrapped):
+            return self._wrapped(node, dtype)
         return self._union(node, dtype, field, container)
+
+    def _leaf_slot(self, leaf: Leaf) -> _Slot:
+        return _Slot(frozenset({leaf.type_name}), _SPARK_TYPES.get(leaf.type_name), protobuf=self.protobuf)
+
+    def _wrapped(self, node: Wrapped, dtype: DataType) -> _Plan | None:
+        """A wrapper's `value` walked over Spark's scalar; a Duration's `seconds` and `nanos`, which
+        Spark holds as one interval, stay in Python when the rule would visit them."""
+        from pyspark.sql import types as T
+
+        leaves = {"LONG": T.LongType(), "INT": T.IntegerType()}
+        if len(node.fields) == 1:
+            (inner,) = node.fields
+            container = T.StructType([T.StructField(inner.name, dtype)])
+            plan = self._node(inner.node, dtype, inner, container)
+            return None if plan is None else _WrapperPlan(plan)
+        typed = [
+            (inner, leaves[inner.node.type_name]) for inner in node.fields if isinstance(inner.node, Leaf)
+        ]
+        container = T.StructType([T.StructField(inner.name, spark_type) for inner, spark_type in typed])
+        for inner, spark_type in typed:
+            if self._node(inner.node, spark_type, inner, container) is not None:
+                raise NotNativeCel(f"a visited {node.full_name} (one interval in Spark)")
+        return None
 
     def _union(self, union: Union, dtype: DataType, field: Field, container: StructType) -> _Plan | None:
         branches = [branch for branch in union.branches if branch != NULL]

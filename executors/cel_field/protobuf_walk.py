@@ -7,10 +7,10 @@ member or optional scalar), a repeated field element by element, a map value by 
 untouched), a message value walked field by field. Wrappers and Duration are messages there: their
 `value` (`seconds`, `nanos`) fields are walked under the well-known type's own full names. Every
 other value is a leaf handed to the field's rule when the rule's tags select the field: scalars,
-enums (by number) and Timestamp. A field's names are its descriptor's (`fullName` is
-`package.Message.field`), its type name the reference's FieldType (a map field's values are MAP,
-a Timestamp LONG), its tags the `(confluent.field_meta).tags` option plus the metadata tag paths
-matching its full name.
+enums (by number), Timestamp and `confluent.type.Decimal` (its message's fields, as one value). A
+field's names are its descriptor's (`fullName` is `package.Message.field`), its type name the
+reference's FieldType (a map field's values are MAP, a Timestamp LONG, a Decimal BYTES), its tags
+the `(confluent.field_meta).tags` option plus the metadata tag paths matching its full name.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from contracts.formats.protobuf.types import DURATION, TIMESTAMP, WRAPPERS, is_map, is_repeated
+from contracts.formats.protobuf.options import field_tags
+from contracts.formats.protobuf.types import DECIMAL, DURATION, TIMESTAMP, WRAPPERS, is_map, is_repeated
 from contracts.formats.protobuf.values import to_message
 from contracts.model import RuleKind
 from contracts.registry.protobuf_schema import ProtoSchema
@@ -32,13 +33,14 @@ from executors.protocol import BatchEvaluator
 if TYPE_CHECKING:
     from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-FIELD_META = "confluent.field_meta"
-"""The field option (confluent/meta.proto) whose `tags` tag a field."""
 _INT_TYPES = frozenset({5, 17, 13, 7, 15})
 """FieldDescriptor.TYPE_INT32, SINT32, UINT32, FIXED32, SFIXED32: the reference's INT."""
 _LONG_TYPES = frozenset({3, 18, 4, 6, 16})
 """TYPE_INT64, SINT64, UINT64, FIXED64, SFIXED64: its LONG."""
 _SCALAR_NAMES = {9: "STRING", 12: "BYTES", 2: "FLOAT", 1: "DOUBLE", 8: "BOOLEAN", 14: "ENUM"}
+_LEAF_MESSAGES = {TIMESTAMP: "LONG", DECIMAL: "BYTES"}
+"""Messages the reference walks as one value, and the type name it gives them (Avro's for the same
+logical type)."""
 
 
 def type_name(field: FieldDescriptor) -> str:
@@ -46,7 +48,7 @@ def type_name(field: FieldDescriptor) -> str:
     if is_map(field):
         return "MAP"
     if field.message_type is not None:
-        return "LONG" if field.message_type.full_name == TIMESTAMP else "RECORD"
+        return _LEAF_MESSAGES.get(field.message_type.full_name, "RECORD")
     if field.type in _INT_TYPES:
         return "INT"
     if field.type in _LONG_TYPES:
@@ -102,7 +104,6 @@ class ProtobufFieldWalk:
         self.visit = visit
         self.condition = condition
         self._plans: dict[str, tuple[_Plan, ...]] = {}
-        self._options = _OptionsReader(schema)
 
     def __call__(self, record: Any) -> Any:
         if not isinstance(record, dict):
@@ -146,7 +147,9 @@ class ProtobufFieldWalk:
         if special is not None:
             as_message = special[0](value)
             self._message(child, as_message)
-            return special[1](as_message)
+            # A condition's result for the field is the message, never a plain false (a BoolValue
+            # holding false fails only by its own `value` field, as in the reference).
+            return as_message if self.condition else special[1](as_message)
         if isinstance(value, dict):
             self._message(child, value)
         return value
@@ -159,13 +162,13 @@ class ProtobufFieldWalk:
         return found
 
     def _field_plan(self, field: FieldDescriptor) -> _Plan:
-        tags = set(self._options.tags(field))
+        tags = set(field_tags(field))
         for path, path_tags in self.metadata_tags.items():
             if tag_matches(field.full_name, path):
                 tags.update(path_tags)
         value_field = field.message_type.fields_by_name["value"] if is_map(field) else field
         child = value_field.message_type
-        if child is not None and child.full_name == TIMESTAMP:
+        if child is not None and child.full_name in _LEAF_MESSAGES:
             child = None
         return _Plan(
             field.name,
@@ -176,28 +179,6 @@ class ProtobufFieldWalk:
             is_map(field),
             child,
         )
-
-
-class _OptionsReader:
-    """Reads `(confluent.field_meta).tags` off field options with the schema's own descriptor pool,
-    which knows the extension when the schema imports confluent/meta.proto."""
-
-    def __init__(self, schema: ProtoSchema) -> None:
-        from google.protobuf.message_factory import GetMessageClass
-
-        pool = schema.pool()
-        try:
-            self.extension: Any = pool.FindExtensionByName(FIELD_META)
-        except KeyError:
-            self.extension = None
-            return
-        self.options_class = GetMessageClass(pool.FindMessageTypeByName("google.protobuf.FieldOptions"))
-
-    def tags(self, field: FieldDescriptor) -> tuple[str, ...]:
-        if self.extension is None:
-            return ()
-        options = self.options_class.FromString(field.GetOptions().SerializeToString())
-        return tuple(options.Extensions[self.extension].tags)
 
 
 def _duration_message(value: datetime.timedelta) -> dict[str, Any]:

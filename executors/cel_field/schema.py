@@ -91,7 +91,24 @@ class Union:
         return None
 
 
-Node = Leaf | Record | Array | Map | Union
+@dataclass(frozen=True)
+class Present:
+    """A Protobuf field with presence (a message, wrapper, oneof member or optional scalar): its
+    value walked when set, skipped when unset (null in Spark), never visited as a null."""
+
+    node: Node
+
+
+@dataclass(frozen=True)
+class Wrapped:
+    """A Protobuf well-known message Spark holds as one value (a wrapper: its scalar; Duration: an
+    interval), which the walk still walks as a message of `fields`, under that message's names."""
+
+    full_name: str
+    fields: tuple[Field, ...]
+
+
+Node = Leaf | Record | Array | Map | Union | Present | Wrapped
 NULL = Leaf("NULL", None)
 _WILDCARDS = {"*": r"[^.]*", "?": r"[^.]"}
 # Only these are escaped by the reference; any other regex syntax in a pattern stays regex syntax.

@@ -4,18 +4,21 @@ WRITE encrypts, READ decrypts (a WRITEREAD rule does each in its mode), as confl
 FieldEncryptionExecutor: a string field carries the base64 of the ciphertext, a bytes field the
 ciphertext itself; with `encrypt.dek.expiry.days` the ciphertext starts with a zero byte and the
 DEK's version (4 bytes, big-endian). The rule runs as a batch step: a worker fetches and unwraps
-each DEK once (`keys.KeyRing`); its plan and repr hold names and versions, never key material.
+each DEK once (`keys.KeyRing`) and, on WRITE, keeps the DEK version it encrypts with current
+(`rotation.WriteKeys`); its plan and repr hold names and versions, never key material.
 """
 
 from __future__ import annotations
 
 import binascii
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.errors import ContractError
 from contracts.model import Rule, RuleMode
+from contracts.registry import LocalRegistry
 from contracts.registry.dek import DEFAULT_ALGORITHM, DEK_ALGORITHMS, DekRegistry
 from executors.cel_field.executor import same_tag_transforms
 from executors.cel_field.json_walk import JsonField
@@ -29,12 +32,12 @@ from executors.encrypt.keys import (
     KeyRing,
     KeySpec,
     dek_ttl_ms,
-    ensure_dek,
     kek_problem,
     now_millis,
 )
 from executors.encrypt.kms import KmsDriver
 from executors.encrypt.localkms import LocalKmsDriver
+from executors.encrypt.rotation import WriteDek, WriteKeys, write_dek
 from executors.encrypt.walk import field_walk, walkable
 from executors.protocol import BatchEvaluator, BatchStep, Outcome, RuleContext, Step
 
@@ -48,8 +51,9 @@ DEK_EXPIRY_DAYS = "encrypt.dek.expiry.days"
 class EncryptExecutor:
     """Compiles ENCRYPT rules. `kms_drivers` adds KMS types beyond local-kms and the installed
     entry points; `clock` (epoch milliseconds) judges DEK expiry; a worker keeps an unwrapped DEK
-    for at most `dek_cache_ttl_s` seconds (and not past its expiry) before fetching it again,
-    judged at the start of each Arrow batch (a batch uses one cipher per DEK version)."""
+    for at most `dek_cache_ttl_s` seconds (and not past its expiry) before fetching it again, and
+    on WRITE asks for the DEK version to encrypt with as often (with `encrypt.dek.expiry.days`),
+    both judged at the start of each Arrow batch (a batch uses one cipher per DEK version)."""
 
     type = "ENCRYPT"
 
@@ -74,7 +78,7 @@ class EncryptExecutor:
                 f"ENCRYPT rules on {ctx.schema_format.schema_type} records are not supported",
                 position="type",
             )
-        keys = compile_keys(ctx, self.type, self.kms_drivers, self.clock)
+        keys = compile_keys(ctx, self.type, self.kms_drivers, self.clock, self.dek_ttl_ms)
         batch = EncryptBatch(
             keys.spec,
             ctx.mode,
@@ -84,10 +88,11 @@ class EncryptExecutor:
             keys.registry,
             ctx.rule_config,
             self.kms_drivers,
-            keys.write_version,
+            keys.write_dek,
             keys.failure,
             self.clock,
             self.dek_ttl_ms,
+            keys.renews,
         )
         # On Avro the results need no second check: only string and bytes leaves change, in kind.
         return BatchStep(batch, keeps_schema=ctx.schema_format.schema_type == "AVRO")
@@ -96,16 +101,18 @@ class EncryptExecutor:
 @dataclass(frozen=True)
 class CompiledKeys:
     """What compiling an encryption rule decided about its keys: the spec, the DEK registry, the
-    DEK version a WRITE encrypts with, or why it has none (each record then fails with it)."""
+    DEK a WRITE encrypts with first and whether workers may replace it once stale (`renews`), or
+    why it has none (each record then fails with it)."""
 
     spec: KeySpec
     registry: DekRegistry = field(repr=False)
-    write_version: int | None = None
+    write_dek: WriteDek | None = None
     failure: str | None = None
+    renews: bool = False
 
 
 def compile_keys(
-    ctx: RuleContext, rule_type: str, drivers: tuple[KmsDriver, ...], clock: Any
+    ctx: RuleContext, rule_type: str, drivers: tuple[KmsDriver, ...], clock: Any, ttl_ms: int
 ) -> CompiledKeys:
     """The keys of an ENCRYPT or ENCRYPT_PAYLOAD rule: its params checked, and on WRITE its DEK
     found or created (docs/semantics.md §11.2)."""
@@ -116,18 +123,48 @@ def compile_keys(
             f"{rule_type} needs a registry with a DEK registry; {type(registry).__name__} has none",
             position="registry",
         )
-    if ctx.mode is not RuleMode.WRITE:
-        return CompiledKeys(spec, registry)
-    if ctx.read_only:
-        problem = kek_problem(spec, registry)
+    writing = ctx.mode is RuleMode.WRITE
+    # Checked read-only (lint): on READ only for a READ rule, a WRITEREAD rule's WRITE making its KEK.
+    if ctx.read_only and (writing or ctx.rule.mode is RuleMode.READ):
+        problem = kek_problem(spec, registry, drivers, reading=not writing)
         if problem is not None:
             raise ContractError(f"{problem}: the rule would fail every record", position=f"params.{KEK_NAME}")
+    if not writing:
+        return CompiledKeys(spec, registry)
+    if ctx.read_only:
         return CompiledKeys(spec, registry, failure=f"{rule_type} was compiled to be checked, not run")
     try:
-        version = ensure_dek(spec, registry, ctx.rule_config, drivers, clock)
+        first = write_dek(spec, registry, ctx.rule_config, drivers, clock, ttl_ms)
     except EncryptionKeyError as e:
-        return CompiledKeys(spec, registry, failure=f"{rule_type} cannot get a DEK to encrypt with: {e}")
-    return CompiledKeys(spec, registry, version)
+        return CompiledKeys(spec, registry, failure=cannot_get_dek(rule_type, e))
+    # A registry in memory is copied into each task: a DEK a worker made there would be lost.
+    in_memory = isinstance(registry, LocalRegistry) and registry.path is None
+    return CompiledKeys(spec, registry, first, renews=spec.rotated and not in_memory)
+
+
+def cannot_get_dek(rule_type: str, error: EncryptionKeyError) -> str:
+    """Why a WRITE has no DEK to encrypt with, for each record it fails."""
+    return f"{rule_type} cannot get a DEK to encrypt with: {error}"
+
+
+def worker_keys(
+    spec: KeySpec,
+    registry: DekRegistry,
+    config: Mapping[str, str],
+    drivers: tuple[KmsDriver, ...],
+    clock: Any,
+    ttl_ms: int,
+    first: WriteDek | None,
+    renews: bool,
+) -> tuple[KeyRing, WriteKeys | None]:
+    """A worker's keys for a rule's evaluator: its KeyRing, and on WRITE (when the plan has a DEK
+    for it) its WriteKeys."""
+    clock = clock or now_millis
+    keys = KeyRing(spec, registry, config, drivers, ttl_ms=ttl_ms, now_millis_fn=clock)
+    if first is None:
+        return keys, None
+    renew = functools.partial(write_dek, spec, registry, config, drivers, clock, ttl_ms) if renews else None
+    return keys, WriteKeys(first, clock, renew)
 
 
 @dataclass(frozen=True)
@@ -143,21 +180,24 @@ class EncryptBatch:
     registry: DekRegistry = field(repr=False)
     config: Mapping[str, str] = field(repr=False)
     drivers: tuple[KmsDriver, ...] = field(repr=False)
-    write_version: int | None = None
+    write_dek: WriteDek | None = None
     failure: str | None = None
     clock: Any = field(default=None, repr=False)
     dek_ttl_ms: int = DEFAULT_TTL_MS
+    renews: bool = False
 
     def __call__(self) -> BatchEvaluator:
-        keys = KeyRing(
+        keys, writes = worker_keys(
             self.spec,
             self.registry,
             self.config,
             self.drivers,
-            ttl_ms=self.dek_ttl_ms,
-            now_millis_fn=self.clock,
+            self.clock,
+            self.dek_ttl_ms,
+            self.write_dek,
+            self.renews,
         )
-        return _Evaluator(self, keys)
+        return _Evaluator(self, keys, writes)
 
 
 class _FieldFailure(Exception):
@@ -165,15 +205,22 @@ class _FieldFailure(Exception):
 
 
 class _Evaluator:
-    def __init__(self, batch: EncryptBatch, keys: KeyRing) -> None:
+    def __init__(self, batch: EncryptBatch, keys: KeyRing, writes: WriteKeys | None) -> None:
         self.batch = batch
         self.keys = keys
+        self.writes = writes
         transform = self._write if batch.mode is RuleMode.WRITE else self._read
         self.walk = field_walk(batch.schema, batch.metadata_tags, batch.tags, transform)
         self._cryptors: dict[int, Cryptor] = {}
+        self._version = 0
 
     def __call__(self, records: Sequence[Any]) -> Sequence[Outcome]:
         failure = self.batch.failure
+        if failure is None and self.writes is not None:
+            try:
+                self._version = self.writes.version()  # the batch's DEK version to encrypt with
+            except EncryptionKeyError as e:
+                failure = cannot_get_dek(EncryptExecutor.type, e)
         if failure is not None:
             return [Outcome(False, record, failure) for record in records]
         self._cryptors = {}  # each DEK version looked up in the key ring once per batch
@@ -193,8 +240,7 @@ class _Evaluator:
             raise _FieldFailure(
                 f"ENCRYPT cannot encrypt field {field.full_name!r}: type {leaf.type_name} is not supported"
             )
-        version = self.batch.write_version
-        assert version is not None
+        version = self._version
         try:
             plaintext = value.encode("utf-8") if leaf.type_name == "STRING" else bytes(value)
             ciphertext = self._cryptor(version).encrypt(plaintext)

@@ -1,7 +1,8 @@
 """A rule's keys: its KEK from the DEK registry and the subject's DEKs, unwrapped through the KMS.
 
-`ensure_dek` runs on the driver when a WRITE rule compiles: it finds the subject's DEK (the
-newest, with `encrypt.dek.expiry.days`) or creates it, wrapped by the KEK, as the reference's
+`ensure_dek` runs on the driver when a WRITE rule compiles, and on a worker when the DEK it
+encrypts with is stale (rotation.py): it finds the subject's DEK (the newest, with
+`encrypt.dek.expiry.days`) or creates it, wrapped by the KEK, as the reference's
 `_get_or_create_dek` does on produce. `KeyRing` runs on each worker: it fetches the KEK and a DEK
 version from the registry and unwraps it once, keeping at most `capacity` unwrapped DEKs, each
 for at most `ttl_ms` and not past the DEK's own expiry, so a DEK removed from the registry (or a
@@ -65,9 +66,9 @@ def ensure_dek(
     config: Mapping[str, str],
     drivers: Iterable[KmsDriver],
     now_millis: Callable[[], int],
-) -> int:
-    """The version of the subject's DEK a WRITE encrypts with, registering the KEK and a new DEK
-    (version 1, or the next one when the newest has expired) where needed."""
+) -> Dek:
+    """The subject's DEK a WRITE encrypts with, registering the KEK and a new DEK (version 1, or the
+    next one when the newest has expired) where needed."""
     kek = _kek(spec, registry, create=True)
     wanted = LATEST if spec.rotated else 1
     dek = _dek(spec, registry, kek, wanted)
@@ -75,7 +76,7 @@ def ensure_dek(
         spec.rotated and dek is not None and (now_millis() - (dek.ts or 0)) / MILLIS_IN_DAY > spec.expiry_days
     )
     if dek is not None and not expired:
-        return dek.version
+        return dek
     wrapped = None
     if not kek.shared:
         material = generate_key_material(spec.algorithm)
@@ -92,21 +93,37 @@ def ensure_dek(
         created = _dek(spec, registry, kek, wanted) or dek
         if created is None:
             raise EncryptionKeyError(f"no DEK found for KEK {kek.name!r} after a conflicting create") from e
-    return created.version
+    return created
 
 
-def kek_problem(spec: KeySpec, registry: DekRegistry) -> str | None:
-    """Why a WRITE could not have the rule's KEK, judged without changing the registry: absent with
-    no KMS to create it from, or of another KMS than the rule names; None when it could, or when
-    the registry does not answer (nothing to judge)."""
+def kek_problem(
+    spec: KeySpec, registry: DekRegistry, drivers: Iterable[KmsDriver], *, reading: bool
+) -> str | None:
+    """Why the rule could not have its KEK, judged without changing the registry: absent (on WRITE
+    with no KMS to create it from; `reading`, where nothing creates it, at all), of another KMS than
+    the rule names, or on a KMS type no driver serves; None when it could, or when the registry
+    does not answer (nothing to judge)."""
     try:
         kek = registry.get_kek(spec.kek_name, context=spec.context)
     except RegistryError as e:
-        if not _not_found(e) or (spec.kms_type and spec.kms_key_id):
+        if not _not_found(e):
             return None
-        missing = "encrypt.kms.type" if not spec.kms_type else "encrypt.kms.key.id"
-        return f"no KEK {spec.kek_name!r} in the DEK registry and no {missing} to create it"
-    return _mismatch(spec, kek)
+        if reading:
+            return f"no KEK {spec.kek_name!r} in the DEK registry to decrypt with"
+        if not spec.kms_type or not spec.kms_key_id:
+            missing = "encrypt.kms.type" if not spec.kms_type else "encrypt.kms.key.id"
+            return f"no KEK {spec.kek_name!r} in the DEK registry and no {missing} to create it"
+        return _no_driver(spec.kek_name, spec.kms_type, drivers)
+    return _mismatch(spec, kek) or _no_driver(kek.name, kek.kms_type, drivers)
+
+
+def _no_driver(kek_name: str, kms_type: str, drivers: Iterable[KmsDriver]) -> str | None:
+    """Why no KMS driver could wrap or unwrap with the KEK, if none serves its KMS type."""
+    try:
+        find_driver(kms_type, drivers)
+    except KmsError as e:
+        return f"KEK {kek_name!r} cannot be used: {e}"
+    return None
 
 
 class KeyRing:

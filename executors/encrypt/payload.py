@@ -3,8 +3,8 @@ EncryptionExecutor does it in a version's `encodingRules` (docs/semantics.md §1
 
 It runs on bytes, not records: WRITE encrypts the body the format wrote (the wire prefix or
 schema id header stays in clear), READ decrypts the payload before the format reads it. Keys,
-algorithms and the rotated-DEK version prefix are those of ENCRYPT (`compile_keys`, `KeyRing`);
-each worker unwraps a DEK once, and no key material is in the plan, a reason or a repr.
+algorithms and the rotated-DEK version prefix are those of ENCRYPT (`compile_keys`, `KeyRing`,
+`WriteKeys`); each worker unwraps a DEK once, and no key material is in the plan, a reason or a repr.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from contracts.model import RuleMode
 from contracts.registry.dek import DekRegistry
 from executors.encrypt.cryptor import Cryptor
 from executors.encrypt.envelope import split_version, with_version
-from executors.encrypt.executor import compile_keys
+from executors.encrypt.executor import cannot_get_dek, compile_keys, worker_keys
 from executors.encrypt.keys import (
     DEFAULT_TTL_MS,
     EncryptionKeyError,
@@ -28,6 +28,7 @@ from executors.encrypt.keys import (
 )
 from executors.encrypt.kms import KmsDriver
 from executors.encrypt.localkms import LocalKmsDriver
+from executors.encrypt.rotation import WriteDek, WriteKeys
 from executors.protocol import BatchEvaluator, BatchStep, Outcome, RuleContext, Step
 
 RULE_TYPE = "ENCRYPT_PAYLOAD"
@@ -50,17 +51,18 @@ class EncryptPayloadExecutor:
         return f"EncryptPayloadExecutor(kms_drivers={[d.kms_type for d in self.kms_drivers]})"
 
     def compile(self, ctx: RuleContext) -> Step:
-        keys = compile_keys(ctx, self.type, self.kms_drivers, self.clock)
+        keys = compile_keys(ctx, self.type, self.kms_drivers, self.clock, self.dek_ttl_ms)
         batch = PayloadBatch(
             keys.spec,
             ctx.mode,
             keys.registry,
             ctx.rule_config,
             self.kms_drivers,
-            keys.write_version,
+            keys.write_dek,
             keys.failure,
             self.clock,
             self.dek_ttl_ms,
+            keys.renews,
         )
         return BatchStep(batch, why_not_native="runs on serialized bytes, outside Spark's expressions")
 
@@ -74,52 +76,59 @@ class PayloadBatch:
     registry: DekRegistry = field(repr=False)
     config: Mapping[str, str] = field(repr=False)
     drivers: tuple[KmsDriver, ...] = field(repr=False)
-    write_version: int | None = None
+    write_dek: WriteDek | None = None
     failure: str | None = None
     clock: Any = field(default=None, repr=False)
     dek_ttl_ms: int = DEFAULT_TTL_MS
+    renews: bool = False
 
     def __call__(self) -> BatchEvaluator:
-        keys = KeyRing(
+        keys, writes = worker_keys(
             self.spec,
             self.registry,
             self.config,
             self.drivers,
-            ttl_ms=self.dek_ttl_ms,
-            now_millis_fn=self.clock,
+            self.clock,
+            self.dek_ttl_ms,
+            self.write_dek,
+            self.renews,
         )
-        return _Evaluator(self, keys)
+        return _Evaluator(self, keys, writes)
 
 
 class _Evaluator:
-    def __init__(self, batch: PayloadBatch, keys: KeyRing) -> None:
+    def __init__(self, batch: PayloadBatch, keys: KeyRing, writes: WriteKeys | None) -> None:
         self.batch = batch
         self.keys = keys
+        self.writes = writes
         self._one = self._encrypt if batch.mode is RuleMode.WRITE else self._decrypt
         self._cryptors: dict[int, Cryptor] = {}
         self._nonces: list[bytes | None] = []
         self._left = 0
+        self._version = 0
+        self._failure: str | None = None
 
     def __call__(self, payloads: Sequence[Any]) -> Sequence[Outcome]:
         self._cryptors = {}  # each DEK version looked up once per batch
         self._nonces = []  # the batch's AES-GCM nonces, drawn at the first payload
         self._left = len(payloads)
+        self._failure = self.batch.failure
+        if self._failure is None and self.writes is not None:
+            try:
+                self._version = self.writes.version()  # the batch's DEK version to encrypt with
+            except EncryptionKeyError as e:
+                self._failure = cannot_get_dek(RULE_TYPE, e)
         return [self._checked(payload) for payload in payloads]
 
     def _checked(self, payload: Any) -> Outcome:
-        if self.batch.failure is not None:
-            return Outcome(False, payload, self.batch.failure)
+        if self._failure is not None:
+            return Outcome(False, payload, self._failure)
         if not isinstance(payload, bytes | bytearray):
             # The reference fails the same way: a domain rule receives a record, not bytes.
             return Outcome(
                 False, payload, f"{RULE_TYPE} runs on serialized payloads: put it in encodingRules"
             )
         return self._one(bytes(payload))
-
-    def _write_version(self) -> int:
-        version = self.batch.write_version
-        assert version is not None
-        return version
 
     def _cryptor(self, version: int) -> Cryptor:
         found = self._cryptors.get(version)
@@ -128,7 +137,7 @@ class _Evaluator:
         return found
 
     def _encrypt(self, body: bytes) -> Outcome:
-        version = self._write_version()
+        version = self._version
         try:
             cryptor = self._cryptor(version)
             if not self._nonces:

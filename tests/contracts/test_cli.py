@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from encrypt_oracle import KMS_PARAMS, encrypt_rule
 from registry_server import RegistryServer, running_registry
 
 import contracts
@@ -1263,18 +1264,9 @@ PERSON = {
         {"name": "ssn", "type": "string", "confluent:tags": ["PII"]},
     ],
 }
-ENCRYPT_PII = {
-    "name": "encryptPII",
-    "kind": "TRANSFORM",
-    "type": "ENCRYPT",
-    "mode": "WRITEREAD",
-    "tags": ["PII"],
-    "params": {
-        "encrypt.kek.name": "people-kek",
-        "encrypt.kms.type": "local-kms",
-        "encrypt.kms.key.id": "people-key",
-    },
-}
+ENCRYPT_PII = encrypt_rule(
+    params={**KMS_PARAMS, "encrypt.kek.name": "people-kek", "encrypt.kms.key.id": "people-key"}
+)
 KMS_SECRET = "kms-secret-7f3e9a1c"
 OTHER_SECRET = "other-secret-55d20b8e"
 PEOPLE_ROWS = [("ann", 30, "111-22-3333"), ("cy", 9, "444-55-6666")]

@@ -1,6 +1,7 @@
 """`spark-contracts lint` of ENCRYPT and ENCRYPT_PAYLOAD contracts compiles their rules read-only:
 the KEK is looked up where the registry has one, no KEK or DEK is ever created, and a rule that
-could not have its KEK on WRITE is reported."""
+could not have its KEK is reported: on WRITE, and on READ for a READ rule (which nothing creates
+a KEK for); a KEK on a KMS type no driver serves, in either mode."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from encrypt_oracle import KMS_PARAMS, encrypt_rule
 
 from contracts import LocalRegistry, RegistryError, Schema
 from contracts.cli.lint import lint_registry
@@ -24,18 +26,17 @@ SCHEMA = {
         {"name": "ssn", "type": "string", "confluent:tags": ["PII"]},
     ],
 }
-KMS = {"encrypt.kms.type": "local-kms", "encrypt.kms.key.id": "key1"}
+KEK_ONLY = {"encrypt.kek.name": "kek1"}
 
 
-def _payload(**params: str) -> dict[str, Any]:
-    """ENCRYPT on the PII field and ENCRYPT_PAYLOAD on the body, both with `params`."""
-    base = {"kind": "TRANSFORM", "mode": "WRITEREAD", "params": {"encrypt.kek.name": "kek1", **params}}
+def _payload(params: dict[str, str] = KMS_PARAMS, mode: str = "WRITEREAD") -> dict[str, Any]:
+    """ENCRYPT on the PII field and ENCRYPT_PAYLOAD on the body, both with `params` and `mode`."""
     return {
         "schemaType": "AVRO",
         "schema": json.dumps(SCHEMA),
         "ruleSet": {
-            "domainRules": [{"name": "encryptPII", "type": "ENCRYPT", "tags": ["PII"], **base}],
-            "encodingRules": [{"name": "encryptBody", "type": "ENCRYPT_PAYLOAD", **base}],
+            "domainRules": [encrypt_rule(params=params, mode=mode)],
+            "encodingRules": [encrypt_rule(params=params, payload=True, mode=mode, name="encryptBody")],
         },
     }
 
@@ -55,7 +56,7 @@ def _no_keys(registry: LocalRegistry) -> None:
 
 def test_lint_of_an_encrypt_contract_reports_nothing_and_creates_no_key(tmp_path: Path) -> None:
     root = tmp_path / "contracts"
-    LocalRegistry(root).register_schema(SUBJECT, Schema.from_dict(_payload(**KMS)))
+    LocalRegistry(root).register_schema(SUBJECT, Schema.from_dict(_payload()))
     assert _lint(root) == (0, "")
     _no_keys(LocalRegistry(root))
     assert not (root / ".dek-registry").exists()
@@ -64,7 +65,7 @@ def test_lint_of_an_encrypt_contract_reports_nothing_and_creates_no_key(tmp_path
 def test_lint_reads_the_kek_the_directory_holds(tmp_path: Path) -> None:
     root = tmp_path / "contracts"
     registry = LocalRegistry(root)
-    registry.register_schema(SUBJECT, Schema.from_dict(_payload()))
+    registry.register_schema(SUBJECT, Schema.from_dict(_payload(KEK_ONLY)))
     status, out = _lint(root)
     assert status == 1
     reason = "no KEK 'kek1' in the DEK registry and no encrypt.kms.type to create it"
@@ -79,7 +80,7 @@ def test_lint_reads_the_kek_the_directory_holds(tmp_path: Path) -> None:
 def test_lint_reports_a_kek_of_another_kms_key(tmp_path: Path) -> None:
     root = tmp_path / "contracts"
     registry = LocalRegistry(root)
-    registry.register_schema(SUBJECT, Schema.from_dict(_payload(**KMS)))
+    registry.register_schema(SUBJECT, Schema.from_dict(_payload()))
     registry.register_kek("kek1", "local-kms", "another-key")
     status, out = _lint(root)
     assert status == 1
@@ -88,6 +89,41 @@ def test_lint_reports_a_kek_of_another_kms_key(tmp_path: Path) -> None:
 
 def test_lint_of_a_registry_creates_no_key() -> None:
     registry = LocalRegistry()
-    registry.register_schema(SUBJECT, Schema.from_dict(_payload(**KMS)))
+    registry.register_schema(SUBJECT, Schema.from_dict(_payload()))
     assert lint_registry(registry) == []
     _no_keys(registry)
+
+
+@pytest.mark.parametrize("params", [KMS_PARAMS, KEK_ONLY], ids=["with a KMS", "without"])
+def test_lint_reports_a_read_rule_whose_kek_is_missing_and_creates_none(
+    tmp_path: Path, params: dict[str, str]
+) -> None:
+    """A READ rule creates no KEK, whatever KMS it names: without one it could decrypt nothing."""
+    root = tmp_path / "contracts"
+    registry = LocalRegistry(root)
+    registry.register_schema(SUBJECT, Schema.from_dict(_payload(params, mode="READ")))
+
+    status, out = _lint(root)
+
+    assert status == 1
+    reason = "no KEK 'kek1' in the DEK registry to decrypt with: the rule would fail every record"
+    for rule in ("encryptPII", "encryptBody"):
+        assert f"subject={SUBJECT} version=1 rule={rule} position=params.encrypt.kek.name: {reason}" in out
+    _no_keys(LocalRegistry(root))
+    registry.register_kek("kek1", "local-kms", "key1")
+    assert _lint(root) == (0, "")
+
+
+@pytest.mark.parametrize("mode", ["READ", "WRITEREAD"])
+def test_lint_reports_a_kek_no_kms_driver_serves(tmp_path: Path, mode: str) -> None:
+    root = tmp_path / "contracts"
+    registry = LocalRegistry(root)
+    registry.register_schema(SUBJECT, Schema.from_dict(_payload(KEK_ONLY, mode=mode)))
+    registry.register_kek("kek1", "acme-kms", "key1")
+
+    status, out = _lint(root)
+
+    assert status == 1
+    reason = "KEK 'kek1' cannot be used: no KMS driver for kms type 'acme-kms' (known: "
+    assert f"subject={SUBJECT} version=1 rule=encryptPII position=params.encrypt.kek.name: {reason}" in out
+    assert len(out.splitlines()) == 2  # one line a rule, WRITE and READ alike

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from encrypt_oracle import SECRET, SUBJECT, ReferenceEncryption
+from encrypt_oracle import SECRET, SUBJECT, ReferenceEncryption, encrypt_rule
 
 from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
@@ -40,20 +40,8 @@ RECORDS = [
 
 
 def _payload(algorithm: str, rules: list[dict[str, Any]] = ()) -> dict[str, Any]:  # type: ignore[assignment]
-    encrypt = {
-        "name": "encryptPII",
-        "kind": "TRANSFORM",
-        "mode": "WRITEREAD",
-        "type": "ENCRYPT",
-        "tags": ["PII"],
-        "params": {
-            "encrypt.kek.name": "kek1",
-            "encrypt.kms.type": "local-kms",
-            "encrypt.kms.key.id": "key1",
-            "encrypt.dek.algorithm": algorithm,
-        },
-    }
-    return {"schemaType": "JSON", "schema": json.dumps(SCHEMA), "ruleSet": {"domainRules": [*rules, encrypt]}}
+    domain = [*rules, encrypt_rule(algorithm)]
+    return {"schemaType": "JSON", "schema": json.dumps(SCHEMA), "ruleSet": {"domainRules": domain}}
 
 
 def _contract(payload: dict[str, Any], registry: LocalRegistry, **kwargs: Any) -> DataContract:

@@ -8,10 +8,13 @@ prefix and rotation agree. Mixed encrypted and plain fields, nulls, arrays and m
 
 from __future__ import annotations
 
+import base64
+import io
+from pathlib import Path
 from typing import Any
 
 import pytest
-from encrypt_oracle import SECRET, SUBJECT, ReferenceEncryption, contract_payload
+from encrypt_oracle import KMS_PARAMS, SECRET, SUBJECT, ReferenceEncryption, contract_payload
 
 from contracts import DataContract, LocalRegistry, Schema
 
@@ -53,13 +56,7 @@ ALGORITHMS = ["AES256_GCM", "AES128_GCM", "AES256_SIV"]
 
 
 def _params(algorithm: str, **extra: str) -> dict[str, str]:
-    return {
-        "encrypt.kek.name": "kek1",
-        "encrypt.kms.type": "local-kms",
-        "encrypt.kms.key.id": "key1",
-        "encrypt.dek.algorithm": algorithm,
-        **extra,
-    }
+    return {**KMS_PARAMS, "encrypt.dek.algorithm": algorithm, **extra}
 
 
 def _contract(payload: dict[str, Any], registry: LocalRegistry, **kwargs: Any) -> DataContract:
@@ -145,4 +142,43 @@ def test_rotated_deks_carry_their_version_both_ways(spark: Any) -> None:
     reader.import_keys(registry, "kek1", "AES256_GCM", range(1, 3))
     assert [reader.deserialize(frame) for frame in ours + theirs] == RECORDS + RECORDS
     rows = contract.deserialize(_frames(spark, ours + theirs), key_col=None).orderBy("row").collect()
+    assert [_plain(row) for row in rows] == RECORDS + RECORDS
+
+
+def test_a_plan_reused_after_its_dek_expires_encrypts_with_a_new_version(spark: Any, tmp_path: Path) -> None:
+    """One `serialize` DataFrame run twice, on a registry directory the workers share: between the
+    runs its DEK comes to be two days old (its timestamp moved back in the registry's file: a fake
+    expiry, nothing sleeps), so the second run's workers make DEK version 2 and use it, as the
+    reference does per record; the reference and `deserialize` read both runs' frames."""
+    import json
+
+    import fastavro
+
+    from executors.encrypt import EncryptExecutor
+
+    payload = contract_payload(SCHEMA, _params("AES256_GCM", **{"encrypt.dek.expiry.days": "1"}))
+    registry = LocalRegistry(tmp_path / "registry")
+    # A DEK is judged at every batch (a 1 ms cache), so the runs need not be 5 minutes apart.
+    contract = _contract(payload, registry, executors=[EncryptExecutor(dek_cache_ttl_s=0.001)])
+    # No orderBy: a second run would reuse the first one's shuffle output instead of encrypting again.
+    framed = contract.serialize(_records(spark, contract))
+    parsed = fastavro.parse_schema(SCHEMA)
+
+    def run() -> tuple[list[bytes], set[int]]:
+        frames = [bytes(row["value"]) for row in sorted(framed.collect(), key=lambda row: row["row"])]
+        ssns = [fastavro.schemaless_reader(io.BytesIO(f[5:]), parsed)["ssn"] for f in frames]
+        return frames, {int.from_bytes(base64.b64decode(ssn)[1:5], "big") for ssn in ssns}
+
+    today = run()
+    (dek_file,) = (tmp_path / "registry" / ".dek-registry" / "deks").rglob("1.json")
+    dek = json.loads(dek_file.read_text())
+    dek_file.write_text(json.dumps({**dek, "ts": dek["ts"] - 2 * 86_400_000}))
+    tomorrow = run()
+
+    assert (today[1], tomorrow[1]) == ({1}, {2})
+    assert registry.get_dek("kek1", SUBJECT, "AES256_GCM", -1).version == 2
+    reader = ReferenceEncryption(payload, SECRET)
+    reader.import_keys(registry, "kek1", "AES256_GCM", range(1, 3))
+    assert [reader.deserialize(frame) for frame in today[0] + tomorrow[0]] == RECORDS + RECORDS
+    rows = contract.deserialize(_frames(spark, today[0] + tomorrow[0]), key_col=None).orderBy("row").collect()
     assert [_plain(row) for row in rows] == RECORDS + RECORDS

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from encrypt_oracle import SECRET, SUBJECT, ReferenceEncryption
+from encrypt_oracle import KMS_PARAMS, SECRET, SUBJECT, ReferenceEncryption, encrypt_rule
 
 from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
@@ -22,7 +22,7 @@ from contracts.formats.wire import encode_frame
 from executors.encrypt.cryptor import cryptor, parse_key
 from executors.encrypt.localkms import LocalKmsDriver
 
-KMS_KEY = "key1"
+KMS_KEY = KMS_PARAMS["encrypt.kms.key.id"]
 AVRO = {
     "type": "record",
     "name": "Person",
@@ -56,22 +56,9 @@ def _payload(
     schema_type: str = "AVRO", algorithm: str = "AES256_GCM", on_failure: str | None = None, **extra: str
 ) -> dict[str, Any]:
     """A registry payload with one ENCRYPT_PAYLOAD encoding rule."""
-    rule: dict[str, Any] = {
-        "name": RULE,
-        "kind": "TRANSFORM",
-        "mode": "WRITEREAD",
-        "type": "ENCRYPT_PAYLOAD",
-        "params": {
-            "encrypt.kek.name": "kek1",
-            "encrypt.kms.type": "local-kms",
-            "encrypt.kms.key.id": KMS_KEY,
-            "encrypt.dek.algorithm": algorithm,
-            "dlq.topic": "people-dlq",
-            **extra,
-        },
-    }
-    if on_failure is not None:
-        rule["onFailure"] = on_failure
+    params = {**KMS_PARAMS, "dlq.topic": "people-dlq", **extra}
+    failure = {"onFailure": on_failure} if on_failure is not None else {}
+    rule = encrypt_rule(algorithm, params, payload=True, name=RULE, **failure)
     schema = AVRO if schema_type == "AVRO" else JSON_SCHEMA
     return {"schemaType": schema_type, "schema": json.dumps(schema), "ruleSet": {"encodingRules": [rule]}}
 

@@ -24,6 +24,7 @@ import fastavro.validation
 import pyarrow as pa
 import pytest
 from avro_strategies import SchemaBuilder, fastavro_round_trip, holds_list_of_nulls, values_for
+from encrypt_oracle import encrypt_rule, rule_evaluator
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis_profiles import examples
@@ -32,8 +33,6 @@ from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
 from contracts.formats.avro import parse_schema, records_to_arrow, spark_to_avro_value
 from contracts.model import RuleMode
-from contracts.planning import loader
-from executors.config import RuleConfig
 from executors.encrypt import EncryptExecutor
 from executors.protocol import BatchEvaluator
 
@@ -116,20 +115,7 @@ def tagged_records(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]]]:
 
 
 def _payload(schema: str, algorithm: str) -> dict[str, Any]:
-    rule = {
-        "name": "encryptPII",
-        "kind": "TRANSFORM",
-        "mode": "WRITEREAD",
-        "type": "ENCRYPT",
-        "tags": ["PII"],
-        "params": {
-            "encrypt.kek.name": "kek1",
-            "encrypt.kms.type": "local-kms",
-            "encrypt.kms.key.id": "key1",
-            "encrypt.dek.algorithm": algorithm,
-        },
-    }
-    return {"schemaType": "AVRO", "schema": schema, "ruleSet": {"domainRules": [rule]}}
+    return {"schemaType": "AVRO", "schema": schema, "ruleSet": {"domainRules": [encrypt_rule(algorithm)]}}
 
 
 def _evaluators(schema: str, algorithm: str) -> tuple[BatchEvaluator, BatchEvaluator, BatchEvaluator]:
@@ -137,15 +123,11 @@ def _evaluators(schema: str, algorithm: str) -> tuple[BatchEvaluator, BatchEvalu
     compiled by EncryptExecutor on a fresh registry, as the engine compiles them."""
     registry = LocalRegistry()
     registry.register_schema(SUBJECT, Schema.from_dict(_payload(schema, algorithm)))
-    version = loader.load_version(registry, registry.get_latest_version(SUBJECT))
-    (rule,) = version.schema.rules.domain_rules
-    config = RuleConfig({"secret": SECRET})
-
-    def step(mode: RuleMode) -> Any:
-        return EncryptExecutor().compile(loader.rule_context(version, mode, rule, None, registry, config))
-
-    write, read = step(RuleMode.WRITE), step(RuleMode.READ)
-    return write.factory(), write.factory(), read.factory()
+    write, other_write, read = (
+        rule_evaluator(registry, mode, EncryptExecutor(), SECRET)
+        for mode in (RuleMode.WRITE, RuleMode.WRITE, RuleMode.READ)
+    )
+    return write, other_write, read
 
 
 def _passed(outcomes: Any) -> list[Any]:

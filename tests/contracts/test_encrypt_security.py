@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from encrypt_oracle import SUBJECT, contract_payload
+from encrypt_oracle import KMS_PARAMS, SUBJECT, contract_payload
 
 from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
@@ -33,12 +33,11 @@ SCHEMA = {
         {"name": "card", "type": "bytes", "confluent:tags": ["PII"]},
     ],
 }
-PARAMS = {"encrypt.kek.name": "kek1", "encrypt.kms.type": "local-kms", "encrypt.kms.key.id": "key1"}
 PLAINTEXT = "999-88-7777"
 
 
 def _payload(on_failure: str = "DLQ") -> dict[str, Any]:
-    payload = contract_payload(SCHEMA, {**PARAMS, "dlq.topic": "people-dlq"})
+    payload = contract_payload(SCHEMA, {**KMS_PARAMS, "dlq.topic": "people-dlq"})
     payload["ruleSet"]["domainRules"][0]["onFailure"] = on_failure
     return payload
 

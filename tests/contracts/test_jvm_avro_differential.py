@@ -16,6 +16,7 @@ import decode_paths
 import fastavro
 import pytest
 from decode_paths import ROWS, SUBJECT, path_chosen, plan_names
+from encrypt_oracle import KMS_PARAMS, encrypt_rule
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis_profiles import examples
@@ -359,18 +360,8 @@ def test_the_jvm_path_writes_fastavros_bytes(spark: Any, tmp_path: Path) -> None
 
 
 def test_the_jvm_path_writes_the_bodies_encoding_rules_seal(spark: Any, tmp_path: Path) -> None:
-    rule = {
-        "name": "seal",
-        "kind": "TRANSFORM",
-        "type": "ENCRYPT_PAYLOAD",
-        "mode": "WRITE",
-        "params": {
-            "encrypt.kek.name": "k",
-            "encrypt.kms.type": "local-kms",
-            "encrypt.kms.key.id": "kid",
-            "encrypt.dek.algorithm": "AES256_SIV",  # deterministic: the same frames on both paths
-        },
-    }
+    # AES256_SIV is deterministic: the same frames on both paths.
+    rule = encrypt_rule("AES256_SIV", KMS_PARAMS, payload=True, mode="WRITE", name="seal")
     rows = [
         (1, "ann ☃", None, 1.5, 0.1, True, b"\x00\xff", ["a", "𝄞"], {"n": 3}, "k1"),
         (2, "bob", "b", None, 0.5, False, b"", [], None, "k2"),

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from encrypt_oracle import SECRET, SUBJECT, TOPIC, ReferenceEncryption
+from encrypt_oracle import SECRET, SUBJECT, TOPIC, ReferenceEncryption, encrypt_rule
 from protoc_classes import generated_module
 
 from actions.dlq.local_topic import LocalTopicSink
@@ -58,12 +58,8 @@ PEOPLE: list[dict[str, Any]] = [
      "address": {"city": "", "zip": ""}, "age": 50, "note": "", "email": None, "phone": None,
      "homes": {}, "level": "LOW", "nick": ""},
 ]  # fmt: skip
-ENCRYPT_PARAMS = {
-    "encrypt.kek.name": "kek1",
-    "encrypt.kms.type": "local-kms",
-    "encrypt.kms.key.id": "key1",
-    "encrypt.dek.algorithm": "AES256_SIV",  # deterministic: ciphertexts compare byte for byte
-}
+SIV = "AES256_SIV"
+"""Deterministic: ciphertexts compare byte for byte."""
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +172,7 @@ def test_cel_field_rules_write_what_the_reference_writes(spark: Any, person_pb2:
     ours = payload(rules)
     sink = LocalTopicSink(tmp_path / "dlq")
     people = contract(LocalRegistry(), ours, dlq_sink=sink)
-    assert "touches fields tagged PII its guard accepts" in people.explain()
+    assert "(native); touches acme.Person.name, acme.Person.ssn," in people.explain()
 
     got = our_frames(people, people_frame(spark, people))
 
@@ -193,9 +189,7 @@ def test_cel_field_rules_write_what_the_reference_writes(spark: Any, person_pb2:
 
 
 def test_encrypted_fields_read_and_write_as_the_reference_does(spark: Any, person_pb2: Any) -> None:
-    encrypt = {"name": "encryptPII", "kind": "TRANSFORM", "mode": "WRITEREAD", "type": "ENCRYPT",
-               "tags": ["PII"], "params": ENCRYPT_PARAMS}  # fmt: skip
-    ours = payload([encrypt])
+    ours = payload([encrypt_rule(SIV)])
     reference = ReferenceEncryption(serialized(person_pb2, ours), SECRET, message_class=person_pb2.Person)
     theirs = [reference.serialize(message(person_pb2, person)) for person in PEOPLE]
     registry = LocalRegistry()
@@ -217,9 +211,7 @@ def test_encrypted_fields_read_and_write_as_the_reference_does(spark: Any, perso
 
 
 def test_encrypted_payloads_read_and_write_as_the_reference_does(spark: Any, person_pb2: Any) -> None:
-    sealed = {"name": "encryptPayload", "kind": "TRANSFORM", "mode": "WRITEREAD", "type": "ENCRYPT_PAYLOAD",
-              "params": ENCRYPT_PARAMS}  # fmt: skip
-    ours = payload(encoding=[sealed])
+    ours = payload(encoding=[encrypt_rule(SIV, payload=True)])
     reference = ReferenceEncryption(
         serialized(person_pb2, ours), SECRET, whole_payload=True, message_class=person_pb2.Person
     )
@@ -242,8 +234,7 @@ def test_encrypted_payloads_read_and_write_as_the_reference_does(spark: Any, per
 def test_a_write_rule_rejecting_a_record_sends_its_tagged_fields_redacted(spark: Any, tmp_path: Path) -> None:
     adults = {"name": "adults", "kind": "CONDITION", "mode": "WRITE", "type": "CEL",
               "expr": "message.age >= 18", "onFailure": "DLQ", "params": {"dlq.topic": "minors"}}  # fmt: skip
-    encrypt = {"name": "encryptPII", "kind": "TRANSFORM", "mode": "WRITEREAD", "type": "ENCRYPT",
-               "tags": ["PII"], "params": ENCRYPT_PARAMS}  # fmt: skip
+    encrypt = encrypt_rule(SIV)
     sink = LocalTopicSink(tmp_path / "dlq")
     people = contract(LocalRegistry(), payload([adults, encrypt]), dlq_sink=sink)
 

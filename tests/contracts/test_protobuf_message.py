@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from encrypt_oracle import SECRET, SUBJECT, TOPIC, ReferenceEncryption
+from encrypt_oracle import SECRET, SUBJECT, TOPIC, ReferenceEncryption, encrypt_rule
 from protoc_classes import generated_module
 
 from actions.dlq.local_topic import LocalTopicSink
@@ -58,12 +58,6 @@ RECORDS: dict[str, list[dict[str, Any]]] = {
 }
 INDEXES = {"shop.Refund": b"\x02\x02", "shop.Outer.Inner": b"\x04\x04\x02"}
 """The message indexes the reference writes: [1], and [2, 1] (zig-zag varints, count first)."""
-ENCRYPT_PARAMS = {
-    "encrypt.kek.name": "kek1",
-    "encrypt.kms.type": "local-kms",
-    "encrypt.kms.key.id": "key1",
-    "encrypt.dek.algorithm": "AES256_SIV",  # deterministic: ciphertexts compare byte for byte
-}
 
 
 @pytest.fixture(scope="module")
@@ -188,8 +182,7 @@ def test_rules_on_a_non_first_message_write_what_the_reference_writes(
 def test_an_encrypted_field_of_a_non_first_message_reads_and_writes_as_the_reference(
     spark: Any, tmp_path: Path, pb2: Any
 ) -> None:
-    encrypt = {"name": "encryptPII", "kind": "TRANSFORM", "mode": "WRITEREAD", "type": "ENCRYPT",
-               "tags": ["PII"], "params": ENCRYPT_PARAMS}  # fmt: skip
+    encrypt = encrypt_rule("AES256_SIV")  # deterministic: ciphertexts compare byte for byte
     reference = ReferenceEncryption(serialized(pb2, payload([encrypt])), SECRET, message_class=pb2.Refund)
     theirs = [reference.serialize(message(pb2, "shop.Refund", r)) for r in RECORDS["shop.Refund"]]
     registry = LocalRegistry()

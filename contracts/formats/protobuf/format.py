@@ -8,16 +8,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from contracts.bounded import BoundedCache
 from contracts.formats.arrow_text import struct_values
 from contracts.formats.protobuf.indexes import read_indexes, write_indexes
-from contracts.formats.protobuf.types import struct_type
-from contracts.formats.protobuf.values import from_spark, spark_converters, to_message, to_record
+from contracts.formats.protobuf.types import holds_decimal, struct_type
+from contracts.formats.protobuf.values import from_spark, spark_converters, to_message, to_record, to_spark
 from contracts.formats.protocol import Records, Reference
 from contracts.registry.protobuf_schema import ProtoSchema, parse_proto
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql.types import StructType
+
+
+_DECIMALS: BoundedCache[Any, bool] = BoundedCache(256)
+"""Per process: whether a message's records can hold a Decimal (then decode checks they fit)."""
 
 
 def protobuf_dlq_value(record: Any, parsed: ProtoSchema) -> bytes:
@@ -147,7 +152,8 @@ class ProtobufFormat:
     ) -> Any:
         """The message the body's indexes name, which must be the record's message of the writer's
         schema, parsed by the protobuf runtime (protobuf needs no reader schema: a version's
-        changes are resolved when the record is projected onto it)."""
+        changes are resolved when the record is projected onto it); a Decimal value that its
+        field's Spark decimal cannot hold exactly makes the body undecodable, saying which."""
         from google.protobuf.message import DecodeError
         from google.protobuf.message_factory import GetMessageClass
 
@@ -163,7 +169,10 @@ class ProtobufFormat:
             message.ParseFromString(body[start:])
         except DecodeError as e:
             raise ValueError(f"not a {descriptor.full_name} message: {e}") from e
-        return to_record(message)
+        record = to_record(message)
+        if _DECIMALS.get_or_make(descriptor, lambda: holds_decimal(descriptor)):
+            to_spark(record, descriptor)
+        return record
 
     def encode(self, record: Any, parsed: ProtoSchema) -> bytes:
         """The record's message indexes (the first message: one 0 byte) and its bytes, as the

@@ -1,13 +1,15 @@
 """The Spark type of a Protobuf message, after spark-protobuf's `from_protobuf` (docs/semantics.md
 §1.6): messages are structs, repeated fields arrays, map fields maps, enums their value names,
 Timestamp a timestamp, Duration a day-time interval, wrappers their nullable scalar, and unsigned
-integers widened so every value fits (as its `upcast.unsigned.ints` option does)."""
+integers widened so every value fits (as its `upcast.unsigned.ints` option does); Confluent's
+`confluent.type.Decimal` is a decimal of the precision and scale its field declares."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from contracts.errors import ContractError
+from contracts.formats.protobuf.options import field_params
 
 if TYPE_CHECKING:
     from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -15,6 +17,11 @@ if TYPE_CHECKING:
 
 TIMESTAMP = "google.protobuf.Timestamp"
 DURATION = "google.protobuf.Duration"
+DECIMAL = "confluent.type.Decimal"
+"""Confluent's decimal message (confluent/type/decimal.proto): an unscaled integer and its scale."""
+DEFAULT_DECIMAL = (10, 0)
+"""The precision and scale of a Decimal field that declares none: Spark's and Confluent's Flink
+SQL default decimal (Confluent's Java converter also defaults the scale to 0)."""
 CEL_DIFFERS_KEY = "protobuf.celDiffers"
 """Field metadata marking a field whose Spark value is not the value CEL sees (native CEL leaves
 it to cel-python)."""
@@ -77,6 +84,8 @@ def _value_type(field: FieldDescriptor, path: tuple[str, ...]) -> DataType:
             return T.TimestampType()
         if name == DURATION:
             return T.DayTimeIntervalType()
+        if name == DECIMAL:
+            return T.DecimalType(*decimal_type(field))
         if name in WRAPPERS:
             return _value_type(message.fields_by_name["value"], path)
         if name in path:
@@ -106,6 +115,45 @@ def _value_type(field: FieldDescriptor, path: tuple[str, ...]) -> DataType:
     return scalars[field.type]
 
 
+def decimal_type(field: FieldDescriptor) -> tuple[int, int]:
+    """The precision and scale a `confluent.type.Decimal` field declares in its
+    `(confluent.field_meta).params` (`precision`, `scale`), as Confluent's converters read them,
+    DEFAULT_DECIMAL for what it leaves out; ContractError naming the field for a value that is no
+    integer or that Spark cannot hold (precision 1..38, scale 0..precision)."""
+    params = field_params(field)
+    found = []
+    for key, default in zip(("precision", "scale"), DEFAULT_DECIMAL, strict=True):
+        text = params.get(key)
+        try:
+            found.append(default if text is None else int(text))
+        except ValueError:
+            raise ContractError(
+                f"the Decimal field {field.full_name} declares {key} {text!r}, which is no integer",
+                position="schema",
+            ) from None
+    precision, scale = found
+    if not (1 <= precision <= 38 and 0 <= scale <= precision):
+        raise ContractError(
+            f"the Decimal field {field.full_name} is decimal({precision},{scale}), which Spark cannot"
+            " hold: its precision must be 1..38 and its scale 0..precision (declare them with"
+            ' `[(confluent.field_meta).params = {key: "precision", value: "…"}, …]`)',
+            position="schema",
+        )
+    return precision, scale
+
+
+def holds_decimal(message: Descriptor, seen: frozenset[str] = frozenset()) -> bool:
+    """Whether a record of `message` can hold a `confluent.type.Decimal` value (in any field, at
+    any depth): its values must then fit their fields' Spark decimals."""
+    for field in message.fields:
+        nested = field.message_type
+        if nested is None or nested.full_name in seen:
+            continue
+        if nested.full_name == DECIMAL or holds_decimal(nested, seen | {message.full_name}):
+            return True
+    return False
+
+
 def is_repeated(field: FieldDescriptor) -> bool:
     """Whether the field is repeated (protobuf 7 dropped `label` for `is_repeated`)."""
     repeated = getattr(field, "is_repeated", None)
@@ -130,13 +178,15 @@ def is_unsigned_64(field: FieldDescriptor) -> bool:
 
 def cel_differs(field: FieldDescriptor, seen: frozenset[str] = frozenset()) -> bool:
     """Whether CEL sees the field's value otherwise than Spark holds it: an enum (its number in
-    CEL, its name in Spark), an unsigned integer (a uint in CEL, a wider type in Spark), or a
-    message holding such a field."""
+    CEL, its name in Spark), an unsigned integer (a uint in CEL, a wider type in Spark), a Decimal
+    (its message's fields in CEL, a decimal in Spark), or a message holding such a field."""
     from google.protobuf.descriptor import FieldDescriptor as F
 
     if field.type == F.TYPE_ENUM or field.type in UNSIGNED:
         return True
     nested = field.message_type
+    if nested is not None and nested.full_name == DECIMAL:
+        return True
     if nested is None or nested.full_name in seen:
         return False
     return any(cel_differs(inner, seen | {nested.full_name}) for inner in nested.fields)

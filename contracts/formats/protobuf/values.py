@@ -3,24 +3,28 @@ Spark values and back (docs/semantics.md §1.6).
 
 A record is a dict of the fields by their `.proto` names: enums as numbers, unsigned integers
 as `Unsigned`, repeated fields as lists, maps as dicts, Timestamp as an aware UTC datetime,
-Duration as a timedelta, wrappers as their value. A field without presence holds its value (the
-default when unset); an unset message or wrapper field is None; an unset oneof member (a proto3
-`optional` field is one) is left out, as the reference leaves it out of what CEL sees.
+Duration as a timedelta, wrappers as their value, a `confluent.type.Decimal` as its message's
+fields (`value`, `precision`, `scale`), as the reference's CEL binds it. A field without presence
+holds its value (the default when unset); an unset message or wrapper field is None; an unset
+oneof member (a proto3 `optional` field is one) is left out, as the reference leaves it out of
+what CEL sees.
 """
 
 from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Mapping
-from decimal import Decimal
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
 from typing import TYPE_CHECKING, Any
 
 from contracts.bounded import BoundedCache
 from contracts.formats.protobuf.types import (
+    DECIMAL,
     DURATION,
     TIMESTAMP,
     UNSIGNED,
     WRAPPERS,
+    decimal_type,
     is_map,
     is_repeated,
     is_unsigned_64,
@@ -232,6 +236,9 @@ def _value_converter(field: FieldDescriptor) -> Callable[[Any], Any] | None:
             return _value_converter(message.fields_by_name["value"])
         if message.full_name in (TIMESTAMP, DURATION):
             return None
+        if message.full_name == DECIMAL:
+            precision, scale = decimal_type(field)
+            return lambda value: spark_decimal(value, precision, scale, field.full_name)
         return lambda value: to_spark(value, message) if isinstance(value, Mapping) else value
     enum = field.enum_type
     if enum is not None:
@@ -248,6 +255,52 @@ def _value_converter(field: FieldDescriptor) -> Callable[[Any], Any] | None:
             Decimal(value) if isinstance(value, int) and not isinstance(value, bool) else value
         )
     return None
+
+
+_EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
+"""Decimal arithmetic without rounding, over every exponent a Decimal's int32 scale reaches."""
+
+
+def spark_decimal(record: Any, precision: int, scale: int, where: str) -> Decimal:
+    """A Decimal record (its message's fields) as the Spark decimal(precision, scale) of its
+    field: the same number at that scale; ValueError naming the field when the number needs more
+    fractional digits than the scale or more digits than the precision (never rounded)."""
+    if not isinstance(record, Mapping):
+        raise ValueError(
+            f"{where} is a {DECIMAL} and must be its fields (a dict), not {type(record).__name__}"
+        )
+    unscaled = int.from_bytes(record.get("value") or b"", "big", signed=True)
+    own_scale = int(record.get("scale") or 0)
+    digits = len(str(abs(unscaled))) if unscaled else 0
+    shown = _EXACT.create_decimal(unscaled).scaleb(-own_scale, _EXACT)
+    if unscaled and own_scale > scale:
+        drop = own_scale - scale
+        if drop > digits or unscaled % 10**drop:
+            raise ValueError(f"{where}: {shown} has more fractional digits than decimal({precision},{scale})")
+        unscaled //= 10**drop
+    elif unscaled and own_scale < scale:
+        if digits + scale - own_scale > precision:
+            raise ValueError(f"{where}: {shown} has more digits than decimal({precision},{scale})")
+        unscaled *= 10 ** (scale - own_scale)
+    if unscaled and len(str(abs(unscaled))) > precision:
+        raise ValueError(f"{where}: {shown} has more digits than decimal({precision},{scale})")
+    return _EXACT.create_decimal(unscaled).scaleb(-scale, _EXACT)
+
+
+def decimal_record(value: Decimal) -> dict[str, Any]:
+    """A Spark decimal as a Decimal record, as Confluent's clients write a BigDecimal: the unscaled
+    integer in the fewest two's-complement bytes, its digit count, and the decimal's scale."""
+    sign, digits, exponent = value.as_tuple()
+    if not isinstance(exponent, int):
+        raise ValueError(f"{value} is not a finite decimal")
+    unscaled = int("".join(map(str, digits)) or "0")
+    unscaled = -unscaled if sign else unscaled
+    length = ((unscaled if unscaled >= 0 else ~unscaled).bit_length() + 8) // 8
+    return {
+        "value": unscaled.to_bytes(length, "big", signed=True),
+        "precision": Unsigned(len(digits)),
+        "scale": -exponent,
+    }
 
 
 def from_spark(row: Mapping[str, Any], descriptor: Descriptor) -> dict[str, Any]:
@@ -294,6 +347,8 @@ def _record_value(value: Any, field: FieldDescriptor, where: str) -> Any:
             return _record_value(value, message.fields_by_name["value"], where)
         if message.full_name in (TIMESTAMP, DURATION):
             return value
+        if message.full_name == DECIMAL and isinstance(value, Decimal):
+            return decimal_record(value)
         return from_spark(value, message)
     enum = field.enum_type
     if enum is not None:
