@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from contracts.engine import python_rows, serde
-from contracts.engine.frame import FAILURE, RECORD, STATUS, raise_failures, status_literal
+from contracts.engine.frame import RECORD
 from contracts.engine.routing import Router, with_partition
 from contracts.errors import ContractError
 from contracts.formats.avro.sizes import size_check
@@ -56,7 +56,6 @@ _PYTHON_ONLY_LOGICAL = frozenset({"uuid", "time-millis", "time-micros"})
 _MIN_MICROS = -62135596800000000
 _MAX_MICROS = 253402300799999999
 _JVM_ROW = "_contract_jvm_row"
-_GIVEN = "__contract_python_rows"
 BODIES = "__contract_body"
 """The bodies `to_avro` wrote, for the pass running payload encoding rules (`encode`)."""
 _available: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
@@ -334,21 +333,9 @@ class JvmDecode:
             suspect = F.when(match, _suspect(F.col(w.column), w.spark_type)).otherwise(suspect)
         suspect = jvm_row & F.coalesce(suspect, F.lit(False))
         by_python = value.isNotNull() & ~jvm_row
-        rows = python_rows.PythonRows(decoder, router, python_rows.decoded_type(decoder).json())
-        names = python_rows.given_columns(decoder, router, staged.columns)
-        given = rows.column(python_rows.given_rows(names, by_python | suspect, suspect))
-        out = staged.withColumn(_GIVEN, given).filter(
-            ~F.coalesce(F.col(_GIVEN)[python_rows.ROUTED], F.lit(False))
-        )
-        decoded = F.col(_GIVEN)
-        for name in [*(serde.writer_column(v) for v in decoder.native_types), RECORD]:  # as serde.decode
-            by_jvm_value = F.col(name) if name in reads else F.lit(None)
-            out = out.withColumn(name, F.when(by_python, decoded[name]).otherwise(by_jvm_value))
-        tombstone = F.when(value.isNull(), status_literal(decoder.tombstone_status))
-        out = out.withColumns({STATUS: tombstone, FAILURE: decoded[FAILURE]})
         kept = [name for name in df.columns if keep_value or name != decoder.value_column]
-        added = [serde.writer_column(v) for v in decoder.native_types]
-        return raise_failures(out).select(*[F.col(f"`{name}`") for name in [*kept, *added, RECORD, STATUS]])
+        by_jvm_values = {name: F.col(name) for name in reads}
+        return python_rows.decode_rest(staged, decoder, router, by_python, suspect, by_jvm_values, kept)
 
     @staticmethod
     def _matches(value: Column, writer: _JvmWriter) -> Column:

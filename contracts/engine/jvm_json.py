@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from contracts.engine import python_rows, serde
-from contracts.engine.frame import FAILURE, RECORD, STATUS, raise_failures, status_literal
+from contracts.engine.frame import RECORD
 from contracts.engine.routing import Router, with_partition
 from contracts.errors import ContractError
 from contracts.formats.json_schema import layouts, native
@@ -42,7 +42,6 @@ _MAX_LENGTH = 2**31 - 1
 _PERMISSIVE = {"mode": "PERMISSIVE"}
 _PARSED = "__contract_json_parsed"
 _TRUSTED = "__contract_json_trusted"
-_GIVEN = "__contract_python_rows"
 
 
 def chosen_path() -> str:
@@ -103,21 +102,11 @@ class JsonJvmDecode:
         )
         staged = staged.withColumn(_TRUSTED, trusted)
         by_python = value.isNotNull() & ~F.col(_TRUSTED)
-        rows = python_rows.PythonRows(decoder, router, python_rows.decoded_type(decoder).json())
-        names = python_rows.given_columns(decoder, router, staged.columns)
-        given = rows.column(python_rows.given_rows(names, by_python, F.lit(False)))
-        out = staged.withColumn(_GIVEN, given).filter(
-            ~F.coalesce(F.col(_GIVEN)[python_rows.ROUTED], F.lit(False))
-        )
-        decoded = F.col(_GIVEN)
-        for name in [*(serde.writer_column(v) for v in decoder.native_types), RECORD]:  # as serde.decode
-            by_jvm_value = parsed if name == RECORD else F.lit(None)
-            out = out.withColumn(name, F.when(by_python, decoded[name]).otherwise(by_jvm_value))
-        tombstone = F.when(value.isNull(), status_literal(decoder.tombstone_status))
-        out = out.withColumns({STATUS: tombstone, FAILURE: decoded[FAILURE]})
         kept = [name for name in df.columns if keep_value or name != decoder.value_column]
-        added = [serde.writer_column(v) for v in decoder.native_types]
-        return raise_failures(out).select(*[F.col(f"`{name}`") for name in [*kept, *added, RECORD, STATUS]])
+        out = python_rows.decode_rest(
+            staged, decoder, router, by_python, F.lit(False), {RECORD: parsed}, kept
+        )
+        return out.drop(_PARSED, _TRUSTED) if _PARSED in out.columns else out
 
 
 def fallback_reason(writer: serde.WriterVersion) -> str | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -22,19 +22,29 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from contracts.engine import serde
-from contracts.engine.frame import PARTITION, RECORD, STATUS, failure_field, status_type
+from contracts.engine.frame import (
+    FAILURE,
+    PARTITION,
+    RECORD,
+    STATUS,
+    failure_field,
+    raise_failures,
+    status_literal,
+    status_type,
+)
 from contracts.engine.routing import Router
 from contracts.errors import SerializationError
 from contracts.formats import avro
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column
+    from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import StructType
 
 ROUTED = "__contract_routed"
 """True for a row this pass sent to a DLQ topic (it leaves the DataFrame)."""
 SUSPECT = "__contract_suspect"
 """True for a row the JVM decoded whose record the Python decoder must judge."""
+_GIVEN = "__contract_python_rows"
 
 
 def decoded_type(decoder: serde.Decoder) -> StructType:
@@ -182,7 +192,40 @@ class PythonRows:
         return given.take(pc.if_else(chosen, positions, pa.scalar(None, pa.int64())))
 
 
-def given_columns(decoder: serde.Decoder, router: Router, columns: list[str]) -> list[str]:
+def decode_rest(
+    staged: DataFrame,
+    decoder: serde.Decoder,
+    router: Router,
+    by_python: Column,
+    suspect: Column,
+    by_jvm: Mapping[str, Column],
+    columns: list[str],
+) -> DataFrame:
+    """`serde.decode`'s result (`columns` of the input, then the writers', RECORD and STATUS) for
+    `staged`, the input with PARTITION and what a JVM decoder read: the rows `by_python` are decoded
+    and the `suspect` ones judged by the UDF, its rejects routed and dropped; every other row takes
+    the JVM's values (`by_jvm`: per writer column, or RECORD, its value), a tombstone its status."""
+    from pyspark.sql import functions as F
+
+    rows = PythonRows(decoder, router, decoded_type(decoder).json())
+    names = _given_columns(decoder, router, staged.columns)
+    fields = [F.col(f"`{name}`") for name in names]
+    given = rows.column(
+        F.when(by_python | suspect, F.struct(*fields, F.col(PARTITION), suspect.alias(SUSPECT)))
+    )
+    out = staged.withColumn(_GIVEN, given).filter(~F.coalesce(F.col(_GIVEN)[ROUTED], F.lit(False)))
+    decoded = F.col(_GIVEN)
+    writers = [serde.writer_column(v) for v in decoder.native_types]
+    for name in [*writers, RECORD]:
+        out = out.withColumn(name, F.when(by_python, decoded[name]).otherwise(by_jvm.get(name, F.lit(None))))
+    value = F.col(f"`{decoder.value_column}`")
+    out = out.withColumns(
+        {STATUS: F.when(value.isNull(), status_literal(decoder.tombstone_status)), FAILURE: decoded[FAILURE]}
+    )
+    return raise_failures(out).select(*[F.col(f"`{name}`") for name in [*columns, *writers, RECORD, STATUS]])
+
+
+def _given_columns(decoder: serde.Decoder, router: Router, columns: list[str]) -> list[str]:
     """The columns of `columns` the UDF needs for a row: the frame, its schema id headers, and what
     DLQ records and error messages name (key, DLQ value, headers, topic, partition, offset)."""
     layout = router.layout
@@ -196,11 +239,3 @@ def given_columns(decoder: serde.Decoder, router: Router, columns: list[str]) ->
         *serde.DECODE_POSITION,
     ]
     return list(dict.fromkeys(name for name in wanted if name is not None and name in columns))
-
-
-def given_rows(names: list[str], given: Column, suspect: Column) -> Column:
-    """The UDF's argument: the row's `names` columns, PARTITION and SUSPECT where `given`, else null."""
-    from pyspark.sql import functions as F
-
-    fields = [F.col(f"`{name}`") for name in names]
-    return F.when(given, F.struct(*fields, F.col(PARTITION), suspect.alias(SUSPECT)))

@@ -225,16 +225,13 @@ def release_tombstones(staged: DataFrame) -> DataFrame:
     return staged.withColumn(STATUS, F.when(is_tombstone, F.lit(None).cast(status_type())).otherwise(status))
 
 
-def decode(
-    df: DataFrame, decoder: Decoder, router: Router, keep_value: bool = True, skip: str | None = None
-) -> DataFrame:
+def decode(df: DataFrame, decoder: Decoder, router: Router, keep_value: bool = True) -> DataFrame:
     """Add the decoded record (target shape) and `_contract` to `df`, keeping every column (the
     frames too, unless `keep_value` is False: nothing after the pass needs them); the records the
     pass itself rejects (decode failures under DLQ, migrations in Python) go through `router` in
     the same pass, so every row leaving it is still valid. A tombstone (a null frame) is not a
     record: it leaves with a null record and the TOMBSTONE status, which every later migration
-    and rule skips, until release_tombstones. A row whose boolean column `skip` is true is left
-    undecoded (null record and status), for a decoder after the pass (contracts.engine.jvm_avro)."""
+    and rule skips, until release_tombstones."""
     from pyspark.sql.types import StructField, StructType
 
     df = with_partition(df)
@@ -256,7 +253,7 @@ def decode(
     dropped = {PARTITION} if keep_value else {PARTITION, decoder.value_column}
     output = StructType([f for f in decoded.fields if f.name not in dropped])
     return raise_failures(
-        df.mapInArrow(_DecodePass(decoder, decoded.json(), router, output.fieldNames(), skip), output)
+        df.mapInArrow(_DecodePass(decoder, decoded.json(), router, output.fieldNames()), output)
     )
 
 
@@ -266,34 +263,16 @@ class _DecodePass:
     decoded_json: str
     router: Router
     output_names: list[str]
-    skip: str | None = None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.types import StructType
 
         decoded = avro.arrow_schema(StructType.fromJson(json.loads(self.decoded_json)))
-        routed = self.router(_decode_unskipped(self.decoder, batch, decoded, self.skip) for batch in batches)
+        routed = self.router(decode_batch(self.decoder, batch, decoded) for batch in batches)
         tombstone = pa.scalar(self.decoder.tombstone_status, type=decoded.field(STATUS).type)
         for batch in routed:
             batch = _mark_tombstones(batch, self.decoder.value_column, tombstone)
             yield batch.select(self.output_names)
-
-
-def _decode_unskipped(
-    decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema, skip: str | None
-) -> pa.RecordBatch:
-    """`decode_batch` on the rows whose `skip` column is not true; the skipped rows leave with
-    nulls in the columns the pass adds (a skipped row is never a tombstone: its frame is there)."""
-    skipped = None if skip is None else pc.fill_null(batch.column(skip), False)
-    if skipped is None or not pc.any(skipped).as_py():
-        return decode_batch(decoder, batch, output)
-    kept = pc.invert(skipped)
-    some = decode_batch(decoder, batch.filter(kept), output)
-    # Row i of the batch is row positions[i] of `some`, or none (a null index takes a null).
-    positions = pc.subtract(pc.cumulative_sum(kept.cast(pa.int64())), 1)
-    positions = pc.if_else(kept, positions, pa.scalar(None, pa.int64()))
-    added = [some.column(name).take(positions) for name in output.names[batch.num_columns :]]
-    return pa.RecordBatch.from_arrays([*batch.columns, *added], schema=output)
 
 
 def _mark_tombstones(batch: pa.RecordBatch, value_column: str, tombstone: pa.Scalar) -> pa.RecordBatch:
