@@ -519,7 +519,7 @@ def test_the_arrow_schema_is_the_one_spark_gives_map_in_arrow(spark: Any) -> Non
 
 
 @settings(
-    max_examples=examples(18),
+    max_examples=examples(12),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

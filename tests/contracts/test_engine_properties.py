@@ -137,7 +137,7 @@ SOME_PEOPLE = [("ann", 30), ("bob", 3), ("", -4)]
 
 
 @settings(
-    max_examples=examples(16), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(rows=people, rules=rule_sets())
 # Native transforms, then Python, then native again: every pass must see the previous one's record.
