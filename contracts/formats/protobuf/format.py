@@ -5,24 +5,57 @@ the record's type, then the message's bytes."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from contracts.bounded import BoundedCache
 from contracts.formats.arrow_text import struct_values
 from contracts.formats.protobuf.indexes import read_indexes, write_indexes
 from contracts.formats.protobuf.types import holds_decimal, struct_type
-from contracts.formats.protobuf.values import from_spark, spark_converters, to_message, to_record, to_spark
+from contracts.formats.protobuf.values import (
+    from_spark,
+    record_reader,
+    spark_converters,
+    to_message,
+    to_record,
+    to_spark,
+)
 from contracts.formats.protocol import Records, Reference
 from contracts.registry.protobuf_schema import ProtoSchema, parse_proto
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from google.protobuf.descriptor import Descriptor
+    from google.protobuf.message import Message
     from pyspark.sql.types import StructType
 
 
-_DECIMALS: BoundedCache[Any, bool] = BoundedCache(256)
-"""Per process: whether a message's records can hold a Decimal (then decode checks they fit)."""
+@dataclass(frozen=True)
+class _BodyReader:
+    """What decoding a writer schema's bodies needs, looked up once per schema and process."""
+
+    descriptor: Descriptor
+    indexes: bytes
+    """The record's message indexes as the reference serializer writes them."""
+    message_type: type[Message]
+    read: Callable[[Message], dict[str, Any]]
+    holds_decimal: bool
+    """Whether its records can hold a Decimal (then decode checks they fit their Spark decimal)."""
+
+
+@lru_cache(maxsize=64)  # per row: a C-level cache, cheaper than a locked BoundedCache
+def _body_reader(writer: ProtoSchema) -> _BodyReader:
+    from google.protobuf.message_factory import GetMessageClass
+
+    descriptor = writer.message()
+    return _BodyReader(
+        descriptor,
+        write_indexes(writer.message_indexes),
+        GetMessageClass(descriptor),
+        record_reader(descriptor),
+        holds_decimal(descriptor),
+    )
 
 
 def protobuf_dlq_value(record: Any, parsed: ProtoSchema) -> bytes:
@@ -155,23 +188,26 @@ class ProtobufFormat:
         changes are resolved when the record is projected onto it); a Decimal value that its
         field's Spark decimal cannot hold exactly makes the body undecodable, saying which."""
         from google.protobuf.message import DecodeError
-        from google.protobuf.message_factory import GetMessageClass
 
-        indexes, start = read_indexes(body)
-        descriptor = writer.message_at(indexes)
-        if descriptor.full_name != writer.message_name:
-            raise ValueError(
-                f"the message indexes {indexes} name message {descriptor.full_name}; the contract's"
-                f" records are {writer.message_name} (message indexes {list(writer.message_indexes)})"
-            )
-        message = GetMessageClass(descriptor)()
+        known = _body_reader(writer)
+        if body.startswith(known.indexes):  # the record's own message indexes: nothing to look up
+            start = len(known.indexes)
+        else:
+            indexes, start = read_indexes(body)
+            descriptor = writer.message_at(indexes)
+            if descriptor.full_name != writer.message_name:
+                raise ValueError(
+                    f"the message indexes {indexes} name message {descriptor.full_name}; the contract's"
+                    f" records are {writer.message_name} (message indexes {list(writer.message_indexes)})"
+                )
+        message = known.message_type()
         try:
             message.ParseFromString(body[start:])
         except DecodeError as e:
-            raise ValueError(f"not a {descriptor.full_name} message: {e}") from e
-        record = to_record(message)
-        if _DECIMALS.get_or_make(descriptor, lambda: holds_decimal(descriptor)):
-            to_spark(record, descriptor)
+            raise ValueError(f"not a {writer.message_name} message: {e}") from e
+        record = known.read(message)
+        if known.holds_decimal:
+            to_spark(record, known.descriptor)
         return record
 
     def encode(self, record: Any, parsed: ProtoSchema) -> bytes:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable, Mapping
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from contracts.bounded import BoundedCache
@@ -44,34 +45,104 @@ class Unsigned(int):
 
 def to_record(message: Message) -> dict[str, Any]:
     """The message as a record."""
-    record: dict[str, Any] = {}
-    for field in message.DESCRIPTOR.fields:
-        value = getattr(message, field.name)
-        if is_map(field):
-            value_field = field.message_type.fields_by_name["value"]
-            record[field.name] = {key: _plain(item, value_field) for key, item in value.items()}
-        elif is_repeated(field):
-            record[field.name] = [_plain(item, field) for item in value]
-        elif field.has_presence and not message.HasField(field.name):
-            if field.containing_oneof is None:
-                record[field.name] = None
-        else:
-            record[field.name] = _plain(value, field)
-    return record
+    return record_reader(message.DESCRIPTOR)(message)
 
 
-def _plain(value: Any, field: FieldDescriptor) -> Any:
+def record_reader(descriptor: Descriptor) -> Callable[[Message], dict[str, Any]]:
+    """What turns a message of `descriptor` into its record, made once per message and process:
+    every field read in one call, then only the fields that need it converted, so no row asks
+    what kind each field is."""
+    return _READERS.get_or_make(descriptor, lambda: _compile_reader(descriptor))
+
+
+_READERS: BoundedCache[Any, Callable[[Message], dict[str, Any]]] = BoundedCache(256)
+
+_Fix = Callable[["Message", dict[str, Any]], None]
+"""A field's step after the fields are read: it converts (or drops) the field's value in the record."""
+
+
+def _compile_reader(descriptor: Descriptor) -> Callable[[Message], dict[str, Any]]:
+    names = tuple(field.name for field in descriptor.fields)
+    if not names:
+        return lambda message: {}
+    fetch = attrgetter(*names)  # of one name, the value itself rather than a 1-tuple
+    single = len(names) == 1
+    fixes = tuple(fix for fix in map(_field_fix, descriptor.fields) if fix is not None)
+
+    def read(message: Message) -> dict[str, Any]:
+        values = fetch(message)
+        record = dict(zip(names, (values,) if single else values, strict=False))  # as long by construction
+        for fix in fixes:
+            fix(message, record)
+        return record
+
+    return read
+
+
+def _field_fix(field: FieldDescriptor) -> _Fix | None:
+    """The field's step after reading (None when its value read is its record value): maps become
+    dicts, repeated fields lists, an unset field with presence None (left out in a oneof)."""
+    name = field.name
+    if is_map(field):
+        item = _plain_converter(field.message_type.fields_by_name["value"])
+
+        def as_dict(message: Message, record: dict[str, Any]) -> None:
+            pairs = record[name].items()
+            record[name] = dict(pairs) if item is None else {key: item(value) for key, value in pairs}
+
+        return as_dict
+    convert = _plain_converter(field)
+    if is_repeated(field):
+
+        def as_list(message: Message, record: dict[str, Any]) -> None:
+            values = record[name]
+            record[name] = list(values) if convert is None else [convert(value) for value in values]
+
+        return as_list
+    if field.has_presence:
+        in_oneof = field.containing_oneof is not None
+
+        def if_set(message: Message, record: dict[str, Any]) -> None:
+            if not message.HasField(name):
+                if in_oneof:
+                    del record[name]
+                else:
+                    record[name] = None
+            elif convert is not None:
+                record[name] = convert(record[name])
+
+        return if_set
+    if convert is None:
+        return None
+
+    def converted(message: Message, record: dict[str, Any]) -> None:
+        record[name] = convert(record[name])
+
+    return converted
+
+
+def _plain_converter(field: FieldDescriptor) -> Callable[[Any], Any] | None:
+    """What turns one value of the field as the runtime holds it (an element, for a repeated one)
+    into its record value (None where they are the same)."""
     message = field.message_type
     if message is None:
-        return Unsigned(value) if field.type in UNSIGNED else value
+        return Unsigned if field.type in UNSIGNED else None
     name = message.full_name
     if name == TIMESTAMP:
-        return value.ToDatetime(tzinfo=datetime.timezone.utc)
+        return lambda value: value.ToDatetime(tzinfo=datetime.timezone.utc)
     if name == DURATION:
-        return value.ToTimedelta()
+        return lambda value: value.ToTimedelta()
     if name in WRAPPERS:
-        return _plain(value.value, message.fields_by_name["value"])
-    return to_record(value)
+        inner = _plain_converter(message.fields_by_name["value"])
+        return (lambda value: value.value) if inner is None else (lambda value: inner(value.value))
+    nested: list[Callable[[Message], dict[str, Any]]] = []  # made on first use: messages may recurse
+
+    def read_nested(value: Message) -> dict[str, Any]:
+        if not nested:
+            nested.append(record_reader(message))
+        return nested[0](value)
+
+    return read_nested
 
 
 def to_message(record: Any, descriptor: Descriptor, strict: bool = True) -> Message:
