@@ -38,7 +38,8 @@ class _BodyReader:
     descriptor: Descriptor
     indexes: bytes
     """The record's message indexes as the reference serializer writes them."""
-    message_type: type[Message]
+    parse: Callable[[bytes], Message]
+    """The message's bytes parsed; ValueError naming the message when they are not one."""
     read: Callable[[Message], dict[str, Any]]
     holds_decimal: bool
     """Whether its records can hold a Decimal (then decode checks they fit their Spark decimal)."""
@@ -46,16 +47,31 @@ class _BodyReader:
 
 @lru_cache(maxsize=64)  # per row: a C-level cache, cheaper than a locked BoundedCache
 def _body_reader(writer: ProtoSchema) -> _BodyReader:
-    from google.protobuf.message_factory import GetMessageClass
-
     descriptor = writer.message()
     return _BodyReader(
         descriptor,
         write_indexes(writer.message_indexes),
-        GetMessageClass(descriptor),
+        _parser(descriptor),
         record_reader(descriptor),
         holds_decimal(descriptor),
     )
+
+
+def _parser(descriptor: Descriptor) -> Callable[[bytes], Message]:
+    from google.protobuf.message import DecodeError
+    from google.protobuf.message_factory import GetMessageClass
+
+    message_type = GetMessageClass(descriptor)
+
+    def parse(data: bytes) -> Message:
+        message = message_type()
+        try:
+            message.ParseFromString(data)
+        except DecodeError as e:
+            raise ValueError(f"not a {descriptor.full_name} message: {e}") from e
+        return message
+
+    return parse
 
 
 def protobuf_dlq_value(record: Any, parsed: ProtoSchema) -> bytes:
@@ -187,8 +203,6 @@ class ProtobufFormat:
         schema, parsed by the protobuf runtime (protobuf needs no reader schema: a version's
         changes are resolved when the record is projected onto it); a Decimal value that its
         field's Spark decimal cannot hold exactly makes the body undecodable, saying which."""
-        from google.protobuf.message import DecodeError
-
         known = _body_reader(writer)
         if body.startswith(known.indexes):  # the record's own message indexes: nothing to look up
             start = len(known.indexes)
@@ -200,12 +214,7 @@ class ProtobufFormat:
                     f"the message indexes {indexes} name message {descriptor.full_name}; the contract's"
                     f" records are {writer.message_name} (message indexes {list(writer.message_indexes)})"
                 )
-        message = known.message_type()
-        try:
-            message.ParseFromString(body[start:])
-        except DecodeError as e:
-            raise ValueError(f"not a {writer.message_name} message: {e}") from e
-        record = known.read(message)
+        record = known.read(known.parse(body[start:]))
         if known.holds_decimal:
             to_spark(record, known.descriptor)
         return record

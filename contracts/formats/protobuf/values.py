@@ -313,11 +313,12 @@ def _value_converter(field: FieldDescriptor) -> Callable[[Any], Any] | None:
         return lambda value: to_spark(value, message) if isinstance(value, Mapping) else value
     enum = field.enum_type
     if enum is not None:
+        names = {number: value.name for number, value in enum.values_by_number.items()}
 
         def name_of(value: Any) -> Any:
             if isinstance(value, int) and not isinstance(value, bool):
-                known = enum.values_by_number.get(value)
-                return known.name if known is not None else str(value)
+                known = names.get(value)
+                return known if known is not None else str(value)
             return value
 
         return name_of
