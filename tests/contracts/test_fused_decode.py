@@ -24,10 +24,9 @@ from hypothesis_profiles import examples
 from pyspark import cloudpickle
 
 from actions.dlq.local_topic import LocalTopicSink
-from contracts import DataContract, LocalRegistry, Schema, metrics_of
+from contracts import DataContract, LocalRegistry, Schema, formats, metrics_of
 from contracts.engine import serde
 from contracts.engine.jvm_avro import PATH_ENV
-from contracts import formats
 from contracts.formats import avro
 from contracts.formats.wire import encode_frame
 
@@ -108,7 +107,13 @@ def _frame(registry: LocalRegistry, record: dict[str, Any]) -> bytes:
 
 RULES = [
     # READ rules run last to first: shape, stamp, then the native rule reading what stamp wrote.
-    {"name": "stamped", "kind": "CONDITION", "type": "CEL", "mode": "READ", "expr": "message.name.contains('@2026')"},
+    {
+        "name": "stamped",
+        "kind": "CONDITION",
+        "type": "CEL",
+        "mode": "READ",
+        "expr": "message.name.contains('@2026')",
+    },
     {"name": "stamp", "kind": "TRANSFORM", "type": "STAMP", "mode": "READ"},
     {"name": "shape", "kind": "CONDITION", "type": "SHAPE", "mode": "READ"},
 ]
@@ -118,7 +123,10 @@ DLQ = {"dlq.topic": "bad-events"}
 def _topic(spark: Any, registry: LocalRegistry, names: list[str]) -> Any:
     """Records named `names` at offsets 0…, then a tombstone and a corrupt frame."""
     rows = [(b"k", _frame(registry, _event(i, name)), "events", 0, i) for i, name in enumerate(names)]
-    rows += [(b"t", None, "events", 0, len(names)), (b"c", b"\x00\x00\x00\x00\x01\xff", "events", 0, len(names) + 1)]
+    rows += [
+        (b"t", None, "events", 0, len(names)),
+        (b"c", b"\x00\x00\x00\x00\x01\xff", "events", 0, len(names) + 1),
+    ]
     # One partition: one task, so an ERROR fails the job at the same first row either way.
     return spark.createDataFrame(rows, KAFKA).coalesce(1)
 
@@ -141,7 +149,9 @@ def _read(
                 _topic(spark, registry, names), on_decode_error="DLQ", decode_dlq_topic="undecodable"
             )
     rows = sorted((tuple(row) for row in decoded.collect()), key=lambda row: row[-1])
-    dlq = {topic: sorted((r.key, r.value, r.headers[-1]) for r in sink.read(topic)) for topic in sink.topics()}
+    dlq = {
+        topic: sorted((r.key, r.value, r.headers[-1]) for r in sink.read(topic)) for topic in sink.topics()
+    }
     metrics = metrics_of(decoded)
     assert metrics is not None
     counts = {name: (c.passed, c.failed) for name, c in metrics.get().items()}
@@ -208,7 +218,9 @@ def test_leading_rules_are_fused_only_where_the_decode_pass_reads_what_a_rules_p
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(case=schemas_and_records())
-def test_a_decoded_record_is_what_a_rules_pass_reads_back_from_its_struct(case: tuple[Any, list[Any]]) -> None:
+def test_a_decoded_record_is_what_a_rules_pass_reads_back_from_its_struct(
+    case: tuple[Any, list[Any]],
+) -> None:
     """What fusing relies on: a rule sees the same Python values either way (repr: types, time
     zones and decimal digits too) for a schema whose unions tell their branch by value."""
     schema, generated = case
