@@ -17,7 +17,7 @@ from actions.dlq.sink import DlqSink, RunScopedSink, is_run_id
 from actions.protocol import Action, ActionContext, ActionPlan, Effect
 from contracts import keys
 from contracts.codes import VERSION_NOT_FOUND
-from contracts.engine import jvm_avro, jvm_json, runner, serde
+from contracts.engine import jvm_avro, jvm_json, python_pass, runner, serde
 from contracts.engine.counts import Gatherer
 from contracts.engine.frame import ORIGINAL, RECORD, STATUS, refuse_reserved_columns
 from contracts.engine.native_migration import NativeMigration, native_migration
@@ -465,16 +465,21 @@ class DataContract:
         unreadable_dlq = policy.action == "DLQ" and may_be_unreadable
         later_rejects = unreadable_dlq or any(p.can_reject for p in (plan, *natives.values()))
         router = Router(run.sink, run.run_id, layout, stage="decode")
+        leading = None
         if jvm is not None:
             decoded = jvm.decode(df, decoder, router, keep_value=later_rejects)
         else:
-            decoded = serde.decode(df, decoder, router, keep_value=later_rejects)
+            # The plan's first Python rules run in the decode pass when they can: one pass, not two.
+            leading = serde.fuses(decoder, python_pass.leading_rules(plan))
+            decoded = serde.decode(df, decoder, router, keep_value=later_rejects, leading=leading)
         unreadable = serde.unreadable_status(decoder, decoded.columns)
         for version, native in natives.items():
             column = serde.writer_column(version)
             decoded = native.apply(decoded, column, unreadable, otherwise=F.col(RECORD))
         metrics, gatherer = self._metrics(plan, df, runs_on_input=False)
-        staged = serde.release_tombstones(runner.run(plan, decoded, gatherer))
+        staged = serde.release_tombstones(
+            runner.run(plan, decoded, gatherer, leading_ran=leading is not None)
+        )
         reasons = _migration_reasons({serde.writer_column(v): native for v, native in natives.items()})
         migrations = natives.values()
         routed = self._route(staged, layout, plan, run, migrations, reasons, route_always=unreadable_dlq)

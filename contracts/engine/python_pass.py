@@ -22,7 +22,7 @@ from contracts.engine.frame import FAILURE, OUTCOME_PREFIX, RECORD, STATUS, fail
 from contracts.errors import ContractError, SerializationError
 from contracts.formats import avro
 from contracts.model import RuleKind
-from contracts.planning.plan import PlannedRule
+from contracts.planning.plan import Plan, PlannedRule
 from executors.protocol import BatchEvaluator, BatchStep, NativeStep, Outcome
 
 if TYPE_CHECKING:
@@ -84,26 +84,18 @@ class _RowsInFlight:
     def run(self, arrow_schema: pa.Schema) -> pa.RecordBatch:
         for rule in self.owner.rules:
             if isinstance(rule.step, BatchStep):
-                self._evaluate(rule)
+                self.records_changed |= _evaluate(
+                    self.owner.plan_id,
+                    rule,
+                    self.records,
+                    self.statuses,
+                    self.failures,
+                    self.outcomes,
+                    self.unreadable,
+                )
             else:
                 self._callbacks_after_native(rule)
         return self._to_batch(arrow_schema)
-
-    def _evaluate(self, rule: PlannedRule) -> None:
-
-        evaluator = evaluator_for(self.owner.plan_id, rule)
-        checked = not (isinstance(rule.step, BatchStep) and rule.step.keeps_schema)
-        outcome, changed = run_rule(
-            rule,
-            evaluator,
-            self.records,
-            self.statuses,
-            self.failures,
-            validate_against=self.schema if checked else None,
-            unreadable=self.unreadable,
-        )
-        self.records_changed = self.records_changed or changed
-        self.outcomes[OUTCOME_PREFIX + str(rule.index)] = outcome
 
     def _callbacks_after_native(self, rule: PlannedRule) -> None:
 
@@ -131,6 +123,67 @@ class _RowsInFlight:
             else:
                 columns.append(self.batch.column(name))
         return pa.RecordBatch.from_arrays(columns, schema=arrow_schema)
+
+
+@dataclass(frozen=True)
+class LeadingRules:
+    """A plan's first rules, all batch steps, run by the decode pass on the records it has just
+    read instead of by a Python pass of their own: one pass over the rows, not two (§8.11)."""
+
+    rules: tuple[PlannedRule, ...]
+    plan_id: str
+
+    def outcome_fields(self) -> list[Any]:
+        """The outcome columns the decode pass adds for these rules (Spark fields)."""
+        from pyspark.sql.types import BooleanType, StructField
+
+        return [StructField(OUTCOME_PREFIX + str(rule.index), BooleanType()) for rule in self.rules]
+
+    def run(
+        self, records: list[Any], statuses: list[dict[str, Any] | None], failures: list[str | None]
+    ) -> dict[str, list[bool | None]]:
+        """Run the rules over the records still valid, in place as `run_rule` does; each rule's
+        outcomes by column name."""
+        outcomes: dict[str, list[bool | None]] = {}
+        for rule in self.rules:
+            _evaluate(self.plan_id, rule, records, statuses, failures, outcomes)
+        return outcomes
+
+
+def leading_rules(plan: Plan) -> LeadingRules | None:
+    """The plan's first run of rules when a decode pass can run it: every rule in it a batch step
+    (a native rule with custom actions needs its outcome column, computed after the pass)."""
+    groups = plan.groups()
+    if not groups or groups[0][0]:
+        return None
+    rules = groups[0][1]
+    if not all(isinstance(rule.step, BatchStep) for rule in rules):
+        return None
+    return LeadingRules(tuple(rules), plan.plan_id)
+
+
+def _evaluate(
+    plan_id: str,
+    rule: PlannedRule,
+    records: list[Any],
+    statuses: list[dict[str, Any] | None],
+    failures: list[str | None],
+    outcomes: dict[str, list[bool | None]],
+    unreadable: Mapping[int, str] | None = None,
+) -> bool:
+    """Run one batch-step rule (`run_rule`), its outcomes into `outcomes`; whether a record changed."""
+    assert isinstance(rule.step, BatchStep)
+    outcome, changed = run_rule(
+        rule,
+        evaluator_for(plan_id, rule),
+        records,
+        statuses,
+        failures,
+        validate_against=None if rule.step.keeps_schema else rule.ctx.schema,
+        unreadable=unreadable,
+    )
+    outcomes[OUTCOME_PREFIX + str(rule.index)] = outcome
+    return changed
 
 
 def run_rule(

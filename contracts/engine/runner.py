@@ -109,18 +109,25 @@ def pack(plan: Plan, df: DataFrame, as_fields: bool = False) -> DataFrame:
     return df.select(*columns)
 
 
-def run(plan: Plan, staged: DataFrame, gatherer: Gatherer | None = None) -> DataFrame:
+def run(
+    plan: Plan, staged: DataFrame, gatherer: Gatherer | None = None, leading_ran: bool = False
+) -> DataFrame:
     """Apply the rules to a packed DataFrame; rows whose `_contract` is already set are skipped.
 
     `gatherer` gathers the per-rule counts (contracts.engine.counts). When the plan
     `counts_at_output` it is not used here: the outcome columns stay, for `observe_output` on
-    the caller's output (which drops them)."""
-    return _run(plan, staged, gatherer, packed_as_fields=False)
+    the caller's output (which drops them). `leading_ran`: the plan's first run of rules has run
+    already, in the decode pass (python_pass.LeadingRules), which left its outcome columns."""
+    return _run(plan, staged, gatherer, packed_as_fields=False, skipped=1 if leading_ran else 0)
 
 
-def _run(plan: Plan, staged: DataFrame, gatherer: Gatherer | None, packed_as_fields: bool) -> DataFrame:
+def _run(
+    plan: Plan, staged: DataFrame, gatherer: Gatherer | None, packed_as_fields: bool, skipped: int = 0
+) -> DataFrame:
     groups = plan.groups()
     for position, (native, rules) in enumerate(groups):
+        if position < skipped:
+            continue
         if native:
             from_fields = packed_as_fields and position == 0
             last = position == len(groups) - 1

@@ -39,6 +39,7 @@ from contracts.engine.frame import (
 )
 from contracts.engine.native_migration import NativeMigration
 from contracts.engine.payload import PayloadRefused, PayloadRules, split_clear
+from contracts.engine.python_pass import LeadingRules
 from contracts.engine.routing import Router, with_partition
 from contracts.errors import RegistryError, SerializationError
 from contracts.formats import avro
@@ -66,6 +67,9 @@ TOMBSTONE = "TOMBSTONE"
 """The `_contract` action a tombstone carries while migrations and rules run: not a rejection,
 only what makes every one of them skip the row (see release_tombstones)."""
 TOMBSTONE_POLICIES = ("keep", "drop")
+RULE_STATUS = "__contract_rule_status"
+"""Inside the decode pass with leading rules: the statuses the rules gave, kept apart from those of
+the decode (which its router sends to their topics) until the router has passed."""
 
 
 @dataclass(frozen=True)
@@ -225,13 +229,23 @@ def release_tombstones(staged: DataFrame) -> DataFrame:
     return staged.withColumn(STATUS, F.when(is_tombstone, F.lit(None).cast(status_type())).otherwise(status))
 
 
-def decode(df: DataFrame, decoder: Decoder, router: Router, keep_value: bool = True) -> DataFrame:
+def decode(
+    df: DataFrame,
+    decoder: Decoder,
+    router: Router,
+    keep_value: bool = True,
+    leading: LeadingRules | None = None,
+) -> DataFrame:
     """Add the decoded record (target shape) and `_contract` to `df`, keeping every column (the
     frames too, unless `keep_value` is False: nothing after the pass needs them); the records the
     pass itself rejects (decode failures under DLQ, migrations in Python) go through `router` in
     the same pass, so every row leaving it is still valid. A tombstone (a null frame) is not a
     record: it leaves with a null record and the TOMBSTONE status, which every later migration
-    and rule skips, until release_tombstones."""
+    and rule skips, until release_tombstones.
+
+    `leading` rules run on the decoded records in the same pass (`fuses` says when they can),
+    adding their outcome columns; the rows they reject leave with their status, as a rules pass
+    leaves them, for the rules' own routing after the counts."""
     from pyspark.sql.types import StructField, StructType
 
     df = with_partition(df)
@@ -246,15 +260,30 @@ def decode(df: DataFrame, decoder: Decoder, router: Router, keep_value: bool = T
             *writers,
             StructField(RECORD, target, True),
             StructField(STATUS, status_type(), True),
+            *(
+                []
+                if leading is None
+                else [*leading.outcome_fields(), StructField(RULE_STATUS, status_type())]
+            ),
             failure_field(),
         ]
     )
     # The router takes the PARTITION column out; without the frames when nothing after needs them.
-    dropped = {PARTITION} if keep_value else {PARTITION, decoder.value_column}
+    dropped = {PARTITION, RULE_STATUS} if keep_value else {PARTITION, RULE_STATUS, decoder.value_column}
     output = StructType([f for f in decoded.fields if f.name not in dropped])
     return raise_failures(
-        df.mapInArrow(_DecodePass(decoder, decoded.json(), router, output.fieldNames()), output)
+        df.mapInArrow(_DecodePass(decoder, decoded.json(), router, output.fieldNames(), leading), output)
     )
+
+
+def fuses(decoder: Decoder, leading: LeadingRules | None) -> LeadingRules | None:
+    """`leading` when the decode pass can run it: no writer is migrated after the pass (the rules
+    must see every record in the target's shape) and the decoded records are what a rules pass
+    would read back from Spark, as for Avro records whose unions tell their branches by value
+    (a Python pass reads them untagged; JSON and Protobuf records are shaped by their readers)."""
+    if leading is None or decoder.native_types or decoder.schema_format.schema_type != "AVRO":
+        return None
+    return None if decoder.schema_format.needs_tags(decoder.target_schema) else leading
 
 
 @dataclass(frozen=True)
@@ -263,14 +292,20 @@ class _DecodePass:
     decoded_json: str
     router: Router
     output_names: list[str]
+    leading: LeadingRules | None = None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.types import StructType
 
         decoded = avro.arrow_schema(StructType.fromJson(json.loads(self.decoded_json)))
-        routed = self.router(decode_batch(self.decoder, batch, decoded) for batch in batches)
+        leading = self.leading
+        routed = self.router(decode_batch(self.decoder, batch, decoded, leading) for batch in batches)
         tombstone = pa.scalar(self.decoder.tombstone_status, type=decoded.field(STATUS).type)
         for batch in routed:
+            if leading is not None:
+                # The router took the rows the decode rejected; the rules' rejects leave now.
+                index = batch.schema.get_field_index(STATUS)
+                batch = batch.set_column(index, batch.schema.field(index), batch.column(RULE_STATUS))
             batch = _mark_tombstones(batch, self.decoder.value_column, tombstone)
             yield batch.select(self.output_names)
 
@@ -285,9 +320,12 @@ def _mark_tombstones(batch: pa.RecordBatch, value_column: str, tombstone: pa.Sca
     return batch.set_column(index, batch.schema.field(index), status)
 
 
-def decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) -> pa.RecordBatch:
+def decode_batch(
+    decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema, leading: LeadingRules | None = None
+) -> pa.RecordBatch:
     """`batch` with the decoded columns `output` adds after its own (writers, RECORD, STATUS,
-    FAILURE); a null frame is skipped (the callers mark tombstones)."""
+    FAILURE, and with `leading` rules their outcomes and RULE_STATUS); a null frame is skipped
+    (the callers mark tombstones)."""
     frames = batch.column(decoder.value_column).to_pylist()
     id_headers = schema_id_headers(batch, decoder.headers_column, decoder.id_header)
     records: list[Any] = [None] * len(frames)
@@ -330,6 +368,9 @@ def decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) -> 
         status_column = pa.array(statuses, type=status_arrow)
     else:
         status_column = pa.nulls(batch.num_rows, status_arrow)
+    ruled = (
+        [] if leading is None else _run_leading(decoder, leading, frames, records, statuses, failures, output)
+    )
     schema_format = decoder.schema_format
     record_column = schema_format.to_struct(
         records,
@@ -338,8 +379,41 @@ def decode_batch(decoder: Decoder, batch: pa.RecordBatch, output: pa.Schema) -> 
         schema_format.needs_tags(decoder.target_schema),
     )
     failure_column = pa.array(failures, type=output.field(FAILURE).type)
-    columns = [*batch.columns, *writers, record_column, status_column, failure_column]
+    columns = [*batch.columns, *writers, record_column, status_column, *ruled, failure_column]
     return pa.RecordBatch.from_arrays(columns, schema=output)
+
+
+def _run_leading(
+    decoder: Decoder,
+    leading: LeadingRules,
+    frames: list[Any],
+    records: list[Any],
+    statuses: list[dict[str, Any] | None],
+    failures: list[str | None],
+    output: pa.Schema,
+) -> list[pa.Array]:
+    """Run `leading` on the decoded records in place: their outcome columns, then RULE_STATUS (the
+    statuses the rules gave). They skip the rows the decode rejected and tombstones, and a batch in
+    which the decode failed the job (an ERROR policy or action), which fails before any rule runs,
+    as it would before a rules pass."""
+    rows = len(records)
+    if any(failure is not None for failure in failures):
+        outcomes: dict[str, list[bool | None]] = {}
+        ruled: list[dict[str, Any] | None] = [None] * rows
+    else:
+        tombstone = decoder.tombstone_status
+        seen = [
+            tombstone if frame is None else status for frame, status in zip(frames, statuses, strict=True)
+        ]
+        outcomes = leading.run(records, seen, failures)
+        ruled = [
+            None if frame is None or before is not None else after
+            for frame, before, after in zip(frames, statuses, seen, strict=True)
+        ]
+    columns = [
+        pa.array(outcomes.get(f.name, [None] * rows), type=pa.bool_()) for f in leading.outcome_fields()
+    ]
+    return [*columns, pa.array(ruled, type=output.field(RULE_STATUS).type)]
 
 
 def _packed_rows(
