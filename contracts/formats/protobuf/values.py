@@ -56,12 +56,14 @@ def record_reader(descriptor: Descriptor) -> Callable[[Message], dict[str, Any]]
 
 
 _READERS: BoundedCache[Any, Callable[[Message], dict[str, Any]]] = BoundedCache(256)
+"""Per process: the record reader of each message."""
 
 _Fix = Callable[["Message", dict[str, Any]], None]
 """A field's step after the fields are read: it converts (or drops) the field's value in the record."""
 
 
 def _compile_reader(descriptor: Descriptor) -> Callable[[Message], dict[str, Any]]:
+    """The record reader of a message: its fields read in declaration order, then each field's fix."""
     names = tuple(field.name for field in descriptor.fields)
     if not names:
         return lambda message: {}
