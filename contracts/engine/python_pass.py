@@ -133,11 +133,15 @@ class LeadingRules:
     rules: tuple[PlannedRule, ...]
     plan_id: str
 
+    def outcome_names(self) -> list[str]:
+        """The outcome columns the decode pass adds for these rules."""
+        return [OUTCOME_PREFIX + str(rule.index) for rule in self.rules]
+
     def outcome_fields(self) -> list[Any]:
-        """The outcome columns the decode pass adds for these rules (Spark fields)."""
+        """The outcome columns as Spark fields."""
         from pyspark.sql.types import BooleanType, StructField
 
-        return [StructField(OUTCOME_PREFIX + str(rule.index), BooleanType()) for rule in self.rules]
+        return [StructField(name, BooleanType()) for name in self.outcome_names()]
 
     def run(
         self, records: list[Any], statuses: list[dict[str, Any] | None], failures: list[str | None]

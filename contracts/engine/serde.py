@@ -411,9 +411,12 @@ def _run_leading(
             for frame, before, after in zip(frames, statuses, seen, strict=True)
         ]
     columns = [
-        pa.array(outcomes.get(f.name, [None] * rows), type=pa.bool_()) for f in leading.outcome_fields()
+        pa.array(outcomes.get(name, [None] * rows), type=pa.bool_()) for name in leading.outcome_names()
     ]
-    return [*columns, pa.array(ruled, type=output.field(RULE_STATUS).type)]
+    status_arrow = output.field(RULE_STATUS).type
+    if all(status is None for status in ruled):
+        return [*columns, pa.nulls(rows, status_arrow)]
+    return [*columns, pa.array(ruled, type=status_arrow)]
 
 
 def _packed_rows(

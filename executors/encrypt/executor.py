@@ -213,6 +213,7 @@ class _Evaluator:
         self.walk = field_walk(batch.schema, batch.metadata_tags, batch.tags, transform)
         self._cryptors: dict[int, Cryptor] = {}
         self._version = 0
+        self._rotated = batch.spec.rotated
 
     def __call__(self, records: Sequence[Any]) -> Sequence[Outcome]:
         failure = self.batch.failure
@@ -250,29 +251,35 @@ class _Evaluator:
             raise _FieldFailure(
                 f"ENCRYPT cannot encrypt field {field.full_name!r}: {type(e).__name__}"
             ) from None
-        if self.batch.spec.rotated:
+        if self._rotated:
             ciphertext = with_version(version, ciphertext)
         if leaf.type_name == "BYTES":
             return ciphertext
         return binascii.b2a_base64(ciphertext, newline=False).decode("ascii")  # base64.b64encode
 
     def _read(self, leaf: Leaf, field: Field | JsonField | ProtoField, value: Any) -> Any:
-        if value is None or leaf.type_name not in ("STRING", "BYTES"):
+        # Per value of every tagged field: the common case (a string, one DEK version) first.
+        if value is None:
+            return None
+        type_name = leaf.type_name
+        if type_name == "STRING":
+            try:
+                # base64.b64decode(value, validate=True), without its Python-level wrapper
+                data = binascii.a2b_base64(value, strict_mode=True)
+            except (binascii.Error, ValueError):
+                raise _FieldFailure(f"{_cannot_decrypt(field)}: the value is not base64") from None
+        elif type_name == "BYTES":
+            data = bytes(value)
+        else:
             return value
-        try:
-            # base64.b64decode(value, validate=True), without its Python-level wrapper
-            text = leaf.type_name == "STRING"
-            data = binascii.a2b_base64(value, strict_mode=True) if text else bytes(value)
-        except (binascii.Error, ValueError):
-            raise _FieldFailure(f"{_cannot_decrypt(field)}: the value is not base64") from None
         version = 1
-        if self.batch.spec.rotated:
+        if self._rotated:
             split = split_version(data)
             if split is None:
                 raise _FieldFailure(f"{_cannot_decrypt(field)}: no DEK version in the ciphertext")
             version, data = split
         try:
-            plaintext = self._cryptor(version).decrypt(data)
+            plaintext = (self._cryptors.get(version) or self._cryptor(version)).decrypt(data)
         except EncryptionKeyError as e:
             raise _FieldFailure(f"{_cannot_decrypt(field)}: {e}") from None
         except Exception as e:
@@ -280,7 +287,7 @@ class _Evaluator:
                 "wrong key or tampered ciphertext" if type(e).__name__ == "InvalidTag" else type(e).__name__
             )
             raise _FieldFailure(f"{_cannot_decrypt(field)} with DEK version {version}: {reason}") from None
-        if leaf.type_name == "BYTES":
+        if type_name == "BYTES":
             return plaintext
         try:
             return plaintext.decode("utf-8")
