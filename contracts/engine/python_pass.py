@@ -19,6 +19,7 @@ import pyarrow as pa
 from actions.protocol import ActionContext, ActionPlan, Effect
 from contracts.bounded import BoundedCache
 from contracts.engine.frame import FAILURE, OUTCOME_PREFIX, RECORD, STATUS, failure_field, raise_failures
+from contracts.engine.gc_pause import gc_paused
 from contracts.errors import ContractError, SerializationError
 from contracts.formats import avro
 from contracts.model import RuleKind
@@ -61,7 +62,9 @@ class _BatchPass:
         output = StructType.fromJson(json.loads(self.output_json))
         arrow_schema = avro.arrow_schema(output)
         for batch in batches:
-            yield _RowsInFlight(self, batch).run(arrow_schema)
+            with gc_paused():
+                ruled = _RowsInFlight(self, batch).run(arrow_schema)
+            yield ruled
 
 
 class _RowsInFlight:

@@ -37,6 +37,7 @@ from contracts.engine.frame import (
     status_literal,
     status_type,
 )
+from contracts.engine.gc_pause import gc_paused
 from contracts.engine.native_migration import NativeMigration
 from contracts.engine.payload import PayloadRefused, PayloadRules, split_clear
 from contracts.engine.python_pass import LeadingRules
@@ -299,7 +300,7 @@ class _DecodePass:
 
         decoded = avro.arrow_schema(StructType.fromJson(json.loads(self.decoded_json)))
         leading = self.leading
-        routed = self.router(decode_batch(self.decoder, batch, decoded, leading) for batch in batches)
+        routed = self.router(self._decoded(batch, decoded) for batch in batches)
         tombstone = pa.scalar(self.decoder.tombstone_status, type=decoded.field(STATUS).type)
         for batch in routed:
             if leading is not None:
@@ -308,6 +309,10 @@ class _DecodePass:
                 batch = batch.set_column(index, batch.schema.field(index), batch.column(RULE_STATUS))
             batch = _mark_tombstones(batch, self.decoder.value_column, tombstone)
             yield batch.select(self.output_names)
+
+    def _decoded(self, batch: pa.RecordBatch, decoded: pa.Schema) -> pa.RecordBatch:
+        with gc_paused():
+            return decode_batch(self.decoder, batch, decoded, self.leading)
 
 
 def _mark_tombstones(batch: pa.RecordBatch, value_column: str, tombstone: pa.Scalar) -> pa.RecordBatch:
