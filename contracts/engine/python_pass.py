@@ -147,13 +147,17 @@ class LeadingRules:
         return [StructField(name, BooleanType()) for name in self.outcome_names()]
 
     def run(
-        self, records: list[Any], statuses: list[dict[str, Any] | None], failures: list[str | None]
+        self,
+        records: list[Any],
+        statuses: list[dict[str, Any] | None],
+        failures: list[str | None],
+        unreadable: Mapping[int, str],
     ) -> dict[str, list[bool | None]]:
-        """Run the rules over the records still valid, in place as `run_rule` does; each rule's
-        outcomes by column name."""
+        """Run the rules over the records still valid, in place as `run_rule` does (`unreadable`
+        rows fail them with its reasons); each rule's outcomes by column name."""
         outcomes: dict[str, list[bool | None]] = {}
         for rule in self.rules:
-            _evaluate(self.plan_id, rule, records, statuses, failures, outcomes)
+            _evaluate(self.plan_id, rule, records, statuses, failures, outcomes, unreadable)
         return outcomes
 
 

@@ -351,6 +351,7 @@ def decode_batch(
         if writer.version != decoder.target_version:
             to_migrate.setdefault(writer.version, (writer, []))[1].append(i)
     natives: dict[int, pa.Array] = {}
+    migrated: list[int] = []  # rows migrated here, in Python
     for writer, rows in to_migrate.values():
         if writer.version in decoder.native_types:
             column = writer_column(writer.version)
@@ -362,6 +363,7 @@ def decode_batch(
                 records[i] = None
         else:
             _migrate_rows(decoder, writer, rows, records, statuses, failures, batch)
+            migrated.extend(rows)
     writers = [
         natives.get(version, pa.nulls(batch.num_rows, output.field(writer_column(version)).type))
         for version in decoder.native_types
@@ -373,9 +375,9 @@ def decode_batch(
         status_column = pa.array(statuses, type=status_arrow)
     else:
         status_column = pa.nulls(batch.num_rows, status_arrow)
-    ruled = (
-        [] if leading is None else _run_leading(decoder, leading, frames, records, statuses, failures, output)
-    )
+    ruled = []
+    if leading is not None:
+        ruled = _run_leading(decoder, leading, (frames, records, statuses, failures), migrated, output)
     schema_format = decoder.schema_format
     record_column = schema_format.to_struct(
         records,
@@ -391,16 +393,16 @@ def decode_batch(
 def _run_leading(
     decoder: Decoder,
     leading: LeadingRules,
-    frames: list[Any],
-    records: list[Any],
-    statuses: list[dict[str, Any] | None],
-    failures: list[str | None],
+    decoded: tuple[list[Any], list[Any], list[dict[str, Any] | None], list[str | None]],
+    migrated: list[int],
     output: pa.Schema,
 ) -> list[pa.Array]:
-    """Run `leading` on the decoded records in place: their outcome columns, then RULE_STATUS (the
-    statuses the rules gave). They skip the rows the decode rejected and tombstones, and a batch in
-    which the decode failed the job (an ERROR policy or action), which fails before any rule runs,
-    as it would before a rules pass."""
+    """Run `leading` on the `decoded` records (with their frames, statuses and failures) in place:
+    their outcome columns, then RULE_STATUS (the statuses the rules gave). They skip the rows the
+    decode rejected and tombstones, and a batch in which the decode failed the job (an ERROR policy
+    or action), which fails before any rule runs, as it would before a rules pass. The records
+    `migrated` in Python are read back from their struct first, as a rules pass would read them."""
+    frames, records, statuses, failures = decoded
     rows = len(records)
     if any(failure is not None for failure in failures):
         outcomes: dict[str, list[bool | None]] = {}
@@ -410,7 +412,8 @@ def _run_leading(
         seen = [
             tombstone if frame is None else status for frame, status in zip(frames, statuses, strict=True)
         ]
-        outcomes = leading.run(records, seen, failures)
+        unreadable = _read_back(decoder, records, [i for i in migrated if statuses[i] is None], output)
+        outcomes = leading.run(records, seen, failures, unreadable)
         ruled = [
             None if frame is None or before is not None else after
             for frame, before, after in zip(frames, statuses, seen, strict=True)
@@ -422,6 +425,21 @@ def _run_leading(
     if all(status is None for status in ruled):
         return [*columns, pa.nulls(rows, status_arrow)]
     return [*columns, pa.array(ruled, type=status_arrow)]
+
+
+def _read_back(decoder: Decoder, records: list[Any], rows: list[int], output: pa.Schema) -> dict[int, str]:
+    """Replace the records at `rows` by what their struct reads back as (a migrated record's values
+    come from JSON: an int default of a double field becomes a float); a row read back with
+    replacements keeps its record and is returned with the reason, as a rules pass reports it."""
+    if not rows:
+        return {}
+    schema_format, schema = decoder.schema_format, decoder.target_schema
+    column = schema_format.to_struct([records[i] for i in rows], schema, output.field(RECORD).type)
+    read = schema_format.read_struct(column, schema)
+    for position, (i, record) in enumerate(zip(rows, read.records, strict=True)):
+        if position not in read.unreadable:
+            records[i] = record
+    return {rows[position]: reason for position, reason in read.unreadable.items()}
 
 
 def _packed_rows(

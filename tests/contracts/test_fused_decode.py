@@ -234,3 +234,66 @@ def test_a_decoded_record_is_what_a_rules_pass_reads_back_from_its_struct(
     read = avro.read_struct(avro.records_to_struct(decoded, schema, record_type), schema)
     assert read.unreadable == {}
     assert [repr(r) for r in read.records] == [repr(r) for r in decoded]
+
+
+class Carry:
+    """Rule type CARRY: a per-record migration, run in Python, returning the record as it is."""
+
+    type = "CARRY"
+
+    def transform(self, ctx: Any, message: dict[str, Any]) -> dict[str, Any]:
+        return message
+
+
+class FloatAmount:
+    """Rule type FLOAT_AMOUNT: whether the record's double field holds a Python float."""
+
+    type = "FLOAT_AMOUNT"
+
+    def transform(self, ctx: Any, message: dict[str, Any]) -> bool:
+        return isinstance(message["amount"], float)
+
+
+def test_a_record_migrated_in_the_decode_pass_reaches_the_rules_as_a_rules_pass_reads_it(
+    spark: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A migrated record's new double field takes its default from JSON (the int 0): the rules see
+    the float a rules pass reads back from Spark, in both plans."""
+    major = "application.major.version"
+    fields = [{"name": "id", "type": "long"}, {"name": "name", "type": "string"}]
+    amount = {"name": "amount", "type": "double", "default": 0}
+    registry = LocalRegistry()
+    registry.set_config(SUBJECT, compatibilityGroup=major)
+    read_rule = {"name": "floatAmount", "kind": "CONDITION", "type": "FLOAT_AMOUNT", "mode": "READ"}
+    upgrade = {"name": "carry", "kind": "TRANSFORM", "type": "CARRY", "mode": "UPGRADE"}
+    for version_fields, version, rules in [
+        (fields, "1", {}),
+        ([*fields, amount], "2", {"migrationRules": [upgrade], "domainRules": [read_rule]}),
+    ]:
+        schema = {**EVENT, "fields": version_fields}
+        payload = {
+            "schema": json.dumps(schema),
+            "metadata": {"properties": {major: version}},
+            "ruleSet": rules,
+        }
+        registry.register_schema(SUBJECT, Schema.from_dict(payload))
+    rows = []
+    for offset, (version, record) in enumerate(
+        [(1, {"id": 1, "name": "old"}), (2, {"id": 2, "name": "new", "amount": 2.5})]
+    ):
+        registered = registry.get_version(SUBJECT, version)
+        body = io.BytesIO()
+        schemaless_writer(body, parse_schema(json.loads(registered.schema.schema_str)), record)
+        rows.append((b"k", encode_frame(registered.schema_id, body.getvalue()), "events", 0, offset))
+    results = []
+    for fused in (True, False):
+        contract = DataContract(registry, SUBJECT, executors=[Carry(), FloatAmount()])
+        with monkeypatch.context() as patch:
+            if not fused:
+                patch.setattr(serde, "fuses", lambda decoder, leading: None)
+            with path_chosen(PATH_ENV, "python"):
+                decoded = contract.deserialize(spark.createDataFrame(rows, KAFKA))
+        results.append((sorted(tuple(row) for row in decoded.collect()), python_passes(decoded)))
+    assert results[0][0] == results[1][0]
+    assert [row[:3] for row in results[0][0]] == [(1, "old", 0.0), (2, "new", 2.5)]
+    assert (results[0][1], results[1][1]) == (1, 2)
