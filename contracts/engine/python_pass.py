@@ -131,7 +131,7 @@ class _RowsInFlight:
 @dataclass(frozen=True)
 class LeadingRules:
     """A plan's first rules, all batch steps, run by the decode pass on the records it has just
-    read instead of by a Python pass of their own: one pass over the rows, not two (§8.11)."""
+    read instead of by a Python pass of their own: one pass over the rows, not two (§8.12)."""
 
     rules: tuple[PlannedRule, ...]
     plan_id: str
