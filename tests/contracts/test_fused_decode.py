@@ -25,10 +25,11 @@ from pyspark import cloudpickle
 
 from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema, formats, metrics_of
-from contracts.engine import serde
+from contracts.engine import python_pass, serde
 from contracts.engine.jvm_avro import PATH_ENV
 from contracts.formats import avro
 from contracts.formats.wire import encode_frame
+from contracts.model import RuleMode
 
 # The executors defined here run on Spark workers, which cannot import test modules.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -141,13 +142,10 @@ def _read(
     registry = _registry([*RULES[:2], shape])
     sink = LocalTopicSink(tmp)
     contract = DataContract(registry, SUBJECT, dlq_sink=sink, executors=[ShapeCheck(), Stamp()])
-    with monkeypatch.context() as patch:
-        if not fused:
-            patch.setattr(serde, "fuses", lambda decoder, leading: None)
-        with path_chosen(PATH_ENV, "python"):
-            decoded = contract.deserialize(
-                _topic(spark, registry, names), on_decode_error="DLQ", decode_dlq_topic="undecodable"
-            )
+    topic = _topic(spark, registry, names)
+    decoded = _deserialize(
+        contract, topic, fused, monkeypatch, on_decode_error="DLQ", decode_dlq_topic="undecodable"
+    )
     rows = sorted((tuple(row) for row in decoded.collect()), key=lambda row: row[-1])
     dlq = {
         topic: sorted((r.key, r.value, r.headers[-1]) for r in sink.read(topic)) for topic in sink.topics()
@@ -156,6 +154,15 @@ def _read(
     assert metrics is not None
     counts = {name: (c.passed, c.failed) for name, c in metrics.get().items()}
     return rows, dlq, counts, python_passes(decoded)
+
+
+def _deserialize(contract: DataContract, df: Any, fused: bool, monkeypatch: Any, **options: Any) -> Any:
+    """`contract.deserialize(df)` on the fastavro path, its leading rules in the decode pass or not."""
+    with monkeypatch.context() as patch:
+        if not fused:
+            patch.setattr(serde, "fuses", lambda decoder, leading: None)
+        with path_chosen(PATH_ENV, "python"):
+            return contract.deserialize(df, **options)
 
 
 def python_passes(df: Any) -> int:
@@ -201,9 +208,6 @@ def test_a_rule_error_in_the_decode_pass_fails_the_job_as_its_own_pass_does(
 def test_leading_rules_are_fused_only_where_the_decode_pass_reads_what_a_rules_pass_would() -> None:
     registry = _registry(RULES)
     contract = DataContract(registry, SUBJECT, executors=[ShapeCheck(), Stamp()])
-    from contracts.engine import python_pass
-    from contracts.model import RuleMode
-
     plan = contract.plan(RuleMode.READ)
     leading = python_pass.leading_rules(plan)
     assert leading is not None and [r.rule.name for r in leading.rules] == ["shape", "stamp"]
@@ -288,11 +292,7 @@ def test_a_record_migrated_in_the_decode_pass_reaches_the_rules_as_a_rules_pass_
     results = []
     for fused in (True, False):
         contract = DataContract(registry, SUBJECT, executors=[Carry(), FloatAmount()])
-        with monkeypatch.context() as patch:
-            if not fused:
-                patch.setattr(serde, "fuses", lambda decoder, leading: None)
-            with path_chosen(PATH_ENV, "python"):
-                decoded = contract.deserialize(spark.createDataFrame(rows, KAFKA))
+        decoded = _deserialize(contract, spark.createDataFrame(rows, KAFKA), fused, monkeypatch)
         results.append((sorted(tuple(row) for row in decoded.collect()), python_passes(decoded)))
     assert results[0][0] == results[1][0]
     assert [row[:3] for row in results[0][0]] == [(1, "old", 0.0), (2, "new", 2.5)]
