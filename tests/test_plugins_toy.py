@@ -94,6 +94,9 @@ class ToyFormat:
     def encode(self, record: Any, parsed: dict[str, str]) -> bytes:
         return json.dumps(self.conform(record, parsed), sort_keys=True).encode()
 
+    def dlq_value(self, record: Any, parsed: dict[str, str]) -> bytes:
+        return json.dumps(record, sort_keys=True).encode()
+
 
 @dataclass
 class ToyRegistry:

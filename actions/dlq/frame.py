@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from actions.dlq.json_record import record_column
+from actions.dlq.record import RULE_EXCEPTION, RULE_MODE, RULE_NAME, RULE_SUBJECT, RULE_TOPIC
 from contracts.formats.avro.types import AvroSchema
 
 if TYPE_CHECKING:
@@ -22,11 +23,11 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 RULE_HEADERS = {
-    "rule": "__rule.name",
-    "mode": "__rule.mode",
-    "subject": "__rule.subject",
-    "source_topic": "__rule.topic",
-    "reason": "__rule.exception",
+    "rule": RULE_NAME,
+    "mode": RULE_MODE,
+    "subject": RULE_SUBJECT,
+    "source_topic": RULE_TOPIC,
+    "reason": RULE_EXCEPTION,
 }
 """The decoded columns and the DLQ header each comes from (the last one, when it repeats)."""
 RECORD_COLUMN = "record"

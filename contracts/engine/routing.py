@@ -9,22 +9,20 @@ instead of duplicating it, and an undelivered record fails the task (docs/semant
 from __future__ import annotations
 
 import contextlib
-import json
-import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from actions.dlq.record import RecordValues, Redact, as_bytes, incoming_headers, rule_headers
 from actions.dlq.sink import DlqRecord, DlqSink, DlqWriter, writer_id
 from contracts import formats
 from contracts.engine.frame import OUTCOME_PREFIX, PARTITION, RECORD, STATUS
 from contracts.engine.reasons import NativeReasons
 from contracts.engine.runner import field_columns, keeps_field_columns
-from contracts.formats.protobuf import protobuf_dlq_value
 from contracts.formats.protocol import SchemaFormat
 from contracts.planning.plan import CopyAction, Plan
 
@@ -32,11 +30,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-RULE_NAME = "__rule.name"
-RULE_MODE = "__rule.mode"
-RULE_SUBJECT = "__rule.subject"
-RULE_TOPIC = "__rule.topic"
-RULE_EXCEPTION = "__rule.exception"
 STREAMING_BATCH_ID = "streaming.sql.batchId"
 """The local property Spark's micro-batch execution sets on every task of a micro-batch."""
 
@@ -57,7 +50,7 @@ class DlqLayout:
     key_column: str | None = None
     headers_column: str | None = None
     topic_column: str | None = None
-    redact: Callable[[Sequence[Any]], list[Any]] | None = None
+    redact: Redact | None = None
 
 
 def route_rejected(
@@ -167,18 +160,10 @@ class Router:
         topics = _column(rejected, layout.topic_column)
         now_ms = int(time.time() * 1000)
         for i, status in enumerate(statuses):
-            headers = [*_incoming_headers(incoming[i])]
-            headers += [
-                (RULE_NAME, _utf8(status["rule"])),
-                (RULE_MODE, _utf8(status["mode"])),
-                (RULE_SUBJECT, _utf8(status["subject"])),
-                (RULE_TOPIC, _utf8(topics[i])),
-            ]
-            if status["reason"] is not None:
-                headers.append((RULE_EXCEPTION, _utf8(status["reason"])))
+            headers = [*incoming_headers(incoming[i]), *rule_headers(status, topics[i])]
             yield DlqRecord(
                 topic=status["topic"],
-                key=_bytes(keys[i]),
+                key=as_bytes(keys[i]),
                 value=values[i],
                 headers=tuple(headers),
                 timestamp_ms=now_ms,
@@ -187,14 +172,9 @@ class Router:
     def _values(self, rejected: pa.RecordBatch) -> list[bytes | None]:
         layout = self.layout
         if layout.value_column is not None:
-            return [_bytes(value) for value in rejected.column(layout.value_column).to_pylist()]
-        # A string that is not UTF-8 is written with each such byte as U+FFFD: the row goes to its
-        # topic all the same, and JSON (UTF-8 text) can hold nothing else.
-        read = layout.schema_format.read_struct(rejected.column(layout.record_column), layout.schema)
-        records = read.records if layout.redact is None else layout.redact(read.records)
-        if layout.schema_format.schema_type == "PROTOBUF":  # the message's JSON, as the reference writes it
-            return [None if r is None else protobuf_dlq_value(r, layout.schema) for r in records]
-        return [record_value_bytes(record) for record in records]
+            return [as_bytes(value) for value in rejected.column(layout.value_column).to_pylist()]
+        values = RecordValues(layout.schema_format, layout.schema, layout.redact)
+        return values(rejected.column(layout.record_column))
 
 
 def _writer_id(run_id: str, stage: str | None, input_partition: int) -> str:
@@ -211,52 +191,6 @@ def _writer_id(run_id: str, stage: str | None, input_partition: int) -> str:
     return writer_id(run_id, partition, batch_id=batch_id, stage=stage, input_partition=input_partition)
 
 
-def record_value_bytes(record: Any) -> bytes | None:
-    """A WRITE-side DLQ value as the reference writes it: bytes and strings as they are, numbers
-    packed big-endian, anything else as JSON with bytes rendered as latin-1 text (docs/semantics.md §7).
-
-    Unlike the reference, which writes bare `NaN` and `Infinity` (not JSON), a non-finite float
-    inside a record is written as the string "NaN", "Infinity" or "-Infinity", as Jackson and
-    the Protobuf JSON mapping write them, so every JSON reader accepts the value."""
-    import struct
-
-    if record is None:
-        return None
-    if isinstance(record, bytes | bytearray):
-        return bytes(record)
-    if isinstance(record, str):
-        return record.encode("utf-8")
-    if isinstance(record, int) and not isinstance(record, bool) and -(2**63) <= record < 2**63:
-        return struct.pack(">q", record)
-    if isinstance(record, float):
-        return struct.pack(">d", record)
-    try:
-        text = json.dumps(record, default=_json_default, allow_nan=False)
-    except ValueError:
-        text = json.dumps(_finite(record), default=_json_default, allow_nan=False)
-    return text.encode("utf-8")
-
-
-_NON_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
-
-
-def _finite(value: Any) -> Any:
-    """The value with each non-finite float replaced by its JSON string name."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else _NON_FINITE[value]
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(item) for item in value]
-    return value
-
-
-def _json_default(value: Any) -> str:
-    if isinstance(value, bytes | bytearray):
-        return bytes(value).decode("latin-1")
-    return str(value)
-
-
 def _column(batch: pa.RecordBatch, name: str | None) -> list[Any]:
     """A key, headers or topic column's values; a string column as its bytes, which Spark does not
     require to be UTF-8 and a DLQ record carries as they are anyway."""
@@ -264,22 +198,3 @@ def _column(batch: pa.RecordBatch, name: str | None) -> list[Any]:
         return [None] * batch.num_rows
     column = batch.column(name)
     return (column.cast(pa.binary()) if pa.types.is_string(column.type) else column).to_pylist()
-
-
-def _incoming_headers(headers: Any) -> list[tuple[str, bytes | None]]:
-    """Kafka-source headers (a list of {key, value} structs) kept ahead of the rule headers."""
-    if not headers:
-        return []
-    return [(header["key"], _bytes(header["value"])) for header in headers]
-
-
-def _utf8(value: Any) -> bytes | None:
-    if value is None or isinstance(value, bytes):
-        return value
-    return str(value).encode("utf-8")
-
-
-def _bytes(value: Any) -> bytes | None:
-    if value is None:
-        return None
-    return value if isinstance(value, bytes) else str(value).encode("utf-8")

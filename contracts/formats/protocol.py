@@ -3,8 +3,9 @@
 A format parses a registered schema (with the schemas it references) into its own parsed form,
 gives the Spark type of its records, converts between records (plain Python values, as the
 reference clients hand them to rules) and Arrow batches for the Python passes, gives JSONata the
-record's JSON view and reads it back, and decodes and encodes record bodies (the bytes after the
-wire format's header). Everything the engine does between those points is format-independent.
+record's JSON view and reads it back, decodes and encodes record bodies (the bytes after the
+wire format's header), and writes a record as a DLQ record's value. Everything the engine does
+between those points is format-independent.
 """
 
 from __future__ import annotations
@@ -98,4 +99,9 @@ class SchemaFormat(Protocol):
 
     def encode(self, record: Any, parsed: Any) -> bytes:
         """A record's body; raises when the record does not fit `parsed`."""
+        ...
+
+    def dlq_value(self, record: Any, parsed: Any) -> bytes:
+        """A record (not None) as the value of a WRITE-side DLQ record, as the reference's DLQ
+        action writes one of this format (docs/semantics.md §7.3)."""
         ...

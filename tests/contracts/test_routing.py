@@ -11,7 +11,7 @@ import pytest
 
 from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
-from contracts.engine.routing import record_value_bytes
+from contracts.formats.dlq_value import record_value_bytes
 
 
 def _strict_json(data: bytes) -> Any:

@@ -17,6 +17,7 @@ from contracts.formats.avro.project import project
 from contracts.formats.avro.sizes import size_check
 from contracts.formats.avro.types import AvroSchema, parse_schema, struct_type
 from contracts.formats.avro.values import chooses_union_branches, read_struct, records_to_struct
+from contracts.formats.dlq_value import record_value_bytes
 from contracts.formats.protocol import Records, Reference
 
 if TYPE_CHECKING:
@@ -87,6 +88,10 @@ class AvroFormat:
         body = io.BytesIO()
         schemaless_writer(body, parsed, record, strict=True)
         return body.getvalue()
+
+    def dlq_value(self, record: Any, parsed: AvroSchema) -> bytes:
+        """The record as JSON, bytes as latin-1 text, as the reference's DLQ action writes it."""
+        return record_value_bytes(record) or b""
 
     def __repr__(self) -> str:
         return "AvroFormat()"

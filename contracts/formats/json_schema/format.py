@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from contracts.bounded import BoundedCache
 from contracts.formats.arrow_text import struct_values
+from contracts.formats.dlq_value import record_value_bytes
 from contracts.formats.json_schema.types import JsonSchema, Shape, parse_json_schema
 from contracts.formats.protocol import Records, Reference
 
@@ -108,6 +109,10 @@ class JsonSchemaFormat:
         """Compact UTF-8 JSON, as the reference serializer writes it, once valid."""
         validate(record, parsed)
         return json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+    def dlq_value(self, record: Any, parsed: JsonSchema) -> bytes:
+        """The record as JSON, as the reference's DLQ action writes it."""
+        return record_value_bytes(record) or b""
 
     def __repr__(self) -> str:
         return "JsonSchemaFormat()"

@@ -225,5 +225,9 @@ class ProtobufFormat:
         body = to_message(record, parsed.message()).SerializeToString()
         return write_indexes(parsed.message_indexes) + body
 
+    def dlq_value(self, record: Any, parsed: ProtoSchema) -> bytes:
+        """The message's protobuf JSON, as the reference's DLQ action writes a message."""
+        return protobuf_dlq_value(record, parsed)
+
     def __repr__(self) -> str:
         return "ProtobufFormat()" if self.message is None else f"ProtobufFormat(message={self.message!r})"
