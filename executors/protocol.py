@@ -74,6 +74,12 @@ class NativeOutcome:
     record: Column | None = None
     undefined: Mapping[str, Column] = field(default_factory=dict)
     always_passes: bool = False
+    error: Column | None = None
+    """True where `passed` is not true because evaluating the rule raised an error, false where the
+    rule ran cleanly. A clean failure's reason is the rule's own (its doc, expression or name); an
+    error's text only the Python twin knows, so only those rows are evaluated again when their
+    exact reason is needed (docs/semantics.md §2.2). None: the step cannot tell them apart, and
+    every failure is evaluated again."""
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,9 @@ OUTCOME_PREFIX = "__contract_outcome_"
 FIELD_PREFIX = "__contract_field_"
 FAILURE = "__contract_failure"
 """A Python pass's column: the message the job fails with, on a row whose ERROR action fired there."""
+ERRED = "__contract_erred"
+"""True on a row a native rule rejected because evaluating it raised an error: only the rule's
+Python twin knows that error's text, the row's exact reason (docs/semantics.md §2.2)."""
 PARTITION = "__contract_partition"
 """The input partition of each row going into a routing pass: it names the pass's DLQ writer, as one
 task may compute several input partitions (a `coalesce` after the contract)."""

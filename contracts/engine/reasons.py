@@ -1,8 +1,9 @@
 """Exact failure reasons for rows a native rule rejected, from the rule's Python twin.
 
-A native Spark expression knows that a rule failed, not which evaluation error made it fail; the
-reference puts that error's text in the DLQ `__rule.exception` header (docs/semantics.md §2.2, §7).
-Rejected rows are few, so they alone are evaluated again by the twin to recover it.
+A native Spark expression knows that a rule failed, and whether it failed cleanly (a false
+condition, whose reason is the rule's own) or because evaluating it raised an error, whose text
+the reference puts in the DLQ `__rule.exception` header (docs/semantics.md §2.2, §7). Only the
+rows a native rule rejected with an error (marked in ERRED) are evaluated again by the twin.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from contracts.engine import python_pass
-from contracts.engine.frame import RECORD, STATUS
+from contracts.engine import python_pass, runner
+from contracts.engine.frame import ERRED, RECORD, STATUS
 from contracts.planning.plan import Plan, PlannedRule
 from executors.protocol import NativeStep
 
@@ -27,6 +28,9 @@ class NativeReasons:
     """The native rules of a plan whose generic failure reason a twin can make exact; picklable."""
 
     plan: Plan
+    marked: bool = False
+    """The rows the twin must see are marked in ERRED (the plan ran through `runner`); else it sees
+    every row whose reason is a native rule's generic one (a native migration's rules)."""
 
     def twins(self) -> dict[tuple[str, str], PlannedRule]:
         """Rules with a Python twin, by (rule name, mode) as the `_contract` status names them."""
@@ -36,16 +40,24 @@ class NativeReasons:
             if isinstance(rule.step, NativeStep) and rule.step.batch is not None
         }
 
-    def refine(self, statuses: list[dict[str, Any] | None], records: pa.Array) -> list[dict[str, Any] | None]:
+    def refine(
+        self,
+        statuses: list[dict[str, Any] | None],
+        records: pa.Array,
+        erred: list[bool | None] | None = None,
+    ) -> list[dict[str, Any] | None]:
         """The statuses with each native rule's generic reason replaced by the twin's error text.
 
         `records` is the record struct column as the failing rule saw it (a rejected row goes no
-        further). A twin that passes, or fails without a reason, leaves the status as it was.
+        further); `erred` the ERRED column, when `marked`: a row without the mark failed cleanly and
+        keeps its reason. A twin that passes, or fails without a reason, leaves the status as it was.
         """
         twins = self.twins()
         pending: dict[tuple[str, str], list[int]] = {}
         for i, status in enumerate(statuses):
             if status is None or status["subject"] != self.plan.subject:
+                continue
+            if erred is not None and not erred[i]:
                 continue
             key = (status["rule"], status["mode"])
             rule = twins.get(key)
@@ -71,18 +83,54 @@ class NativeReasons:
                     refined[i] = {**statuses[i], "reason": outcome.reason}
         return refined
 
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        """mapInArrow over rejected rows: the same rows with exact reasons in `_contract`."""
-
-        for batch in batches:
-            index = batch.schema.get_field_index(STATUS)
-            statuses = self.refine(batch.column(STATUS).to_pylist(), batch.column(RECORD))
-            column = pa.array(statuses, type=batch.schema.field(index).type)
-            yield batch.set_column(index, batch.schema.field(index), column)
+    def erred(self, batch: pa.RecordBatch) -> list[bool | None] | None:
+        """The batch's ERRED marks when the rows are `marked` (none there: no row is)."""
+        if not self.marked:
+            return None
+        if ERRED not in batch.schema.names:
+            return [None] * batch.num_rows
+        marks: list[bool | None] = batch.column(ERRED).to_pylist()
+        return marks
 
 
 def with_exact_reasons(rejected: DataFrame, plan: Plan) -> DataFrame:
-    """Staged rows already filtered to the rejected ones, their `_contract` reasons made exact."""
-    if not NativeReasons(plan).twins():
+    """Staged rows already filtered to the rejected ones, their `_contract` reasons made exact: the
+    twin's error text for the rows marked in ERRED, given by an Arrow UDF those rows alone reach
+    (the others reach it as nulls). No Python runs when no native rule can mark a row."""
+    from pyspark.sql import functions as F
+
+    if not runner.marks_errors(plan):
         return rejected
-    return rejected.mapInArrow(NativeReasons(plan), rejected.schema)
+    reasons = NativeReasons(plan, marked=True)
+    erred = F.coalesce(F.col(ERRED), F.lit(False))
+    given = F.when(erred, F.struct(F.col(STATUS).alias(STATUS), F.col(RECORD).alias(RECORD)))
+    udf = _ExactReasons(reasons)
+
+    def exact_reasons(arrays: Iterator[pa.Array]) -> Iterator[pa.Array]:
+        return udf(arrays)
+
+    exact = F.arrow_udf(exact_reasons, "string").asNondeterministic()(given)
+    status = F.col(STATUS)
+    exact_status = status.withField("reason", F.coalesce(exact, status["reason"]))
+    return rejected.withColumn(STATUS, F.when(erred, exact_status).otherwise(status))
+
+
+@dataclass(frozen=True)
+class _ExactReasons:
+    """The Arrow UDF of `with_exact_reasons`: per row given (a struct of its status and record), the
+    twin's reason (null where the twin gives none, or for a row not given)."""
+
+    reasons: NativeReasons
+
+    def __call__(self, arrays: Iterator[pa.Array]) -> Iterator[pa.Array]:
+        for given in arrays:
+            rows = pa.RecordBatch.from_struct_array(given)
+            statuses = rows.column(STATUS).to_pylist()
+            refined = self.reasons.refine(statuses, rows.column(RECORD), given.is_valid().to_pylist())
+            yield pa.array(
+                [
+                    None if after is None or after is before else after["reason"]
+                    for before, after in zip(statuses, refined, strict=True)
+                ],
+                type=pa.string(),
+            )

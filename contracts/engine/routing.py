@@ -22,7 +22,7 @@ from actions.dlq.sink import DlqRecord, DlqSink, DlqWriter, writer_id
 from contracts import formats
 from contracts.engine.frame import OUTCOME_PREFIX, PARTITION, RECORD, STATUS
 from contracts.engine.reasons import NativeReasons
-from contracts.engine.runner import field_columns, keeps_field_columns
+from contracts.engine.runner import field_columns, keeps_field_columns, marks_errors
 from contracts.formats.protocol import SchemaFormat
 from contracts.planning.plan import CopyAction, Plan
 
@@ -67,7 +67,7 @@ def route_rejected(
     migration rules: `migration_reasons` pairs each with the column of the record it saw."""
     from pyspark.sql import functions as F
 
-    reasons = ((NativeReasons(plan), RECORD), *migration_reasons)
+    reasons = ((NativeReasons(plan, marked=marks_errors(plan)), RECORD), *migration_reasons)
     router = Router(sink, run_id, layout, reasons, copies=plan.copies)
     if not keeps_field_columns(plan):
         return with_partition(staged).mapInArrow(router, staged.schema)
@@ -148,7 +148,7 @@ class Router:
 
         statuses = rejected.column(STATUS).to_pylist()
         for reasons, column in self.reasons:
-            statuses = reasons.refine(statuses, rejected.column(column))
+            statuses = reasons.refine(statuses, rejected.column(column), reasons.erred(rejected))
         return self._records(rejected, statuses)
 
     def _records(self, rejected: pa.RecordBatch, statuses: list[dict[str, Any]]) -> Iterator[DlqRecord]:

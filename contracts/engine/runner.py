@@ -14,6 +14,7 @@ from actions.protocol import Effect
 from contracts.engine import python_pass
 from contracts.engine.counts import CountOnDemand, Gatherer, gather
 from contracts.engine.frame import (
+    ERRED,
     FIELD_PREFIX,
     ORIGINAL,
     OUTCOME_PREFIX,
@@ -121,10 +122,28 @@ def run(
     return _run(plan, staged, gatherer, packed_as_fields=False, skipped=1 if leading_ran else 0)
 
 
+def marks_errors(plan: Plan) -> bool:
+    """Whether a native rule of `plan` may reject a row whose exact reason only its Python twin
+    knows: `run` then marks such rows in ERRED, so the twin runs on them alone."""
+    return any(_marks_errors(rule) for rule in plan.rules)
+
+
+def _marks_errors(rule: PlannedRule) -> bool:
+    return (
+        isinstance(rule.step, NativeStep)
+        and rule.step.batch is not None
+        and rule.on_failure.effect is Effect.REJECT
+    )
+
+
 def _run(
     plan: Plan, staged: DataFrame, gatherer: Gatherer | None, packed_as_fields: bool, skipped: int = 0
 ) -> DataFrame:
+    from pyspark.sql import functions as F
+
     groups = plan.groups()
+    if marks_errors(plan):
+        staged = staged.withColumn(ERRED, F.lit(None).cast("boolean"))
     for position, (native, rules) in enumerate(groups):
         if position < skipped:
             continue
@@ -174,6 +193,7 @@ def _apply_native(
 
     outcome_name = OUTCOME_PREFIX + str(rule.index)
     active = F.col(STATUS).isNull()
+    erred = None
     if rule.step is None:
         passed: Column = F.lit(False)
         transformed = None
@@ -182,9 +202,15 @@ def _apply_native(
         result = rule.step.build(record)
         passed = F.coalesce(result.passed, F.lit(False))
         transformed = result.record
+        if _marks_errors(rule):
+            # A step that cannot tell an error from a clean failure leaves every failure to its twin.
+            erred = F.lit(True) if result.error is None else F.coalesce(result.error, F.lit(False))
     staged = staged.select("*", F.when(active, passed).alias(outcome_name))
     outcome = F.col(outcome_name)
     updates: dict[str, Column] = {STATUS: native_status(rule, outcome)}
+    if erred is not None:
+        # `outcome` is null for rows rejected earlier: their mark stays as it was.
+        updates[ERRED] = F.when(~outcome & erred, F.lit(True)).otherwise(F.col(ERRED))
     if transformed is not None and fields is None:
         updates[RECORD] = F.when(outcome, transformed).otherwise(F.col(RECORD))
     elif transformed is not None:

@@ -141,13 +141,19 @@ def _condition(guard: Term | None, body: Term) -> Callable[[Column], NativeOutco
 
     def build(record: Column) -> NativeOutcome:
         env = {"message": record}
-        passed = _true(body.emit(env), body.type.nullable or body.type.kind == "null")
+        val = body.emit(env)
+        passed = _true(val, body.type.nullable or body.type.kind == "null")
+        erred = F.lit(False) if val.error is None else val.error
         if guard is None:
-            return NativeOutcome(passed)
+            return NativeOutcome(passed, error=erred)
         # A guard that is not true passes the condition; a guard that fails fails the rule.
         g = guard.emit(env)
         ok = F.lit(True) if g.error is None else ~g.error
-        return NativeOutcome(F.when(ok, F.when(F.coalesce(g.value, F.lit(False)), passed).otherwise(True)))
+        applies = F.coalesce(g.value, F.lit(False))
+        return NativeOutcome(
+            F.when(ok, F.when(applies, passed).otherwise(True)),
+            error=~ok | (applies & erred),
+        )
 
     return build
 
@@ -159,8 +165,9 @@ def _transform(guard: Term | None, body: Callable[[Env], Val]) -> Callable[[Colu
         env = {"message": record}
         new = body(env)
         passed = F.lit(True) if new.error is None else ~new.error
+        erred = F.lit(False) if new.error is None else new.error
         if guard is None:
-            return NativeOutcome(passed, new.value, always_passes=new.error is None)
+            return NativeOutcome(passed, new.value, always_passes=new.error is None, error=erred)
         g = guard.emit(env)
         ok = F.lit(True) if g.error is None else ~g.error
         apply = F.coalesce(g.value, F.lit(False))
@@ -168,6 +175,7 @@ def _transform(guard: Term | None, body: Callable[[Env], Val]) -> Callable[[Colu
             F.when(ok, F.when(apply, passed).otherwise(True)),
             F.when(ok & apply, new.value).otherwise(record),
             always_passes=new.error is None and g.error is None,
+            error=~ok | (apply & erred),
         )
 
     return build

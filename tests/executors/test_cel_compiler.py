@@ -266,21 +266,23 @@ def test_validators_equal_the_reference_on_tricky_strings(spark: Any, texts: lis
     assert not problems, "\n".join(problem[:300] for problem in problems[:20])
 
 
-def _reference_rule(expr: str, kind: RuleKind, record: dict[str, Any]) -> tuple[bool, Any]:
-    """The runtime's rule outcome (docs/semantics.md §3): passed, and the record after it."""
+def _reference_rule(expr: str, kind: RuleKind, record: dict[str, Any]) -> tuple[bool, Any, bool]:
+    """The runtime's rule outcome (docs/semantics.md §3): passed, the record after it, and whether
+    evaluating it raised an error (the failures whose reason only the twin knows, §2.2)."""
     program = _runtime.compile_program(expr)
     activation = {"message": _runtime.to_cel(record)}
     if kind is RuleKind.CONDITION:
-        return program.condition(activation).passed, record
+        outcome = program.condition(activation)
+        return outcome.passed, record, outcome.error
     outcome = program.transform(activation, record)
-    return outcome.passed, outcome.value
+    return outcome.passed, outcome.value, outcome.error
 
 
 def _rule_disagreements(
     spark: Any, kind: RuleKind, rules: list[str], rows: list[dict[str, Any]]
 ) -> list[str]:
-    """Each rule on each row natively and as the reference runs it; a transform's record compared as
-    CEL values (the runtime hands a date on as its CEL int)."""
+    """Each rule on each row natively and as the reference runs it, with whether it failed by an
+    error; a transform's record compared as CEL values (the runtime hands a date on as its CEL int)."""
     from pyspark.sql import functions as F
 
     from contracts.formats.avro import spark_to_avro_value
@@ -290,19 +292,26 @@ def _rule_disagreements(
     for i, expr in enumerate(rules):
         outcome = compile_rule(expr, kind, RECORD_TYPE)(F.col("r"))
         record = outcome.record if outcome.record is not None else F.col("r")
-        columns.append(
-            F.struct(F.coalesce(outcome.passed, F.lit(False)).alias("p"), record.alias("v")).alias(f"c{i}")
-        )
+        assert outcome.error is not None  # CEL tells an error from a clean failure
+        passed = F.coalesce(outcome.passed, F.lit(False))
+        erred = ~passed & F.coalesce(outcome.error, F.lit(False))
+        columns.append(F.struct(passed.alias("p"), record.alias("v"), erred.alias("e")).alias(f"c{i}"))
     problems = []
     for row, record in zip(df.select(*columns).collect(), rows, strict=True):
         for i, expr in enumerate(rules):
-            passed, new = _reference_rule(expr, kind, record)
+            passed, new, erred = _reference_rule(expr, kind, record)
             changes = passed and kind is RuleKind.TRANSFORM
             native_new = _plain(_runtime.to_cel(spark_to_avro_value(row[f"c{i}"]["v"], PARSED)))
-            if row[f"c{i}"]["p"] != passed or (
-                changes and not _same(native_new, _plain(_runtime.to_cel(new)))
+            cell = row[f"c{i}"]
+            if (
+                cell["p"] != passed
+                or cell["e"] != erred
+                or (changes and not _same(native_new, _plain(_runtime.to_cel(new))))
             ):
-                problems.append(f"{expr!r}: native {row[f'c{i}']['p']} reference {passed} on {record!r}")
+                problems.append(
+                    f"{expr!r}: native {cell['p']} (error {cell['e']}) reference {passed} (error {erred})"
+                    f" on {record!r}"
+                )
     return problems
 
 
