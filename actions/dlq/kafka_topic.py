@@ -53,6 +53,7 @@ _NOT_LETTERS = re.compile(r"[^a-z0-9]")
 # librdkafka checks message timeouts about once a second, so the final reports may come a moment
 # after `delivery_timeout_s`; commit waits that much longer before calling records undelivered.
 _REPORT_GRACE_S = 1.5
+_POLL_INTERVAL_S = 0.005
 _INSTALL_HINT = "KafkaTopicSink needs confluent-kafka: pip install 'spark-data-contracts[kafka]'"
 REDACTED = "***"
 
@@ -134,6 +135,8 @@ class KafkaTopicWriter(DlqWriter):
         self._broker_error: str | None = None
         self._written = 0
         self._outcome: str | None = None
+        self._topics: set[str] = set()  # topics already checked
+        self._next_poll = 0.0
         self._kafka = _confluent_kafka()
         settings: dict[str, Any] = {**sink.config, **_FORCED}
         settings["message.timeout.ms"] = max(1, round(sink.delivery_timeout_s * 1000))
@@ -151,11 +154,12 @@ class KafkaTopicWriter(DlqWriter):
         """
         if self._outcome is not None:
             raise self._error(f"cannot write to a writer already {self._outcome}")
-        try:
-            validate_topic(record.topic)
-        except DlqError as e:
-            raise self._error(e.reason, topic=record.topic) from e
-        deadline = time.monotonic() + self.sink.delivery_timeout_s
+        if record.topic not in self._topics:
+            try:
+                self._topics.add(validate_topic(record.topic))
+            except DlqError as e:
+                raise self._error(e.reason, topic=record.topic) from e
+        deadline: float | None = None
         while True:
             try:
                 self._producer.produce(
@@ -169,7 +173,9 @@ class KafkaTopicWriter(DlqWriter):
                 break
             except BufferError:
                 # The producer's local queue is full: wait for deliveries to make room.
-                if time.monotonic() >= deadline:
+                now = time.monotonic()
+                deadline = now + self.sink.delivery_timeout_s if deadline is None else deadline
+                if now >= deadline:
                     raise self._error(
                         f"producer queue still full after {self.sink.delivery_timeout_s:g}s",
                         topic=record.topic,
@@ -179,7 +185,12 @@ class KafkaTopicWriter(DlqWriter):
                 raise self._error(f"cannot produce a DLQ record: {e}", topic=record.topic) from None
         self._written += 1
         self._pending[record.topic] += 1
-        self._producer.poll(0)
+        # Delivery reports are served every few milliseconds, not after each record (a DLQ storm
+        # writes every row of a task here): a failure still fails a write soon after it is reported.
+        now = time.monotonic()
+        if now >= self._next_poll:
+            self._next_poll = now + _POLL_INTERVAL_S
+            self._producer.poll(0)
         if self._failures:
             raise self._failure(undelivered=0)
 

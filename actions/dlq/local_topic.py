@@ -21,6 +21,7 @@ delivery is exactly once per run id. Each line is one record:
 from __future__ import annotations
 
 import base64
+import binascii
 import contextlib
 import json
 import os
@@ -44,6 +45,7 @@ SUFFIX = ".jsonl"
 _WRITER_ID = re.compile(r"[a-zA-Z0-9_-][a-zA-Z0-9._-]{0,199}")
 _RUNS = ".runs"  # hidden, so never taken for a topic
 _GENERATION = re.compile(r"\.g[0-9a-f]{16}$")
+_HEADER_CACHE = 256  # distinct header lists a writer keeps encoded
 
 
 @dataclass(frozen=True, init=False)
@@ -165,14 +167,21 @@ class LocalTopicWriter(DlqWriter):
         self._name = writer_id + (f".g{run.generation}" if run is not None else "") + SUFFIX
         self._files: dict[str, _TopicFile] = {}
         self._outcome: str | None = None
+        self._headers: dict[tuple[tuple[str, bytes | None], ...], str] = {}
 
     def write(self, record: DlqRecord) -> None:
         """Append `record` to its topic's temporary file."""
         if self._outcome is not None:
             raise DlqError(f"cannot write to a writer already {self._outcome}", writer_id=self.writer_id)
         file = self._files.get(record.topic) or self._start(record.topic)
+        headers = self._headers.get(record.headers)
+        if headers is None:
+            # The records of one rule share their headers: each distinct list is encoded once.
+            headers = _encode_headers(record.headers)
+            if len(self._headers) < _HEADER_CACHE:
+                self._headers[record.headers] = headers
         try:
-            file.handle.write(_encode(record, file.offset))
+            file.handle.write(_encode(record, file.offset, headers))
         except OSError as e:
             raise DlqError(
                 f"cannot write a DLQ record: {e}", topic=record.topic, writer_id=self.writer_id
@@ -294,15 +303,21 @@ def _replace_durably(path: str, text: str) -> None:
     _sync_directory(os.path.dirname(path))
 
 
-def _encode(record: DlqRecord, offset: int) -> str:
-    line = {
-        "offset": offset,
-        "timestamp_ms": record.timestamp_ms,
-        "key": _b64(record.key),
-        "value": _b64(record.value),
-        "headers": [[name, _b64(value)] for name, value in record.headers],
-    }
-    return json.dumps(line, separators=(",", ":")) + "\n"
+def _encode(record: DlqRecord, offset: int, headers: str) -> str:
+    """One line: what `json.dumps` writes for the record's fields (compact), `headers` already JSON."""
+    key, value = _b64_json(record.key), _b64_json(record.value)
+    return (
+        f'{{"offset":{offset:d},"timestamp_ms":{record.timestamp_ms:d},"key":{key},"value":{value},'
+        f'"headers":{headers}}}\n'
+    )
+
+
+def _encode_headers(headers: tuple[tuple[str, bytes | None], ...]) -> str:
+    return json.dumps([[name, _b64(value)] for name, value in headers], separators=(",", ":"))
+
+
+def _b64_json(data: bytes | None) -> str:
+    return "null" if data is None else '"' + binascii.b2a_base64(data, newline=False).decode("ascii") + '"'
 
 
 def _decode(topic: str, line: str, path: str, number: int) -> DlqRecord:

@@ -1,9 +1,12 @@
-"""Routing rejected rows to their dead-letter topics in the same pass that yields the valid rows.
+"""Routing rejected rows to their dead-letter topics in the same scan that yields the valid rows.
 
-Each Spark task opens one sink writer named by the run id (chosen on the driver) and its
-partition id, writes the DLQ records of its rejected rows, yields only valid rows, and commits
-when its input is exhausted — so a retried or re-executed task rewrites the same DLQ output
-instead of duplicating it, and an undelivered record fails the task (docs/semantics.md §9.4).
+The rows to route (rejected ones, and those a copy action fires on) reach one Arrow UDF, the
+parts of their DLQ records in a struct; every other row reaches it as a null, so a valid row
+never crosses to Python whole. Each input partition opens one sink writer named by the run id
+(chosen on the driver) and the partitions, writes its records, and commits when its input is
+exhausted — so a retried or re-executed task rewrites the same DLQ output instead of duplicating
+it, and an undelivered record fails the task (docs/semantics.md §7.5, §9.4). A Python pass that
+sets statuses itself (the decode pass) chains the same Router over its own batches.
 """
 
 from __future__ import annotations
@@ -20,9 +23,17 @@ import pyarrow.compute as pc
 from actions.dlq.record import RecordValues, Redact, as_bytes, incoming_headers, rule_headers
 from actions.dlq.sink import DlqRecord, DlqSink, DlqWriter, writer_id
 from contracts import formats
-from contracts.engine.frame import OUTCOME_PREFIX, PARTITION, RECORD, STATUS
+from contracts.engine.frame import (
+    ERRED,
+    OUTCOME_PREFIX,
+    PARTITION,
+    RECORD,
+    RESERVED_PREFIX,
+    STATUS,
+    quote_name,
+)
 from contracts.engine.reasons import NativeReasons
-from contracts.engine.runner import field_columns, keeps_field_columns, marks_errors
+from contracts.engine.runner import marks_errors
 from contracts.formats.protocol import SchemaFormat
 from contracts.planning.plan import CopyAction, Plan
 
@@ -30,6 +41,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
+ROUTED = RESERVED_PREFIX + "dlq_routed"
+"""True on a row `route_rejected` sent to its DLQ topic: it leaves the output."""
 STREAMING_BATCH_ID = "streaming.sql.batchId"
 """The local property Spark's micro-batch execution sets on every task of a micro-batch."""
 
@@ -69,13 +82,27 @@ def route_rejected(
 
     reasons = ((NativeReasons(plan, marked=marks_errors(plan)), RECORD), *migration_reasons)
     router = Router(sink, run_id, layout, reasons, copies=plan.copies)
-    if not keeps_field_columns(plan):
-        return with_partition(staged).mapInArrow(router, staged.schema)
-    # The record's field columns stay out of the Python pass (RECORD holds the same values).
-    fields = field_columns(plan)
-    unfolded = staged.drop(*fields)
-    routed = with_partition(unfolded).mapInArrow(router, unfolded.schema)
-    return routed.withColumns({column: F.col(RECORD)[name] for column, name in fields.items()})
+    partitioned = with_partition(staged)
+    fires = F.col(STATUS).isNotNull()
+    for copy in plan.copies:
+        fired = F.col(OUTCOME_PREFIX + str(copy.rule.index)) == F.lit(copy.passed)
+        fires = fires | F.coalesce(fired, F.lit(False))
+    names = router.given_columns(partitioned.columns)
+    given = F.when(fires, F.struct(*[F.col(quote_name(name)).alias(name) for name in names]))
+    routed = _routing_udf(router)(F.col(PARTITION), given)
+    kept = partitioned.withColumn(ROUTED, routed).filter(~F.coalesce(F.col(ROUTED), F.lit(False)))
+    return kept.drop(ROUTED, PARTITION)
+
+
+def _routing_udf(router: Router) -> Any:
+    """The Arrow UDF of `route_rejected` (nondeterministic to the optimizer, so the filter on its
+    result stays above it): per row, whether it left for its DLQ topic."""
+    from pyspark.sql import functions as F
+
+    def route(batches: Iterator[tuple[pa.Array, pa.Array]]) -> Iterator[pa.Array]:
+        return router.route_given(batches)
+
+    return F.arrow_udf(route, "boolean").asNondeterministic()
 
 
 def with_partition(df: DataFrame) -> DataFrame:
@@ -89,11 +116,10 @@ def with_partition(df: DataFrame) -> DataFrame:
 
 @dataclass(frozen=True)
 class Router:
-    """The picklable per-partition function of route_rejected; a Python pass that sets statuses
-    itself (the decode pass) chains it over its own output batches instead of adding a pass.
-
-    Its input holds the PARTITION column (`with_partition`), which it takes out of its output.
-    Each input partition gets its own DLQ writer, opened with the first row."""
+    """The picklable per-partition function routing rows to their DLQ topics: the Arrow UDF of
+    route_rejected (`route_given`), or chained by a Python pass that sets statuses itself (the
+    decode pass) over its own output batches (`__call__`, which takes PARTITION out of them).
+    Each input partition gets its own DLQ writer, opened with its first row."""
 
     sink: DlqSink
     run_id: str
@@ -106,25 +132,69 @@ class Router:
     is also sent to the action's topic, whatever happens to the row after."""
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Over a Python pass's batches (with PARTITION): its records written, its valid rows yielded."""
         # The writer's own context commits on success or early close and aborts on an error.
         with contextlib.ExitStack() as opened:
             writer: DlqWriter | None = None
             for partitioned in batches:
                 if writer is None and partitioned.num_rows:
-                    partition = partitioned.column(PARTITION)[0].as_py()
-                    writer = opened.enter_context(
-                        self.sink.open(_writer_id(self.run_id, self.stage, partition))
-                    )
+                    writer = opened.enter_context(self._open(partitioned.column(PARTITION)[0].as_py()))
                 batch = partitioned.drop_columns([PARTITION])
                 if writer is not None:
-                    for record in self._copies(batch):
-                        writer.write(record)
+                    self._deliver(writer, batch)
                 rejected = pc.is_valid(batch.column(STATUS))
-                if writer is not None and pc.any(rejected).as_py():
-                    for record in self._dlq_records(batch.filter(rejected)):
-                        writer.write(record)
+                if pc.any(rejected).as_py():
                     batch = batch.filter(pc.invert(rejected))
                 yield batch
+
+    def route_given(self, batches: Iterator[tuple[pa.Array, pa.Array]]) -> Iterator[pa.Array]:
+        """Over `route_rejected`'s UDF input (each row's input partition, and the struct of the
+        columns `given_columns` names, null for a row with nothing to send): its records written,
+        and per row whether it left (it had a status)."""
+        with contextlib.ExitStack() as opened:
+            writer: DlqWriter | None = None
+            for partitions, given in batches:
+                if writer is None and len(partitions):
+                    writer = opened.enter_context(self._open(partitions[0].as_py()))
+                chosen = given.is_valid()
+                if given.null_count == len(given):
+                    yield pa.nulls(len(given), pa.bool_())
+                    continue
+                rows = pa.RecordBatch.from_struct_array(given).filter(chosen)
+                if writer is not None:
+                    self._deliver(writer, rows)
+                left = pc.is_valid(rows.column(STATUS))
+                positions = pc.subtract(pc.cumulative_sum(chosen.cast(pa.int64())), 1)
+                yield left.take(pc.if_else(chosen, positions, pa.scalar(None, pa.int64())))
+
+    def given_columns(self, columns: list[str]) -> list[str]:
+        """The columns of `columns` the records of a row are made of: its status, key, headers,
+        source topic and value (or record), the records the twins read, its ERRED mark and the
+        outcomes the copy actions fire on."""
+        layout = self.layout
+        wanted = [
+            STATUS,
+            layout.key_column,
+            layout.headers_column,
+            layout.topic_column,
+            layout.value_column if layout.value_column is not None else layout.record_column,
+            *(column for _, column in self.reasons),
+            ERRED,
+            *(OUTCOME_PREFIX + str(copy.rule.index) for copy in self.copies),
+        ]
+        return list(dict.fromkeys(name for name in wanted if name is not None and name in columns))
+
+    def _open(self, input_partition: int) -> DlqWriter:
+        return self.sink.open(_writer_id(self.run_id, self.stage, input_partition))
+
+    def _deliver(self, writer: DlqWriter, batch: pa.RecordBatch) -> None:
+        """Write the copies the batch's rows fire and the DLQ records of its rejected rows."""
+        for record in self._copies(batch):
+            writer.write(record)
+        rejected = pc.is_valid(batch.column(STATUS))
+        if pc.any(rejected).as_py():
+            for record in self._dlq_records(batch.filter(rejected)):
+                writer.write(record)
 
     def _copies(self, batch: pa.RecordBatch) -> Iterator[DlqRecord]:
         """The copies the copy actions send for this batch's rows, rule by rule."""
@@ -159,13 +229,20 @@ class Router:
         incoming = _column(rejected, layout.headers_column)
         topics = _column(rejected, layout.topic_column)
         now_ms = int(time.time() * 1000)
+        shared: dict[tuple[Any, ...], tuple[tuple[str, bytes | None], ...]] = {}
         for i, status in enumerate(statuses):
-            headers = [*incoming_headers(incoming[i]), *rule_headers(status, topics[i])]
+            # The rows a rule rejects with one reason from one topic share their rule headers.
+            key = (status["rule"], status["mode"], status["subject"], status["reason"], topics[i])
+            headers = shared.get(key)
+            if headers is None:
+                headers = shared[key] = tuple(rule_headers(status, topics[i]))
+            if incoming[i]:
+                headers = (*incoming_headers(incoming[i]), *headers)
             yield DlqRecord(
                 topic=status["topic"],
                 key=as_bytes(keys[i]),
                 value=values[i],
-                headers=tuple(headers),
+                headers=headers,
                 timestamp_ms=now_ms,
             )
 

@@ -29,9 +29,9 @@ def record_value_bytes(record: Any) -> bytes | None:
     if isinstance(record, float):
         return struct.pack(">d", record)
     try:
-        text = json.dumps(record, default=_json_default, allow_nan=False)
+        text = _ENCODER.encode(record)
     except ValueError:
-        text = json.dumps(_finite(record), default=_json_default, allow_nan=False)
+        text = _ENCODER.encode(_finite(record))
     return text.encode("utf-8")
 
 
@@ -50,3 +50,7 @@ def _json_default(value: Any) -> str:
     if isinstance(value, bytes | bytearray):
         return bytes(value).decode("latin-1")
     return str(value)
+
+
+# One encoder for every value: `json.dumps` with these options builds a new one per call.
+_ENCODER = json.JSONEncoder(default=_json_default, allow_nan=False)

@@ -133,3 +133,14 @@ def test_a_coalesced_rerun_with_the_same_run_id_replaces_its_dlq_output(spark: A
     for _ in range(2):
         assert contract.write(df, run_id="nightly").coalesce(1).count() == 20
     assert len(sink.read("odd")) == 20
+
+
+def test_a_dlq_storm_completes_and_loses_nothing(spark: Any, tmp_path: Path) -> None:
+    """Every record of every partition rejected (an upstream bug failing the whole batch): the job
+    completes, nothing is left in the output and every record is in its DLQ topic, once."""
+    contract, sink = _ids_contract(tmp_path)
+    df = spark.range(1, 6001, 2, 3)  # odd ids only: the rule rejects every one
+    assert contract.write(df).count() == 0
+    ids = sorted(int(json.loads(record.value)["id"]) for record in sink.read("odd"))
+    assert ids == list(range(1, 6001, 2))
+    assert all(dict(record.headers)["__rule.name"] == b"even" for record in sink.read("odd"))
