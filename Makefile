@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 JARS := .jars
 JARS_STAMP := $(JARS)/.fetched
 
-.PHONY: demo demo-json demo-kafka test fuzz lint install jars clean
+.PHONY: demo demo-json demo-kafka test bench fuzz lint install jars clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,11 @@ test: $(STAMP) $(JARS_STAMP)
 	$(BIN)/lint-imports
 	SPARK_CONTRACTS_AVRO_PATH=python SPARK_CONTRACTS_JSON_PATH=python $(BIN)/pytest --durations=25
 	SPARK_REMOTE='local[2]' $(BIN)/pytest -m 'spark and not one_pass' --durations=25
+
+# Every benchmark in benchmarks/ at a size that fits in about ten minutes on two idle cores, as one
+# table of ratios, each against its baseline measured in the same run (benchmarks/bench.py).
+bench: $(STAMP) $(JARS_STAMP)
+	$(BIN)/python benchmarks/bench.py
 
 # The property tests only, with random seeds and FUZZ_SCALE times their examples (tests/hypothesis_profiles.py):
 # exploration for a developer's machine, never CI. Turn what it finds into explicit examples.
