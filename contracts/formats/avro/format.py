@@ -15,6 +15,7 @@ from contracts.bounded import BoundedCache
 from contracts.formats.avro.json_view import from_json_view, to_json_view
 from contracts.formats.avro.project import project
 from contracts.formats.avro.sizes import size_check
+from contracts.formats.avro.strict import StrictReader
 from contracts.formats.avro.types import AvroSchema, parse_schema, struct_type
 from contracts.formats.avro.values import chooses_union_branches, read_struct, records_to_struct
 from contracts.formats.protocol import Records, Reference
@@ -23,8 +24,10 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql.types import StructType
 
-_SIZE_CHECKS: BoundedCache[int, tuple[AvroSchema, Callable[[bytes], None] | None]] = BoundedCache(256)
-"""Per process: each writer schema's declared-size check (keyed by id, holding the schema)."""
+_Reader = tuple[AvroSchema, StrictReader, Callable[[bytes], None] | None]
+_READERS: BoundedCache[int, _Reader] = BoundedCache(256)
+"""Per process, for each writer schema (keyed by id, holding the schema): its reader and its
+declared-size check."""
 _BUFFER_REPR = re.compile(r"\s*from <_io\.BytesIO object at 0x[0-9a-fA-F]+>")
 
 
@@ -73,13 +76,14 @@ class AvroFormat:
         return from_json_view(value, parsed)
 
     def decode(self, body: bytes, writer: AvroSchema, reader: AvroSchema | None, tagged: bool = False) -> Any:
-        """The body's declared sizes are bounded first (docs/semantics.md §8.5); with `tagged`, a
-        multi-branch union's value is read with its branch name."""
-        check = _size_check(writer)
+        """The body's declared sizes are bounded first (docs/semantics.md §8.5), and an enum or
+        union index outside its schema is refused (§8.3); with `tagged`, a multi-branch union's
+        value is read with its branch name."""
+        strict, check = _reader(writer)
         if check is not None:
             check(body)
         try:
-            return schemaless_reader(io.BytesIO(body), writer, reader, return_named_type=tagged)
+            return strict.read(body, reader, tagged)
         except EOFError as e:
             raise EOFError(_ended_early(e)) from None
 
@@ -92,11 +96,12 @@ class AvroFormat:
         return "AvroFormat()"
 
 
-def _size_check(schema: AvroSchema) -> Callable[[bytes], None] | None:
-    hit = _SIZE_CHECKS.get(id(schema))
-    if hit is not None and hit[0] is schema:
-        return hit[1]
-    return _SIZE_CHECKS.put(id(schema), (schema, size_check(schema)))[1]
+def _reader(schema: AvroSchema) -> tuple[StrictReader, Callable[[bytes], None] | None]:
+    """What decoding a body of the writer `schema` takes: its reader and its size check."""
+    hit = _READERS.get(id(schema))
+    if hit is None or hit[0] is not schema:
+        hit = _READERS.put(id(schema), (schema, StrictReader(schema), size_check(schema)))
+    return hit[1], hit[2]
 
 
 def _ended_early(error: EOFError) -> str:
