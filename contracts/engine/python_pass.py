@@ -290,8 +290,30 @@ def _run_callback(rule: PlannedRule, action: ActionPlan, record: Any, reason: st
 
 
 def evaluator_for(plan_id: str, rule: PlannedRule) -> BatchEvaluator:
-    """The rule's evaluator, built once per Python worker (a native step's Python twin if needed)."""
-    return _EVALUATORS.get_or_make((plan_id, rule.index), lambda: python_step(rule).factory())
+    """The rule's evaluator, built once per Python worker (a native step's Python twin if needed),
+    its failure reasons as the rule carries them (`PlannedRule.reason_text`)."""
+    return _EVALUATORS.get_or_make(
+        (plan_id, rule.index), lambda: _Reasoned(python_step(rule).factory(), rule)
+    )
+
+
+@dataclass(frozen=True)
+class _Reasoned:
+    """An evaluator whose failed outcomes carry their reason and cause as `rule.reason_text` makes
+    them, for the record each came from: here, where reasons are made, so every pass, twin and
+    error message gets the same text."""
+
+    evaluator: BatchEvaluator
+    rule: PlannedRule
+
+    def __call__(self, records: Sequence[Any]) -> Sequence[Outcome]:
+        outcomes = list(self.evaluator(records))
+        for i, (record, outcome) in enumerate(zip(records, outcomes, strict=True)):
+            if not outcome.passed and (outcome.reason is not None or outcome.cause is not None):
+                reason = self.rule.reason_text(record, outcome.reason)
+                cause = self.rule.reason_text(record, outcome.cause)
+                outcomes[i] = Outcome(outcome.passed, outcome.record, reason, cause)
+        return outcomes
 
 
 def python_step(rule: PlannedRule) -> BatchStep:

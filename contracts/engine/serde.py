@@ -44,6 +44,7 @@ from contracts.engine.python_pass import LeadingRules
 from contracts.engine.routing import Router, with_partition
 from contracts.errors import RegistryError, SerializationError
 from contracts.formats import avro
+from contracts.formats.arrow_text import printable
 from contracts.formats.protocol import SchemaFormat
 from contracts.formats.wire import (
     VALUE_SCHEMA_ID_HEADER,
@@ -535,14 +536,15 @@ def _migrate_rows(
 def undecodable_status(decoder: Decoder, batch: pa.RecordBatch, i: int, error: Exception) -> dict[str, Any]:
     """The status of a row the policy sends to the DLQ; under ERROR, the job fails here."""
     where = _position(batch, i)
+    reason = printable(str(error))  # a decoder's message may quote text no UTF-8 holds (§8.6)
     if decoder.policy.action == "ERROR":
-        message = f"cannot deserialize the record{where} of subject {decoder.subject!r}: {error}"
+        message = f"cannot deserialize the record{where} of subject {decoder.subject!r}: {reason}"
         raise SerializationError(message) from error
     return {
         "rule": DECODE_RULE,
         "mode": "READ",
         "action": "DLQ",
-        "reason": str(error),
+        "reason": reason,
         "topic": decoder.policy.topic,
         "subject": decoder.subject,
         "version": decoder.target_version,

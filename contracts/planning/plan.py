@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from actions.protocol import ActionContext, ActionPlan, Effect
 from contracts.errors import RuleError
+from contracts.formats.arrow_text import printable
 from contracts.model import Rule, RuleKind, RuleMode
 from executors.protocol import BatchStep, RuleContext, Step, condition_failure_message
 
@@ -61,6 +62,12 @@ class PlannedRule:
         if self.rule.kind is RuleKind.CONDITION:
             return condition_failure_message(self.rule)
         return f"Rule failed: {self.rule.name}"
+
+    def reason_text(self, record: Any, text: str | None) -> str | None:
+        """A reason (or cause) the rule's evaluation gave for `record`, as a DLQ record and an error
+        carry it: lone surrogates escaped, since a value or an expression may put one there that no
+        UTF-8 text holds (docs/semantics.md §8.6)."""
+        return None if text is None else printable(text)
 
     def error_message(self, reason: str, cause: str | None = None) -> str:
         """The text an ERROR action fails the job with: a first line naming subject, version, rule,

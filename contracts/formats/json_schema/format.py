@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from contracts.bounded import BoundedCache
-from contracts.formats.arrow_text import struct_values
+from contracts.formats.arrow_text import lone_surrogate, printable, struct_values
 from contracts.formats.json_schema.types import JsonSchema, Shape, parse_json_schema
 from contracts.formats.protocol import Records, Reference
 
@@ -137,7 +137,7 @@ def validate(record: Any, parsed: JsonSchema) -> None:
         message = error.message
         if len(message) > _SHOWN_LENGTH:  # jsonschema quotes the whole offending value
             message = message[:_SHOWN_LENGTH] + "…"
-        raise ValueError(f"the record does not match its JSON Schema at /{where}: {message}")
+        raise ValueError(printable(f"the record does not match its JSON Schema at /{where}: {message}"))
 
 
 def _fast_validator(parsed: JsonSchema) -> Callable[[Any], Any] | None:
@@ -176,10 +176,16 @@ _LONG_RANGE = (-(2**63), 2**63 - 1)
 
 def check_fits(value: Any, shape: Shape, path: str = "") -> None:
     """ValueError naming the place where a valid JSON value has no Spark value of the shape's
-    type: an integer beyond 64 bits, a number beyond a double."""
+    type: an integer beyond 64 bits, a number beyond a double, a string (or a map's key) holding a
+    lone surrogate, which a JSON escape can spell but no Spark string holds (docs/semantics.md §8.6)."""
     if value is None:
         return
-    if shape.kind in ("object", "map") and isinstance(value, Mapping):
+    if shape.kind == "string" and isinstance(value, str):
+        _check_text(value, path)
+    elif shape.kind in ("object", "map") and isinstance(value, Mapping):
+        if shape.kind == "map":
+            for key in value:
+                _check_text(key, f"{path}/{key}")
         children = (
             ((name, field) for name, field, _ in shape.fields if name in value)
             if shape.kind == "object"
@@ -196,6 +202,12 @@ def check_fits(value: Any, shape: Shape, path: str = "") -> None:
         raise ValueError(f"the record's value at {path or '/'}, {value}, does not fit a Spark long (64 bits)")
     elif shape.kind == "number" and isinstance(value, int) and not _fits_double(value):
         raise ValueError(f"the record's value at {path or '/'}, {value}, does not fit a Spark double")
+
+
+def _check_text(text: str, path: str) -> None:
+    why = lone_surrogate(text)
+    if why is not None:
+        raise ValueError(printable(f"the record's value at {path or '/'} is {why}"))
 
 
 def _fits_double(value: int) -> bool:

@@ -128,6 +128,8 @@ def _plain_converter(field: FieldDescriptor) -> Callable[[Any], Any] | None:
     into its record value (None where they are the same)."""
     message = field.message_type
     if message is None:
+        if field.type == field.TYPE_STRING and not _runtime_checks_utf8(field):
+            return _text_of(field)
         return Unsigned if field.type in UNSIGNED else None
     name = message.full_name
     if name == TIMESTAMP:
@@ -145,6 +147,33 @@ def _plain_converter(field: FieldDescriptor) -> Callable[[Any], Any] | None:
         return nested[0](value)
 
     return read_nested
+
+
+def _runtime_checks_utf8(field: FieldDescriptor) -> bool:
+    """Whether the runtime refuses a body whose string field is not UTF-8 (proto3); otherwise
+    (proto2, or an edition with `utf8_validation = NONE`) it hands such a value over as bytes."""
+    from google.protobuf.descriptor_pb2 import FeatureSet
+
+    features = getattr(field, "_GetFeatures", None)
+    return features is not None and features().utf8_validation == FeatureSet.VERIFY
+
+
+def _text_of(field: FieldDescriptor) -> Callable[[Any], Any]:
+    """A string field's value as text; ValueError naming the field for bytes that are not UTF-8,
+    which no Spark string holds (the record is then undecodable, docs/semantics.md §8.6)."""
+
+    def text(value: Any) -> Any:
+        if isinstance(value, bytes):
+            try:
+                return value.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ValueError(
+                    f"{field.full_name} holds a string that is not valid UTF-8"
+                    f" ({e.reason} at byte {e.start} of {value[:16]!r})"
+                ) from None
+        return value
+
+    return text
 
 
 def to_message(record: Any, descriptor: Descriptor, strict: bool = True) -> Message:
