@@ -24,6 +24,7 @@ from contracts import formats
 from contracts.engine.frame import OUTCOME_PREFIX, PARTITION, RECORD, STATUS
 from contracts.engine.reasons import NativeReasons
 from contracts.engine.runner import field_columns, keeps_field_columns
+from contracts.formats.arrow_text import text_values
 from contracts.formats.protobuf import protobuf_dlq_value
 from contracts.formats.protocol import SchemaFormat
 from contracts.planning.plan import CopyAction, Plan
@@ -259,11 +260,11 @@ def _json_default(value: Any) -> str:
 
 def _column(batch: pa.RecordBatch, name: str | None) -> list[Any]:
     """A key, headers or topic column's values; a string column as its bytes, which Spark does not
-    require to be UTF-8 and a DLQ record carries as they are anyway."""
+    require to be UTF-8 and a DLQ record carries as they are anyway (a header key, as text)."""
     if name is None or name not in batch.schema.names:
         return [None] * batch.num_rows
     column = batch.column(name)
-    return (column.cast(pa.binary()) if pa.types.is_string(column.type) else column).to_pylist()
+    return column.cast(pa.binary()).to_pylist() if pa.types.is_string(column.type) else text_values(column)
 
 
 def _incoming_headers(headers: Any) -> list[tuple[str, bytes | None]]:

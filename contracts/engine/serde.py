@@ -44,7 +44,7 @@ from contracts.engine.python_pass import LeadingRules
 from contracts.engine.routing import Router, with_partition
 from contracts.errors import RegistryError, SerializationError
 from contracts.formats import avro
-from contracts.formats.arrow_text import printable
+from contracts.formats.arrow_text import printable, text_values
 from contracts.formats.protocol import SchemaFormat
 from contracts.formats.wire import (
     VALUE_SCHEMA_ID_HEADER,
@@ -464,7 +464,7 @@ def schema_id_headers(
     entries = pc.list_flatten(headers)
     if not len(entries) or not pc.any(pc.equal(entries.field("key"), header)).as_py():
         return None
-    return [_last_header(row, header) for row in headers.to_pylist()]
+    return [_last_header(row, header) for row in text_values(headers)]
 
 
 def _last_header(row: list[dict[str, Any]] | None, header: str) -> bytes | None:

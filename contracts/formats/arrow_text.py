@@ -63,6 +63,15 @@ def valid_utf8(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     return array
 
 
+def text_values(array: pa.Array | pa.ChunkedArray) -> list[Any]:
+    """The array's values, with the bytes of nested strings that are not UTF-8 as U+FFFD: the keys
+    of Kafka headers, which a DataFrame may hold as any bytes, read without failing the pass."""
+    try:
+        return array.to_pylist()
+    except UnicodeDecodeError:
+        return valid_utf8(array).to_pylist()
+
+
 def sound_nulls(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """The array with each null-typed child as long as its list offsets say. pyarrow's cast of a
     nested list of nulls (e.g. list<list<null>>) keeps the inner null child at the wrong length,

@@ -205,3 +205,35 @@ def test_a_rule_reason_holding_one_reaches_the_dlq_escaped(spark: Any, tmp_path:
     assert [row["name"] for row in written] == ["ann"]
     [record] = sink.read("bad")
     assert "no \\ud800 bob" in dict(record.headers)["__rule.exception"].decode()
+
+
+@pytest.mark.one_pass
+def test_a_header_key_that_is_not_utf8_reaches_the_dlq_as_text(spark: Any, tmp_path: Path) -> None:
+    """Kafka header keys are text; a DataFrame may hold any bytes in one. The DLQ record keeps the
+    header with U+FFFD for each such byte, and the schema id header is still found in its row."""
+    from actions.dlq.local_topic import LocalTopicSink
+    from contracts import DataContract
+    from contracts.formats.wire import VALUE_SCHEMA_ID_HEADER, encode_prefix
+
+    registry = LocalRegistry()
+    schema_id = registry.register_schema(
+        SUBJECT, Schema.from_dict({"schemaType": "JSON", "schema": json.dumps(OBJECT)})
+    )
+    sink = LocalTopicSink(tmp_path / "dlq")
+    contract = DataContract(registry, SUBJECT, dlq_sink=sink)
+    framed = encode_frame(schema_id, b"[1]").hex()
+    header = f"named_struct('key', '{VALUE_SCHEMA_ID_HEADER}', 'value', X'{encode_prefix(schema_id).hex()}')"
+    rows = spark.sql(
+        f"SELECT X'{framed}' AS value, array(named_struct('key', CAST(X'FF41' AS STRING), 'value', X'01'))"
+        f" AS headers, 't' AS topic UNION ALL SELECT X'5b325d', array({header},"
+        " named_struct('key', CAST(X'FF42' AS STRING), 'value', X'02')), 't'"
+    )
+    assert contract.deserialize(rows, on_decode_error="DLQ", decode_dlq_topic="bad").collect() == []
+    got = sorted(
+        (record.headers[:2], dict(record.headers)["__rule.exception"]) for record in sink.read("bad")
+    )
+    assert [headers for headers, _ in got] == [
+        ((VALUE_SCHEMA_ID_HEADER, encode_prefix(schema_id)), ("\ufffdB", b"\x02")),
+        (("\ufffdA", b"\x01"), ("__rule.name", b"deserialize")),
+    ]
+    assert all(b"is not of type 'object'" in reason for _, reason in got)
