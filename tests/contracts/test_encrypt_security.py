@@ -249,3 +249,26 @@ def test_write_side_dlq_records_redact_the_encrypted_fields(spark: Any, tmp_path
     assert keeping.write(df).count() == 2
     (kept,) = plain_sink.read("checked-dlq")
     assert json.loads(kept.value or b"")["ssn"] == PLAINTEXT
+
+
+@pytest.mark.parametrize("corrupt", ["keks", "deks"])
+def test_a_key_file_that_cannot_be_read_fails_each_record_and_the_contract_loads(
+    spark: Any, tmp_path: Path, written: Any, corrupt: str
+) -> None:
+    """A LocalRegistry directory whose KEK or DEK file is damaged: the contract loads, for readers
+    and writers, and the ENCRYPT rule fails each record with the file named (docs/semantics.md §11.2)."""
+    registry, _, frames = written
+    (path,) = (tmp_path / "registry" / ".dek-registry" / corrupt).rglob("*.json")
+    path.write_text('{"truncated": ')
+    sink = LocalTopicSink(tmp_path / "dlq-corrupt")
+    contract = DataContract(registry, SUBJECT, rule_config={"secret": SECRET}, dlq_sink=sink)
+    kafka = spark.createDataFrame([(frame,) for frame in frames], "value binary")
+    assert contract.deserialize(kafka, key_col=None).count() == 0
+    df = spark.createDataFrame([("p9", PLAINTEXT, b"\x09")], "name string, ssn string, card binary")
+    assert contract.write(df).count() == 0
+    records = sink.read("people-dlq")
+    assert len(records) == 4
+    for record in records:
+        reason = dict(record.headers)["__rule.exception"].decode()
+        assert f"cannot read {path}" in reason, reason
+    assert {dict(record.headers)["__rule.mode"] for record in records} == {b"READ", b"WRITE"}
