@@ -124,7 +124,10 @@ class _ContractPlanner:
             (rule.name, why)
             for rule, why in loader.left_out_rules(version.schema.rules.domain_rules, mode, self.executors)
         ]
-        return build_plan(*where, compiled, self.resolve_action, skipped=note, left_out=left_out)
+        redaction = _redaction(version, self.rule_config)
+        return build_plan(
+            *where, compiled, self.resolve_action, skipped=note, left_out=left_out, redaction=redaction
+        )
 
     def payload(self, version: loader.ContractVersion, mode: RuleMode) -> PayloadRules:
         """The encoding rules of `version` in WRITE or READ, compiled and planned (§11.5)."""

@@ -17,6 +17,7 @@ from actions.protocol import ActionContext, ActionPlan, Effect
 from contracts.errors import RuleError
 from contracts.formats.arrow_text import printable
 from contracts.model import Rule, RuleKind, RuleMode
+from executors.encrypt.redact import Redaction
 from executors.protocol import BatchStep, RuleContext, Step, condition_failure_message
 
 if TYPE_CHECKING:
@@ -36,6 +37,9 @@ class PlannedRule:
     step: Step | None
     on_success: ActionPlan
     on_failure: ActionPlan
+    redaction: Redaction | None = field(default=None, repr=False)
+    """What the rule's reasons redact: the values of the fields the version's ENCRYPT rules tag,
+    which the records it evaluates may hold in plaintext (docs/semantics.md §11.4)."""
 
     @property
     def rule(self) -> Rule:
@@ -65,9 +69,14 @@ class PlannedRule:
 
     def reason_text(self, record: Any, text: str | None) -> str | None:
         """A reason (or cause) the rule's evaluation gave for `record`, as a DLQ record and an error
-        carry it: lone surrogates escaped, since a value or an expression may put one there that no
-        UTF-8 text holds (docs/semantics.md §8.6)."""
-        return None if text is None else printable(text)
+        carry it: the values of `record`'s fields ENCRYPT rules tag redacted (§11.4), and lone
+        surrogates escaped, since a value or an expression may put one there that no UTF-8 text
+        holds (docs/semantics.md §8.6)."""
+        if text is None:
+            return None
+        if self.redaction is not None:
+            text = self.redaction.scrub(record, text)
+        return printable(text)
 
     def error_message(self, reason: str, cause: str | None = None) -> str:
         """The text an ERROR action fails the job with: a first line naming subject, version, rule,
@@ -221,10 +230,11 @@ def build_plan(
     resolve_action: Any,
     skipped: SkippedRuleSet | None = None,
     left_out: Sequence[tuple[str, str]] = (),
+    redaction: Redaction | None = None,
 ) -> Plan:
     """Resolve each rule's actions and truncate after a rule without executor (docs/semantics.md §2.1);
     `skipped` names the rules the rule set's `enableAt` leaves out and `left_out` the disabled and
-    superseded ones, for `explain`."""
+    superseded ones, for `explain`; `redaction` is what every rule's reasons redact."""
     planned: list[PlannedRule] = []
     for index, (ctx, step) in enumerate(rules):
         action_ctx = ActionContext(ctx.rule, subject, version, mode, ctx.properties)
@@ -235,6 +245,7 @@ def build_plan(
                 step=step,
                 on_success=resolve_action(ctx.rule.action_for(mode, outcome_failed=False), action_ctx),
                 on_failure=resolve_action(ctx.rule.action_for(mode, outcome_failed=True), action_ctx),
+                redaction=redaction,
             )
         )
         if step is None:

@@ -1,18 +1,25 @@
-"""Redacting encrypted fields in WRITE-side DLQ values, as the reference's DLQ action does.
+"""Redacting encrypted fields in WRITE-side DLQ values, as the reference's DLQ action does, and
+their values in the reasons of rules that saw them in plaintext.
 
 A record a WRITE rule rejects goes to its dead-letter topic as it arrived, before any transform:
 with its plaintext. Every string or bytes field an ENCRYPT rule of the version tags is written as
 "<REDACTED>" instead (docs/semantics.md §7.3, §11.4), unless the rule config's
 `dlq.redact.rule.types` says otherwise. The reference takes the union of the ENCRYPT rules' tags;
 an ENCRYPT rule without tags encrypts every string and bytes field, so here it redacts them all.
+A rule's failure reason may quote the record it evaluated (a CEL error quotes the value it could
+not convert): where that record held those fields in plaintext (a WRITE rule before encryption, a
+READ rule after decryption), each of their values is "<REDACTED>" in the reason too (`scrub`).
 """
 
 from __future__ import annotations
 
+import json
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from contracts.bounded import BoundedCache
 from contracts.model import Rule
 from executors.cel_field.schema import Leaf
 from executors.encrypt.walk import field_walk
@@ -38,6 +45,62 @@ class Redaction:
         """The records with those fields redacted (copies; None stays None)."""
         walk = field_walk(self.schema, self.metadata_tags, self.tags, _redacted)
         return [None if record is None else walk(record) for record in records]
+
+    def scrub(self, record: Any, text: str) -> str:
+        """`text` (a reason about `record`) with every value those fields hold in `record`, in each
+        form a message quotes it (as it is, escaped as Python and JSON print it, bytes as their
+        repr and as text), written as "<REDACTED>"."""
+        values: list[Any] = []
+        if record is not None:
+            _walk(self).collect(record, values)
+        for quoted in sorted({form for value in values for form in _quoted(value)}, key=len, reverse=True):
+            text = text.replace(quoted, REDACTED)
+        return text
+
+
+class _Collector:
+    """One Redaction's walk gathering the values of the fields it redacts, built once per process."""
+
+    def __init__(self, redaction: Redaction) -> None:
+        self.found: list[Any] | None = None
+        self.walk = field_walk(redaction.schema, redaction.metadata_tags, redaction.tags, self._visit)
+        self.lock = threading.Lock()
+
+    def collect(self, record: Any, into: list[Any]) -> None:
+        """Append to `into` the values of the record's redacted fields."""
+        with self.lock:
+            self.found = into
+            try:
+                self.walk(record)
+            finally:
+                self.found = None
+
+    def _visit(self, leaf: Leaf, _field: Any, value: Any) -> Any:
+        if value is not None and leaf.type_name in ("STRING", "BYTES") and self.found is not None:
+            self.found.append(value)
+        return value
+
+
+_COLLECTORS: BoundedCache[int, tuple[Redaction, _Collector]] = BoundedCache(64)
+"""Per process: each redaction's collector (keyed by id, holding the redaction)."""
+
+
+def _walk(redaction: Redaction) -> _Collector:
+    hit = _COLLECTORS.get(id(redaction))
+    if hit is None or hit[0] is not redaction:
+        hit = _COLLECTORS.put(id(redaction), (redaction, _Collector(redaction)))
+    return hit[1]
+
+
+def _quoted(value: Any) -> set[str]:
+    """The forms a reason may quote a string or bytes value in (empty values left out)."""
+    if isinstance(value, bytes | bytearray):
+        data = bytes(value)
+        forms = {repr(data)[2:-1], data.decode("latin-1"), data.decode("utf-8", "replace")}
+    else:
+        text = str(value)
+        forms = {text, repr(text)[1:-1], json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
+    return {form for form in forms if form}
 
 
 def redaction_for(
