@@ -210,3 +210,77 @@ def test_a_validation_message_does_not_quote_a_huge_value_whole() -> None:
     with pytest.raises(ValueError) as refused:
         JSON.decode(b"[" * 400 + b"]" * 400, schema, None)
     assert len(str(refused.value)) < 300 and str(refused.value).endswith("…")
+
+
+REGEX_SCHEMA = {
+    "type": "object",
+    "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}, "n": {"type": "integer"}},
+    "patternProperties": {"^x(a|aa)+$": {"type": "integer"}},
+}
+REGEX_BODIES = {
+    '{"s": "' + "a" * 41 + '!"}': "does not match '^(a+)+$'",  # Python's `re` ran past 300 s on it
+    '{"s": "' + "a" * 41 + '"}': None,
+    '{"s": "a", "x' + "a" * 5000 + '!": "not checked"}': None,
+    '{"s": "a", "x' + "a" * 5000 + '": "text"}': "is not of type 'integer'",
+    # fastjsonschema finds it invalid, and jsonschema, which says why, checks every keyword.
+    '{"s": "' + "a" * 41 + '!", "n": "one"}': "does not match '^(a+)+$'",
+}
+
+
+@pytest.mark.parametrize("closed", [False, True])
+def test_patterns_are_matched_by_re2_in_linear_time(closed: bool) -> None:
+    """jsonschema's and fastjsonschema's `pattern`, `patternProperties` and `additionalProperties`
+    match with RE2 (docs/semantics.md §1.5). Run in a process of its own, which a regression (a
+    regex holding the interpreter) would hold."""
+    from deadline import python_within
+
+    schema = {**REGEX_SCHEMA, "additionalProperties": not closed}
+    code = f"""
+import json
+from contracts.formats.json_schema import JsonSchemaFormat
+parsed = JsonSchemaFormat().parse(json.dumps({schema!r}), ())
+said = []
+for body in {list(REGEX_BODIES)!r}:
+    try:
+        JsonSchemaFormat().decode(body.encode(), parsed, None)
+        said.append(None)
+    except ValueError as e:
+        said.append(str(e))
+print(json.dumps(said))
+"""
+    said = json.loads(python_within(60, code))
+    for (body, expected), message in zip(REGEX_BODIES.items(), said, strict=True):
+        if closed and expected is None and '"x' in body:  # a name no pattern covers: not allowed
+            assert message is not None and message.startswith(
+                "the record does not match its JSON Schema at /:"
+            )
+        elif expected is None:
+            assert message is None, (body[:30], message)
+        else:
+            assert message is not None and expected in message, (body[:30], message)
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        (
+            {"properties": {"s": {"pattern": "(?=a)"}}},
+            r"the pattern '\(\?=a\)' at #/properties/s/pattern is not",
+        ),
+        ({"properties": {"s": {"allOf": [{"pattern": "(a)\\1"}]}}}, "#/properties/s/allOf/0/pattern"),
+        ({"patternProperties": {"(?<=a)": {}}}, "at #/patternProperties/"),
+        (
+            {
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "properties": {"s": {"type": "string"}},
+                "patternProperties": {"^a": {}},
+                "unevaluatedProperties": False,
+            },
+            "unevaluatedProperties next to patternProperties",
+        ),
+    ],
+)
+def test_a_pattern_re2_refuses_fails_the_contract_at_load(schema: dict[str, Any], message: str) -> None:
+    document = {"type": "object", "properties": {"n": {"type": "integer"}}, **schema}
+    with pytest.raises(ContractError, match=message):
+        parse_json_schema(json.dumps(document))

@@ -779,3 +779,46 @@ PAID_VIEWED = {k: v for k, v in PAID.items() if k not in ("code", "when")} | {
         }
     ],
 }
+
+
+REGEX_CASES = [
+    ("$contains(name, /^(a+)+$/)", "a" * 41 + "!", False),  # Python's `re` ran past 300 s on it
+    ("$contains(name, /^(a+)+$/)", "a" * 41, True),
+    ("$count($match(name, /(a|aa)+b/)) = 0", "a" * 5000, True),
+    ("$replace(name, /(x+x+)+y/, '-') = name", "x" * 5000, True),
+    ("$count($split(name, /(a*)*b/)) = 1", "a" * 5000, True),
+]
+
+
+def test_regexes_are_matched_in_linear_time() -> None:
+    """JSONata regexes are RE2's (docs/semantics.md §5.3): a search cannot be stopped by the rule's
+    time bound, so none may run long. Run in a process of its own, which a regression would hold."""
+    from deadline import python_within
+
+    code = f"""
+import json
+from executors.jsonata.runtime import Bounds, parse, outcome
+from contracts.model import RuleKind
+cases = {REGEX_CASES!r}
+passed = [outcome(RuleKind.CONDITION, parse(e), {{"name": n}}, Bounds()).passed for e, n, _ in cases]
+print(json.dumps(passed))
+"""
+    assert json.loads(python_within(60, code)) == [passed for _, _, passed in REGEX_CASES]
+
+
+def test_regexes_keep_their_flags_groups_and_replacements() -> None:
+    cases = {
+        "$contains('ABC', /b/i)": True,
+        "$match('a\nb', /^b$/m).index": 2,
+        "$match('éé😀1', /1/).index": 3,
+        "$replace('abcabc', /b(c)/, '[$1]')": "a[c]a[c]",
+        "$split('a1b22c', /[0-9]+/)": ["a", "b", "c"],
+        "$match('abcabc', /(b)(c)/).groups": ["b", "c", "b", "c"],
+    }
+    for expr, value in cases.items():
+        assert parse(expr).evaluate(None) == value, expr
+
+
+def test_a_regex_re2_refuses_fails_the_contract_at_load() -> None:
+    with pytest.raises(ContractError, match=r"/\(\?=a\)b/ is not an RE2 pattern \(invalid perl operator"):
+        JsonataExecutor().compile(context("$contains(name, /(?=a)b/)", RuleKind.CONDITION))

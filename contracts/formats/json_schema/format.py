@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from contracts.bounded import BoundedCache
 from contracts.formats.arrow_text import lone_surrogate, printable, struct_values
+from contracts.formats.json_schema.patterns import on_re2, re2_validator
 from contracts.formats.json_schema.types import JsonSchema, Shape, parse_json_schema
 from contracts.formats.protocol import Records, Reference
 
@@ -130,7 +131,8 @@ def validate(record: Any, parsed: JsonSchema) -> None:
     if validator is None:
         from jsonschema.validators import validator_for
 
-        validator = _VALIDATORS.put(parsed.text, validator_for(parsed.document)(parsed.document))
+        checking = re2_validator(validator_for(parsed.document))
+        validator = _VALIDATORS.put(parsed.text, checking(parsed.document))
     error = next(iter(validator.iter_errors(record)), None)
     if error is not None:
         where = "/".join(str(part) for part in error.absolute_path)
@@ -143,7 +145,8 @@ def validate(record: Any, parsed: JsonSchema) -> None:
 def _fast_validator(parsed: JsonSchema) -> Callable[[Any], Any] | None:
     """The schema compiled by fastjsonschema (per process), or None where it does not apply: a
     draft other than 4, 6 or 7, a `$ref` outside the document (which it would fetch), or a schema
-    it refuses. Compiled as jsonschema validates by default: no defaults filled in, no formats."""
+    it refuses. Compiled as jsonschema validates by default: no defaults filled in, no formats;
+    its patterns matched by RE2 (`patterns.on_re2`)."""
     cached = _FAST_VALIDATORS.get(parsed.text)
     if cached is not None:
         return cached[0]
@@ -156,6 +159,8 @@ def _fast_validator(parsed: JsonSchema) -> Callable[[Any], Any] | None:
             compiled = fastjsonschema.compile(parsed.document, use_default=False, use_formats=False)
         except Exception:  # a schema it refuses (or cannot generate code for): jsonschema alone
             compiled = None
+        if compiled is not None:
+            compiled = on_re2(compiled, parsed.document)
     return _FAST_VALIDATORS.put(parsed.text, (compiled,))[0]
 
 

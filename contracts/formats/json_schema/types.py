@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from contracts.errors import ContractError
+from contracts.formats.json_schema.patterns import check_patterns
 from contracts.formats.protocol import Reference
 
 if TYPE_CHECKING:
@@ -96,6 +97,7 @@ def parse_json_schema(schema_str: str, references: Sequence[Reference] = ()) -> 
         validator_for(document).check_schema(document)
     except SchemaError as e:
         raise ContractError(f"not a valid JSON Schema: {e.message}", position="schema") from e
+    check_patterns(document)
     shape = _Shaper(document).shape(document, "#", frozenset())
     if shape.kind != "object":
         raise ContractError(
