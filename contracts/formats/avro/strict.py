@@ -56,20 +56,32 @@ class StrictReader:
     """fastavro's reader for the bodies of one writer schema, refusing an enum or union index outside it."""
 
     def __init__(self, writer: AvroSchema) -> None:
-        self.wrapped = not (isinstance(writer, dict) and writer.get("__fastavro_parsed"))
-        copied = copy.deepcopy(_wrap(writer) if self.wrapped else writer)
-        seen: set[int] = set()
-        for node in [copied, *copied["__named_schemas"].values()]:
-            _check_indexes(node, seen)
-        self.schema = copied
+        parsed = isinstance(writer, dict) and bool(writer.get("__fastavro_parsed"))
+        # A schema other than a parsed record without enums or unions (a `string` key) is read as it is.
+        self.wrapped = not parsed and _indexed(writer)
+        self.schema = writer
+        if parsed or self.wrapped:
+            copied = copy.deepcopy(_wrap(writer) if self.wrapped else writer)
+            seen: set[int] = set()
+            for node in [copied, *copied["__named_schemas"].values()]:
+                _check_indexes(node, seen)
+            self.schema = copied
+        self._readers: dict[int, tuple[AvroSchema, AvroSchema]] = {}
 
     def read(self, body: bytes, reader: AvroSchema | None, tagged: bool) -> Any:
         """The body's value, resolved against `reader` when given; with `tagged`, a multi-branch
         union's value carries its branch name (fastavro's `return_named_type`)."""
         if self.wrapped and reader is not None:
-            reader = _wrap(reader)
+            reader = self._wrapped_reader(reader)
         value = schemaless_reader(io.BytesIO(body), self.schema, reader, return_named_type=tagged)
         return value[_VALUE] if self.wrapped else value
+
+    def _wrapped_reader(self, reader: AvroSchema) -> AvroSchema:
+        """The reader schema wrapped as the writer is, once per reader schema."""
+        known = self._readers.get(id(reader))
+        if known is None or known[0] is not reader:
+            known = self._readers[id(reader)] = (reader, _wrap(reader))
+        return known[1]
 
 
 def _wrap(schema: AvroSchema) -> AvroSchema:
@@ -77,6 +89,19 @@ def _wrap(schema: AvroSchema) -> AvroSchema:
     return fastavro.parse_schema(
         {"type": "record", "name": "__contract_value", "fields": [{"name": _VALUE, "type": schema}]}
     )
+
+
+def _indexed(node: Any) -> bool:
+    """Whether a schema holds a union or an enum anywhere."""
+    if isinstance(node, list):
+        return True
+    if not isinstance(node, dict):
+        return False
+    if node.get("type") == "enum":
+        return True
+    children = [field["type"] for field in node.get("fields", ())]
+    children += [node[key] for key in ("items", "values", "type") if isinstance(node.get(key), dict | list)]
+    return any(_indexed(child) for child in children)
 
 
 def _check_indexes(node: Any, seen: set[int]) -> None:
