@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import io
-from typing import Any, SupportsIndex
+from typing import Any
 
 import fastavro
 from fastavro import schemaless_reader
@@ -33,16 +33,17 @@ class IndexChecked(list[Any]):
     def __init__(self, items: list[Any], what: str) -> None:
         super().__init__(items)
         self.what = what
+        self.size = list.__len__(self)
 
     def __len__(self) -> int:
         return 0
 
     def __bool__(self) -> bool:
-        return list.__len__(self) > 0
+        return self.size > 0
 
     def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, SupportsIndex) and not 0 <= index.__index__() < list.__len__(self):
-            raise IndexError(f"index {index.__index__()} is outside {self.what.format(list.__len__(self))}")
+        if type(index) is int and not 0 <= index < self.size:  # fastavro's indexes are ints
+            raise IndexError(f"index {index} is outside {self.what.format(self.size)}")
         return list.__getitem__(self, index)
 
 
