@@ -4,8 +4,10 @@ with the Spark connectors `make jars` fetched on its classpath."""
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -14,6 +16,20 @@ from hypothesis_profiles import chosen_profile
 from tools.jars import spark_jars_setting
 
 settings.load_profile(chosen_profile())
+
+LOAD_TOLERANT_CONFS = {
+    # The handshake of every Python process that connects back to the JVM (UDF and Arrow workers,
+    # a Connect server's foreachBatch runner, the driver's data sockets): 15 s by default, which a
+    # busy 2-core machine running several suites can exceed. Workers read it as
+    # SPARK_AUTH_SOCKET_TIMEOUT. Static: set before the JVM (or the local Connect server) starts.
+    "spark.python.authenticate.socketTimeout": "120s",
+    # Executor heartbeats, RPC asks and shuffle fetches wait on this (120 s by default); stalls of a
+    # loaded machine stay below it, but the heartbeat must stay well inside it.
+    "spark.network.timeout": "300s",
+    "spark.executor.heartbeatInterval": "20s",
+}
+"""Spark settings that keep a loaded machine from failing a test by luck (the foreachBatch runner's
+fixed 10 s connect-back on Spark Connect is retried instead: tests/query_start.py)."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -42,6 +58,8 @@ def spark() -> Iterator[object]:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
     )
+    for key, value in LOAD_TOLERANT_CONFS.items():
+        builder = builder.config(key, value)
     # spark-sql-kafka and spark-avro (tools/maven/spark-connectors): static, so set before the JVM
     # (classic) or the local Connect server starts.
     connectors = spark_jars_setting()
@@ -49,6 +67,8 @@ def spark() -> Iterator[object]:
         builder = builder.config("spark.jars", connectors)
     if os.environ.get("SPARK_REMOTE"):
         builder = builder.remote(os.environ["SPARK_REMOTE"])
+        if os.environ["SPARK_REMOTE"].startswith("local"):
+            builder = _on_a_free_port(builder)
     else:
         # JVM options are fixed when the JVM starts; a Connect session cannot set them (it warns).
         builder = (
@@ -59,3 +79,18 @@ def spark() -> Iterator[object]:
     session = builder.getOrCreate()
     yield session
     session.stop()
+
+
+def _on_a_free_port(builder: Any) -> Any:
+    """A local Connect server on a free port instead of the fixed 15002, so two suites on one
+    machine do not meet on it ("Failed to bind to address 0.0.0.0:15002"). PySpark's local
+    `remote("local[N]")` always dials `sc://localhost` on the default port, and only its own test
+    mode (SPARK_TESTING, which changes much else) picks another: the client's default port is
+    pointed at the chosen one instead."""
+    from pyspark.sql.connect.client import DefaultChannelBuilder
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    DefaultChannelBuilder.default_port = staticmethod(lambda: port)  # type: ignore[method-assign]
+    return builder.config("spark.connect.grpc.binding.port", str(port))
