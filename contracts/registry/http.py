@@ -20,6 +20,7 @@ from contracts.model import RegisteredSchema, Schema
 from contracts.registry import http_dek
 from contracts.registry.cache import LoadingCache
 from contracts.registry.dek import DEFAULT_ALGORITHM, Dek, Kek
+from contracts.registry.guid import canonical_guid
 from contracts.registry.http_answers import Answer, decoded, error_from, read_answer, retry_after
 from contracts.registry.http_urls import api_path as _path
 from contracts.registry.http_urls import split_urls
@@ -217,8 +218,12 @@ class SchemaRegistryClient:
             deleted = self._request("DELETE", _path("subjects", subject, "versions", version), params=params)
         finally:
             self._forget(subject)
+        call = "DELETE /subjects/{subject}/versions/{version}"
         if not is_id(deleted):
-            raise _unexpected("DELETE /subjects/{subject}/versions/{version}", "a version number", deleted)
+            raise _unexpected(call, "a version number", deleted)
+        number = _version_number(version)
+        if number is not None and deleted != number:
+            raise _mismatch(call, f"subject {subject!r} version {number}", f"version {deleted}")
         return deleted
 
     def get_config(self, subject: str | None = None, default_to_global: bool = True) -> dict[str, Any]:
@@ -314,6 +319,9 @@ class SchemaRegistryClient:
         answer = self._request("GET", _path("schemas", "ids", schema_id))
         if not isinstance(answer, dict):
             raise _unexpected(call, "a schema object", answer)
+        # The answer need not carry the id (Confluent's does not); one that does must carry this one.
+        if "id" in answer and answer["id"] != schema_id:
+            raise _mismatch(call, f"schema id {schema_id}", f"schema id {answer['id']!r}")
         return _parsed(call, answer, lambda: Schema.from_dict(answer))
 
     def _fetch_schema_by_guid(self, guid: str) -> Schema:
@@ -321,11 +329,15 @@ class SchemaRegistryClient:
         answer = self._request("GET", _path("schemas", "guids", guid))
         if not isinstance(answer, dict):
             raise _unexpected(call, "a schema object", answer)
+        answered = answer.get("guid")
+        if answered is not None and canonical_guid(str(answered)) != canonical_guid(guid):
+            raise _mismatch(call, f"schema guid {guid}", f"schema guid {answered!r}")
         return _parsed(call, answer, lambda: Schema.from_dict(answer))
 
     def _fetch_version(self, subject: str, version: int | str) -> RegisteredSchema:
         answer = self._request("GET", _path("subjects", subject, "versions", version))
-        return self._registered("GET /subjects/{subject}/versions/{version}", subject, answer)
+        number = version if isinstance(version, int) else None
+        return self._registered("GET /subjects/{subject}/versions/{version}", subject, answer, number)
 
     def _fetch_with_metadata(self, subject: str, pairs: tuple[tuple[str, str], ...]) -> RegisteredSchema:
         # The API takes parallel repeated parameters: ?key=k1&value=v1&key=k2&value=v2.
@@ -333,12 +345,20 @@ class SchemaRegistryClient:
         answer = self._request("GET", _path("subjects", subject, "metadata"), params=params)
         return self._registered("GET /subjects/{subject}/metadata", subject, answer)
 
-    def _registered(self, call: str, subject: str, answer: Any) -> RegisteredSchema:
+    def _registered(
+        self, call: str, subject: str, answer: Any, version: int | None = None
+    ) -> RegisteredSchema:
         """Parse a version answer (a bad contract raises ContractError naming subject and version)
         and remember it under its immutable keys, the subject asked for included: its id and its
-        (subject, version)."""
+        (subject, version). An answer for another subject, or for another version than the
+        numbered one asked for (`version`; None for the latest or a lookup), is a RegistryError
+        naming both (docs/semantics.md §10.13)."""
         if not isinstance(answer, dict) or not is_id(answer.get("id")) or not is_id(answer.get("version")):
             raise _unexpected(call, "an object with an id and a version from 1 to 2147483647", answer)
+        if answer.get("subject") != subject or (version is not None and answer["version"] != version):
+            asked = f"subject {subject!r}" + ("" if version is None else f" version {version}")
+            given = f"subject {answer.get('subject')!r} version {answer['version']}"
+            raise _mismatch(call, asked, given)
         registered = _parsed(call, answer, lambda: RegisteredSchema.from_dict(answer))
         self._by_id.put(registered.schema_id, registered.schema)
         if registered.guid is not None:
@@ -533,6 +553,11 @@ def _parsed(call: str, answer: Any, parse: Callable[[], Any]) -> Any:
         return parse()
     except (TypeError, ValueError, KeyError, AttributeError, OverflowError, RecursionError) as error:
         raise _unexpected(call, f"a valid answer ({type(error).__name__}: {error})", answer) from error
+
+
+def _mismatch(call: str, asked: str, answered: str) -> RegistryError:
+    """An answer about something else than what was asked: trusting it would run another contract."""
+    return RegistryError(f"the schema registry answered {call} for {asked} with {answered}")
 
 
 def _unexpected(call: str, expected: str, answer: Any) -> RegistryError:
