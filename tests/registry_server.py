@@ -16,6 +16,7 @@ import json
 import re
 import socket
 import ssl
+import sys
 import threading
 import time
 from collections import deque
@@ -159,7 +160,7 @@ class RegistryServer:
             self.requests.clear()
 
     def start(self) -> None:
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._http = _QuietServer(("127.0.0.1", 0), _Handler)
         self._http.daemon_threads = True
         if self.tls is not None:
             self._http.socket = self.tls.wrap_socket(self._http.socket, server_side=True)
@@ -297,6 +298,14 @@ def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> str:
         )
     )
     return str(path)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """Says nothing when a client hangs up mid-connection (a client refusing an answer does)."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

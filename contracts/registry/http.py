@@ -19,7 +19,7 @@ from contracts.bounded import BoundedCache
 from contracts.codes import SCHEMA_NOT_FOUND, SUBJECT_CONFIG_NOT_FOUND, SUBJECT_NOT_FOUND, VERSION_NOT_FOUND
 from contracts.errors import RegistryError
 from contracts.model import RegisteredSchema, Schema
-from contracts.registry import http_dek
+from contracts.registry import content_encoding, http_dek
 from contracts.registry.cache import LoadingCache
 from contracts.registry.dek import DEFAULT_ALGORITHM, Dek, Kek
 from contracts.registry.guid import canonical_guid
@@ -511,7 +511,7 @@ class SchemaRegistryClient:
                 self._http = httpx.Client(
                     auth=httpx.BasicAuth(*self._basic_auth) if self._basic_auth else None,
                     timeout=httpx.Timeout(self._read_timeout, connect=self._connect_timeout),
-                    headers={"Accept": _ACCEPT},
+                    headers={"Accept": _ACCEPT, "Accept-Encoding": content_encoding.ACCEPT_ENCODING},
                     transport=DeadlineTransport(tls),
                     mounts={
                         origin: DeadlineTransport(tls, proxy) for origin, proxy in proxies.items() if proxy

@@ -1,13 +1,16 @@
 """SchemaRegistryClient against a hostile registry on loopback: answers about something else than
-what was asked."""
+what was asked, and compression bombs."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import tracemalloc
+import zlib
 from typing import Any
 
 import pytest
-from registry_server import RegistryServer, json_reply
+from registry_server import RegistryServer, Reply, json_reply
 
 from contracts.errors import RegistryError
 from contracts.model import Schema
@@ -143,3 +146,95 @@ def test_a_kek_answered_under_another_name_is_refused(registry_server: RegistryS
     registry_server.inject(json_reply(200, {"name": "other", "kmsType": "local-kms", "kmsKeyId": "k"}))
     with pytest.raises(RegistryError, match="for KEK 'kek1' with KEK 'other'"):
         client_for(registry_server).get_kek("kek1")
+
+
+# -- compressed answers: the size cap counts decoded bytes as they are decoded (docs/semantics.md §10.13)
+
+MiB = 1024 * 1024
+
+
+def zeros_compressed(size: int, compressor: Any) -> bytes:
+    """`size` zero bytes through `compressor` (zlib-style compressobj), 1 MiB at a time."""
+    block = bytes(MiB)
+    parts = [compressor.compress(block) for _ in range(size // MiB)]
+    return b"".join([*parts, compressor.flush()])
+
+
+def gzip_of(size: int) -> bytes:
+    return zeros_compressed(size, zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS))
+
+
+def peak_while(call: Any) -> tuple[BaseException, int]:
+    """The error `call` raises and the most memory Python held meanwhile."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(RegistryError) as error:
+            call()
+        return error.value, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.fixture(scope="module")
+def bombs() -> dict[str, bytes]:
+    """Small bodies that decode to 64 MiB, one coding or two stacked, built once."""
+    gzipped, deflated = gzip_of(64 * MiB), zeros_compressed(64 * MiB, zlib.compressobj(6))
+    return {
+        "gzip": gzipped,
+        "deflate": deflated,
+        "gzip, gzip": gzip.compress(gzipped, 6),
+        "deflate, gzip": gzip.compress(deflated, 6),
+    }
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "gzip, gzip", "deflate, gzip"])
+def test_a_compression_bomb_is_cut_at_the_cap_without_growing_the_process(
+    registry_server: RegistryServer, bombs: dict[str, bytes], encoding: str
+) -> None:
+    payload = bombs[encoding]
+    assert len(payload) < 100 * 1024
+    registry_server.inject(Reply(200, payload, (("Content-Encoding", encoding),)))
+    client = client_for(registry_server, max_response_bytes=MiB)
+    error, peak = peak_while(client.get_subjects)
+    assert "larger than max_response_bytes=1048576" in str(error)
+    assert peak < 8 * MiB
+
+
+@pytest.mark.parametrize("encoding", ["zstd", "br", "compress", "gzip, zstd"])
+def test_an_encoding_not_asked_for_is_refused_undecoded(
+    registry_server: RegistryServer, encoding: str
+) -> None:
+    registry_server.inject(Reply(200, b"\x28\xb5\x2f\xfd" + bytes(64), (("Content-Encoding", encoding),)))
+    with pytest.raises(RegistryError, match=f"Content-Encoding '{encoding.split(', ')[-1]}'"):
+        client_for(registry_server).get_subjects()
+    assert registry_server.requests[-1].headers["accept-encoding"] == "gzip, deflate"
+
+
+def test_a_zstd_bomb_never_grows_the_process(registry_server: RegistryServer) -> None:
+    zstandard = pytest.importorskip("zstandard")
+    payload = zeros_compressed(256 * MiB, zstandard.ZstdCompressor(level=3).compressobj())
+    assert len(payload) < 64 * 1024
+    registry_server.inject(Reply(200, payload, (("Content-Encoding", "zstd"),)))
+    error, peak = peak_while(client_for(registry_server).get_subjects)
+    assert "Content-Encoding 'zstd'" in str(error)
+    assert peak < 8 * MiB
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "identity", "gzip, identity", "GZIP"])
+def test_compressed_answers_within_the_cap_decode(registry_server: RegistryServer, encoding: str) -> None:
+    answer = json.dumps(["users-value"] * 10_000).encode()
+    compress = {
+        "gzip": gzip.compress,
+        "deflate": zlib.compress,
+        "identity": bytes,
+        "gzip, identity": gzip.compress,
+        "GZIP": gzip.compress,
+    }[encoding]
+    registry_server.inject(Reply(200, compress(answer), (("Content-Encoding", encoding),)))
+    assert client_for(registry_server).get_subjects() == ["users-value"] * 10_000
+
+
+def test_a_truncated_compressed_answer_is_a_registry_error(registry_server: RegistryServer) -> None:
+    registry_server.inject(Reply(200, gzip.compress(b'["a"]')[:-12], (("Content-Encoding", "gzip"),)))
+    with pytest.raises(RegistryError, match="does not decode: the compressed body ends early"):
+        client_for(registry_server).get_subjects()
