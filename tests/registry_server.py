@@ -2,9 +2,9 @@
 
 It speaks the REST shapes and JSON error bodies of Confluent Schema Registry, records every
 request (method, path, query, headers, body), can require basic or bearer auth, serves HTTPS
-(optionally mutual TLS) with throwaway certificates, and plays a queue of injected faults (canned
+(optionally mutual TLS) with throwaway certificates, plays a queue of injected faults (canned
 replies, stalls, hang-ups, answers trickled a byte at a time, endless bodies) before behaving
-normally again.
+normally again, and can answer a path with a fixed reply every time (`override`).
 """
 
 from __future__ import annotations
@@ -132,6 +132,7 @@ class RegistryServer:
     tls: ssl.SSLContext | None = None
     requests: list[RecordedRequest] = field(default_factory=list)
     _faults: deque[Fault] = field(default_factory=deque)
+    _overrides: dict[str, Reply] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _http: ThreadingHTTPServer | None = None
 
@@ -145,6 +146,12 @@ class RegistryServer:
         """Play these faults, one per request, on the next requests; then behave normally."""
         with self._lock:
             self._faults.extend(faults)
+
+    def override(self, path: str, reply: Reply) -> None:
+        """Answer every request for `path` with `reply` (after any queued fault), e.g. a version
+        answered for another version than the one asked for."""
+        with self._lock:
+            self._overrides[path] = reply
 
     def count(self, method: str | None = None, path: str | None = None) -> int:
         """How many requests arrived (optionally only with this method and/or path)."""
@@ -177,10 +184,10 @@ class RegistryServer:
             self._http = None
 
     def _arrived(self, request: RecordedRequest) -> Fault | None:
-        """Log a request and hand out the next fault, if any is queued."""
+        """Log a request and hand out the next fault, if any is queued, else its path's override."""
         with self._lock:
             self.requests.append(request)
-            return self._faults.popleft() if self._faults else None
+            return self._faults.popleft() if self._faults else self._overrides.get(request.path)
 
     def _authorized(self, headers: dict[str, str]) -> bool:
         given = headers.get("authorization", "")
