@@ -9,7 +9,15 @@ from typing import Any
 
 import pytest
 
-from contracts import ContractError, DataContract, LocalRegistry, LocalTopicSink, RegistryError, Schema
+from contracts import (
+    ContractError,
+    DataContract,
+    DlqError,
+    LocalRegistry,
+    LocalTopicSink,
+    RegistryError,
+    Schema,
+)
 
 SUBJECT = "payments-value"
 SCHEMA = {
@@ -67,9 +75,7 @@ def test_a_fixed_contract_replays_a_dlq_topic_and_nothing_is_lost(spark: Any, tm
     first = DataContract(registry, SUBJECT, dlq_sink=sink)
     assert [row.id for row in first.write(_payments(spark)).collect()] == [1]
     assert sink.count("payments-dlq") == 5
-    failed_on = {
-        row.record.id: row.rule for row in sink.read_df(spark, "payments-dlq", first.avro_schema).collect()
-    }
+    failed_on = {row.record.id: row.rule for row in sink.read_df(spark, "payments-dlq", first).collect()}
     assert failed_on == {2: "positive", 3: "knownCurrency", 4: "positive", 5: "positive", 6: "knownCurrency"}
 
     _register(registry, POSITIVE, CURRENCY_V2)  # the fix: version 2
@@ -90,9 +96,7 @@ def test_a_fixed_contract_replays_a_dlq_topic_and_nothing_is_lost(spark: Any, tm
     assert [row.key for row in valid] == [b"2", b"3", b"5", b"6"]
 
     again = [
-        row
-        for row in sink.read_df(spark, "payments-dlq", fixed.avro_schema).collect()
-        if row.writer.startswith("fix-1-")
+        row for row in sink.read_df(spark, "payments-dlq", fixed).collect() if row.writer.startswith("fix-1-")
     ]
     assert sum(sink.count("payments-dlq", run_id=f"fix-1-{n}") for n in range(3)) == 1
     (record,) = again
@@ -146,6 +150,36 @@ def test_a_rerun_of_a_replay_with_its_run_id_replaces_its_dlq_output(spark: Any,
     assert sink.count("payments-dlq") == 6
 
 
+def test_replays_of_a_topic_take_only_what_no_replay_took_and_reruns_converge(
+    spark: Any, tmp_path: Path
+) -> None:
+    registry = LocalRegistry()
+    _register(registry, POSITIVE, CURRENCY_V1)
+    sink = LocalTopicSink(tmp_path / "dlq")
+    contract = DataContract(registry, SUBJECT, dlq_sink=sink)
+    contract.write(_payments(spark)).collect()
+
+    def replayed(run_id: str) -> list[int]:
+        return sorted(row.id for row in contract.replay("payments-dlq", run_id=run_id, spark=spark).collect())
+
+    def sent_back(run_id: str) -> int:
+        return sum(sink.count("payments-dlq", run_id=f"{run_id}-{n}") for n in range(3))
+
+    # Run twice with one run id, the replay takes the same five records and sends 4 back once.
+    for _ in range(2):
+        assert replayed("fix1") == [2, 3, 5, 6]
+        assert (sink.count("payments-dlq"), sent_back("fix1")) == (6, 1)
+    # Each later replay takes only what the one before sent back: 4, which fails the rule it does
+    # not skip (positive, knownCurrency, ...) and goes back once; nothing recovered comes out again.
+    assert replayed("fix2") == []
+    assert replayed("fix3") == []
+    assert (sink.count("payments-dlq"), sent_back("fix2"), sent_back("fix3")) == (8, 1, 1)
+    # fix3 took what fix2 sent back: rerunning fix2 would replay 4 twice.
+    with pytest.raises(DlqError, match="replay 'fix3' took records replay 'fix2' sent back"):
+        contract.replay("payments-dlq", run_id="fix2", spark=spark)
+    assert sink.count("payments-dlq") == 8
+
+
 def test_wire_format_rejects_replay_through_deserialize(spark: Any, tmp_path: Path) -> None:
     registry = LocalRegistry()
     not_test = _rule("notTest", "message.currency != 'XXX'", "payments-read-dlq", mode="READ")
@@ -194,12 +228,15 @@ def test_replay_refuses_bad_arguments(spark: Any, tmp_path: Path) -> None:
     registry = LocalRegistry()
     _register(registry, POSITIVE)
     contract = DataContract(registry, SUBJECT, dlq_sink=LocalTopicSink(tmp_path / "dlq"))
-    with pytest.raises(ContractError, match="apply must be one of write, deserialize"):
-        contract.replay("payments-dlq", apply="read", spark=spark)
-    with pytest.raises(ContractError, match="at most 96 characters"):
+    with pytest.raises(ContractError, match="apply must be one of write, read, deserialize"):
+        contract.replay("payments-dlq", apply="decode", spark=spark)
+    with pytest.raises(ContractError, match="read takes only writer_version, got on_decode_error"):
+        contract.replay("payments-dlq", apply="read", on_decode_error="DLQ", spark=spark)
+    with pytest.raises(ContractError, match="1-96 ASCII letters"):
         contract.replay("payments-dlq", run_id="x" * 97, spark=spark)
     with pytest.raises(ContractError, match="write takes no options, got on_decode_error"):
         contract.replay("payments-dlq", spark=spark, on_decode_error="DLQ")
+    assert not (tmp_path / "dlq").exists()  # refused before the replay took anything
 
 
 def test_a_replays_registry_looks_up_the_schemas_it_gives() -> None:
