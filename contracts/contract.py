@@ -12,7 +12,8 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from actions.builtin import checked_topic
-from actions.dlq.local_topic import LocalTopicSink
+from actions.dlq.local_topic import DEFAULT_DLQ_DIR, LocalTopicSink
+from actions.dlq.replays import take
 from actions.dlq.sink import DlqSink, RunScopedSink, is_run_id
 from actions.protocol import Action, ActionContext, ActionPlan, Effect
 from contracts import keys
@@ -35,7 +36,7 @@ from contracts.planning.plan import Plan, SkippedRuleSet, build_plan
 from contracts.plugins import ACTION_GROUP, EXECUTOR_GROUP, PluginRegistry, load_group, with_overrides
 from contracts.registry import Registry
 from contracts.registry.guid import canonical_guid
-from contracts.replay import RuleSkippingRegistry, VersionSchema, read_taken, replay
+from contracts.replay import RuleSkippingRegistry, VersionSchema, replay, taken_frame
 from contracts.replay import check as check_replay
 from contracts.streaming import MicroBatchWriter
 from executors import as_executor
@@ -46,8 +47,6 @@ from executors.encrypt.walk import walkable
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
-
-DEFAULT_DLQ_DIR = "dlq-topics"
 
 
 def _headers_field() -> Any:
@@ -672,7 +671,7 @@ class DataContract:
                 )
             from pyspark.sql import SparkSession
 
-            dlq, _ = read_taken(sink, spark or SparkSession.active(), dlq, run_id)
+            dlq = taken_frame(spark or SparkSession.active(), dlq, take(sink, dlq, run_id))
         return replay(self, dlq, apply, run_id, options)
 
     def _version_schema(self, version: int | None) -> VersionSchema:

@@ -20,11 +20,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from actions.dlq import replays
 from actions.dlq.frame import decode_dlq, last_header, read_local_topic, record_column
-from actions.dlq.local_topic import LocalTopicSink
 from actions.dlq.sink import is_run_id
 from contracts.codes import NOT_REGISTERED
 from contracts.errors import ContractError, RegistryError
-from contracts.formats.protocol import SchemaFormat
 from contracts.model import RegisteredSchema, RuleMode, Schema
 from contracts.registry import Registry
 
@@ -32,6 +30,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
+    from contracts.formats.protocol import SchemaFormat
     from contracts.planning.plan import Plan
 
 APPLY = ("write", "read", "deserialize")
@@ -77,13 +76,9 @@ class Replayable(Protocol):
     def _version_schema(self, version: int | None) -> VersionSchema: ...
 
 
-def read_taken(
-    sink: LocalTopicSink, spark: SparkSession, topic: str, run_id: str
-) -> tuple[DataFrame, replays.Taken]:
-    """The records of local `topic` replay `run_id` takes (actions.dlq.replays: those no other
-    replay took), as a DLQ frame, with what it took."""
-    taken = replays.take(sink, topic, run_id)
-    return decode_dlq(read_local_topic(spark, topic, taken.files)), taken
+def taken_frame(spark: SparkSession, topic: str, taken: replays.Taken) -> DataFrame:
+    """The records a replay took of local `topic` (actions.dlq.replays.take) as a DLQ frame."""
+    return decode_dlq(read_local_topic(spark, topic, taken.files))
 
 
 def check(contract: Replayable, apply: str, run_id: str, options: dict[str, Any]) -> None:

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from contracts.formats.protocol import ParsedSchema
-
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
+
+    from contracts.formats.protocol import ParsedSchema
 
 RULE_HEADERS = {
     "rule": "__rule.name",
@@ -91,6 +91,8 @@ def record_column(schema: ParsedSchema, value: str = "value") -> Column:
     """The record the DLQ value column `value` holds, read by `schema`'s format (null where it
     holds none); TypeError for a schema that says nothing of its format."""
     from pyspark.sql import functions as F
+
+    from contracts.formats.protocol import ParsedSchema
 
     if not isinstance(schema, ParsedSchema):
         raise TypeError(

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from contracts.formats.protocol import ParsedSchema
 
 SUFFIX = ".jsonl"
+DEFAULT_DLQ_DIR = "dlq-topics"
+"""The root of a contract's LocalTopicSink unless it is given another, in the working directory."""
 # A leading '.' is what hides temporary files, so a writer id cannot start with one; 200 characters
 # leave room for the temporary name's prefix and random suffix within a 255-byte file name.
 _WRITER_ID = re.compile(r"[a-zA-Z0-9_-][a-zA-Z0-9._-]{0,199}")
@@ -83,12 +85,11 @@ class LocalTopicSink:
         return [record for _, _, record in self.scan(topic)]
 
     def scan(self, topic: str) -> Iterator[tuple[str, int, DlqRecord]]:
-        """Each committed record of `topic` with the writer id that committed it and its offset in
-        that writer's file, file by file, line by line, read as it is consumed."""
+        """Each committed record of `topic` with the path of the file holding it and its offset
+        there, file by file, line by line, read as it is consumed."""
         for path in self.files(topic):
-            writer = writer_of(path)
             for number, line in _lines(path):
-                yield writer, number - 1, _decode(topic, line, path, number)
+                yield path, number - 1, _decode(topic, line, path, number)
 
     def read_df(self, spark: SparkSession, topic: str, schema: ParsedSchema | None = None) -> DataFrame:
         """`topic` as a DataFrame read by Spark from the topic's files: `key`, `value`, `topic`,

@@ -81,6 +81,16 @@ def taken(sink: LocalTopicSink, topic: str) -> set[str]:
     return {name for replayed, _, names in _replays(sink.root) if replayed == topic for name in names}
 
 
+def sent_back(sink: LocalTopicSink, run_id: str) -> dict[str, int]:
+    """How many records replay `run_id`'s parts committed, by topic (the topics it sent some to)."""
+    sent = {}
+    for topic in sink.topics():
+        count = sum(_records_in(path) for path in sink.files(topic) if written_by(path, run_id))
+        if count:
+            sent[topic] = count
+    return sent
+
+
 def written_by(file_name: str, run_id: str) -> bool:
     """Whether a part of replay `run_id` (run id `<run_id>-<n>`, or its key pass `<run_id>-<n>-key`)
     committed the record file `file_name`."""

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from actions.dlq.local_topic import LocalTopicSink
 from actions.dlq.sink import DlqRecord
@@ -26,7 +30,7 @@ def cli(*argv: str, spark: Any = None) -> tuple[int, str, str]:
     return status, out.getvalue(), err.getvalue()
 
 
-def _version(root: Path, version: int, minimum_age: int) -> None:
+def _version(root: Path, version: int, minimum_age: int, unnamed: str = "unnamed") -> None:
     rule = {
         "name": "adult",
         "kind": "CONDITION",
@@ -36,13 +40,14 @@ def _version(root: Path, version: int, minimum_age: int) -> None:
         "onFailure": "DLQ",
         "params": {"dlq.topic": "minors"},
     }
-    named = {**rule, "name": "named", "expr": "size(message.name) > 1", "params": {"dlq.topic": "unnamed"}}
+    named = {**rule, "name": "named", "expr": "size(message.name) > 1", "params": {"dlq.topic": unnamed}}
     payload = {"schema": json.dumps(USER), "ruleSet": {"domainRules": [rule, named]}}
     path = root / SUBJECT / f"{version}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload))
 
 
+@pytest.mark.one_pass  # dlq show reads files in Python; the session only writes them
 def test_dlq_show_prints_the_records_with_their_rule_and_reason(spark: Any, tmp_path: Path) -> None:
     contracts, dlq_dir = tmp_path / "contracts", tmp_path / "dlq"
     _version(contracts, 1, 18)
@@ -72,6 +77,21 @@ def test_dlq_show_prints_the_records_with_their_rule_and_reason(spark: Any, tmp_
 
     status, out, _ = cli("dlq", "show", "minors", "--dlq-dir", str(dlq_dir), "-n", "1", spark=spark)
     assert status == 0 and out.splitlines()[-1].endswith("(showing 1)") and len(out.splitlines()) == 4
+
+    status, out, err = cli("dlq", "show", "minors", "--dlq-dir", str(dlq_dir), "--json", spark=spark)
+    assert status == 0 and err == f"minors: 3 records in {dlq_dir}/minors (showing 3)\n"
+    wire, *written = [json.loads(line) for line in out.splitlines()]
+    assert wire["value"] == {"base64": "AAAAAAEC"} and wire["rule"] == "deserialize"
+    assert wire["timestamp"] == "1970-01-01T00:00:00.001Z"
+    (bob,) = [r for r in written if json.loads(r["value"]) == {"name": "bob", "age": 12}]
+    assert (bob["rule"], bob["mode"], bob["subject"], bob["reason"], bob["replayed"]) == (
+        "adult",
+        "WRITE",
+        "users-value",
+        "Rule expr failed: message.age >= 18",
+        False,
+    )
+    assert [h["key"] for h in bob["headers"]][-1] == "__rule.exception" and bob["offset"] in (0, 1)
 
 
 def test_dlq_replay_writes_the_fixed_rows_and_sends_the_rest_back(spark: Any, tmp_path: Path) -> None:
@@ -111,3 +131,101 @@ def test_dlq_usage_errors_exit_2(tmp_path: Path) -> None:
         == 2
     )
     assert cli("dlq")[0] == 2
+
+
+@pytest.mark.one_pass  # the bookkeeping is the session's on both: tests/contracts/test_replay.py
+def test_a_replay_rerun_with_its_run_id_converges_and_the_next_takes_only_what_it_sent_back(
+    spark: Any, tmp_path: Path
+) -> None:
+    contracts, dlq_dir, output = tmp_path / "contracts", tmp_path / "dlq", tmp_path / "valid"
+    _version(contracts, 1, 18, unnamed="minors")
+    sink = LocalTopicSink(dlq_dir)
+    contract = DataContract(LocalRegistry(contracts), SUBJECT, dlq_sink=sink)
+    df = spark.createDataFrame([("ann", 30), ("bob", 16), ("c", 15)], "name string, age int")
+    assert contract.write(df).count() == 1
+    _version(contracts, 2, 16, unnamed="minors")  # "c", past `adult`, fails `named` back into minors
+
+    argv = ["dlq", "replay", "minors", "--registry", str(contracts), "--subject", SUBJECT]
+    argv += ["--dlq-dir", str(dlq_dir)]
+    for _ in range(2):  # the same run id twice: the same records, nothing lost or added
+        status, out, err = cli(*argv, "--output", str(output), "--run-id", "fix1", spark=spark)
+        assert status == 0, err
+        assert out.splitlines() == [
+            "replayed 2 records of minors (run fix1)",
+            f"valid rows: 1 -> {output}",
+            f"DLQ minors: 1 rows -> {dlq_dir}/minors",
+        ]
+        assert sink.count("minors") == 3
+    status, out, err = cli(*argv, "--output", str(tmp_path / "again"), "--run-id", "fix2", spark=spark)
+    assert status == 0, err
+    # "c" skips `named` now and fails `adult` (16) again: sent back once, "bob" not replayed again.
+    assert out.splitlines()[0] == "replayed 1 records of minors (run fix2); skipped 2 an earlier replay took"
+    assert sink.count("minors") == 4
+
+    status, out, err = cli(*argv, "--output", str(output), "--run-id", "fix1", spark=spark)
+    assert (status, out) == (1, "")
+    assert err == (
+        "spark-contracts dlq: DlqError: replay 'fix2' took records replay 'fix1' sent back to 'minors';"
+        " rerunning 'fix1' would replay them twice: replay with a new run id (topic 'minors')\n"
+    )
+    status, out, _ = cli("dlq", "show", "minors", "--dlq-dir", str(dlq_dir), spark=spark)
+    assert out.splitlines()[-1] == f"minors: 4 records in {dlq_dir}/minors, 3 taken by replays (showing 4)"
+
+
+def _records(dlq_dir: Path, topic: str, *values: bytes) -> None:
+    with LocalTopicSink(dlq_dir).open(f"{topic}-job.00000") as writer:
+        for at, value in enumerate(values):
+            headers = (("__rule.name", b"positive"), ("__rule.exception", b"x" * 100))
+            writer.write(DlqRecord(topic, b"k", value, headers, at))
+
+
+def test_dlq_show_reads_the_files_without_importing_pyspark(tmp_path: Path) -> None:
+    _records(tmp_path, "orders-dlq", b'{"id": 1}', b'{"id": 2}')
+    script = (
+        "import sys\n"
+        "from contracts.cli.main import main\n"
+        f"status = main(['dlq', 'show', 'orders-dlq', '--dlq-dir', {str(tmp_path)!r}])\n"
+        "assert not [m for m in sys.modules if m.startswith(('pyspark', 'pyarrow'))], 'Spark imported'\n"
+        "sys.exit(status)\n"
+    )
+    shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[2].split()[2:4] == ["positive", "-"]
+    assert shown.stdout.splitlines()[-1] == f"orders-dlq: 2 records in {tmp_path}/orders-dlq (showing 2)"
+
+
+def test_dlq_show_cuts_cells_unless_full(tmp_path: Path) -> None:
+    _records(tmp_path, "orders-dlq", b"\xff\x00")
+    status, out, _ = cli("dlq", "show", "orders-dlq", "--dlq-dir", str(tmp_path))
+    assert status == 0 and "x" * 59 + "…" in out and "0xff00" in out
+    status, out, _ = cli("dlq", "show", "orders-dlq", "--dlq-dir", str(tmp_path), "--full")
+    assert status == 0 and "x" * 100 in out
+
+
+def test_dlq_errors_are_one_line_and_exit_1_naming_the_topics_there(tmp_path: Path) -> None:
+    _records(tmp_path, "orders-dlq", b"{}")
+    _records(tmp_path, "users-dlq", b"{}")
+    status, out, err = cli("dlq", "show", "order-dlq", "--dlq-dir", str(tmp_path))
+    assert (status, out) == (1, "")
+    assert err == (
+        f"spark-contracts dlq: DlqError: no topic 'order-dlq' in {tmp_path}; its topics: orders-dlq,"
+        " users-dlq\n"
+    )
+    status, _, err = cli("dlq", "show", "t", "--dlq-dir", str(tmp_path / "nowhere"))
+    assert (
+        status == 1
+        and err == f"spark-contracts dlq: DlqError: no DLQ directory {tmp_path}/nowhere (--dlq-dir)\n"
+    )
+    argv = ["dlq", "replay", "order-dlq", "--registry", str(tmp_path), "--subject", "s", "--output", "o"]
+    status, _, err = cli(*argv, "--dlq-dir", str(tmp_path))
+    assert status == 1 and err.startswith("spark-contracts dlq: DlqError: no topic 'order-dlq'")
+    status, _, err = cli("--debug", "dlq", "show", "order-dlq", "--dlq-dir", str(tmp_path))
+    assert status == 1 and "Traceback (most recent call last)" in err and "DlqError" in err.splitlines()[-1]
+
+
+def test_dlq_help_says_what_topic_is_and_the_default_directory() -> None:
+    for action in ("show", "replay"):
+        status, out, _ = cli("dlq", action, "--help")
+        assert status == 0
+        assert "TOPIC" in out and "the DLQ topic: a directory of --dlq-dir" in out
+        assert "(default: ./dlq-topics)" in out
