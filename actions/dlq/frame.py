@@ -87,9 +87,9 @@ def decode_dlq(dlq: DataFrame, schema: ParsedSchema | None = None) -> DataFrame:
     return dlq.withColumns(columns)
 
 
-def record_column(schema: ParsedSchema, value: str = "value") -> Column:
-    """The record the DLQ value column `value` holds, read by `schema`'s format (null where it
-    holds none); TypeError for a schema that says nothing of its format."""
+def record_column(schema: ParsedSchema) -> Column:
+    """The record the DLQ `value` column holds, read by `schema`'s format (null where it holds
+    none); TypeError for a schema that says nothing of its format."""
     from pyspark.sql import functions as F
 
     from contracts.formats.protocol import ParsedSchema
@@ -99,7 +99,7 @@ def record_column(schema: ParsedSchema, value: str = "value") -> Column:
             "a DLQ value is read back by the record's format: give the record's parsed schema with its"
             f" format (a DataContract, or a ParsedSchema), not {type(schema).__name__}"
         )
-    return schema.schema_format.read_dlq_value(F.col(value), schema.parsed)
+    return schema.schema_format.read_dlq_value(F.col("value"), schema.parsed)
 
 
 def last_header(name: str, headers: str = "headers") -> Column:

@@ -209,6 +209,18 @@ def test_wire_format_rejects_replay_through_deserialize(spark: Any, tmp_path: Pa
     assert (back.key, back.rule, back.mode, back.value) == (b"3", "notTest", "READ", originals["3"])
 
 
+def test_records_read_rejected_replay_through_read(spark: Any, tmp_path: Path) -> None:
+    registry = LocalRegistry()
+    _register(registry, _rule("notTest", "message.currency != 'XXX'", "read-dlq", mode="READ"))
+    sink = LocalTopicSink(tmp_path / "dlq")
+    contract = DataContract(registry, SUBJECT, dlq_sink=sink)
+    rows = spark.createDataFrame([(1, 1.0, "EUR"), (2, 2.0, "XXX")], contract.spark_schema)
+    assert [row.id for row in contract.read(rows).collect()] == [1]
+    # Its value is the record as JSON; replayed through `read`, it skips notTest.
+    replayed = contract.replay("read-dlq", apply="read", writer_version=1, spark=spark)
+    assert [(row.id, row.currency) for row in replayed.collect()] == [(2, "XXX")]
+
+
 def test_a_wire_format_record_replayed_as_json_fails_the_job_saying_what_to_do(
     spark: Any, tmp_path: Path
 ) -> None:
