@@ -36,8 +36,7 @@ from contracts.planning.plan import Plan, SkippedRuleSet, build_plan
 from contracts.plugins import ACTION_GROUP, EXECUTOR_GROUP, PluginRegistry, load_group, with_overrides
 from contracts.registry import Registry
 from contracts.registry.guid import canonical_guid
-from contracts.replay import RuleSkippingRegistry, VersionSchema, replay, taken_frame
-from contracts.replay import check as check_replay
+from contracts.replay import RuleSkippingRegistry, VersionSchema, check_replay, replay, taken_frame
 from contracts.streaming import MicroBatchWriter
 from executors import as_executor
 from executors.config import RuleConfig

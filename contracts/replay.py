@@ -81,7 +81,7 @@ def taken_frame(spark: SparkSession, topic: str, taken: replays.Taken) -> DataFr
     return decode_dlq(read_local_topic(spark, topic, taken.files))
 
 
-def check(contract: Replayable, apply: str, run_id: str, options: dict[str, Any]) -> None:
+def check_replay(contract: Replayable, apply: str, run_id: str, options: dict[str, Any]) -> None:
     """ContractError for replay arguments that cannot be used, before anything is read or taken."""
     if apply not in APPLY:
         raise ContractError(
@@ -109,7 +109,7 @@ def replay(
     """The valid rows of `dlq`'s records run through `contract` again (`apply`: "write" or "read"
     for JSON values, "deserialize" for wire-format ones), each skipping the rule its `__rule.name`
     names; the records that fail again go to their DLQ topics, part `n` under run id
-    `<run_id>-<n>`, as the result is computed. The arguments are those `check` accepts."""
+    `<run_id>-<n>`, as the result is computed. The arguments are those `check_replay` accepts."""
     from pyspark.sql import functions as F
 
     rule = last_header(RULE_NAME)
