@@ -94,6 +94,7 @@ def test_dlq_show_prints_the_records_with_their_rule_and_reason(spark: Any, tmp_
     assert [h["key"] for h in bob["headers"]][-1] == "__rule.exception" and bob["offset"] in (0, 1)
 
 
+@pytest.mark.one_pass  # the replay itself runs on both: tests/contracts/test_replay.py
 def test_dlq_replay_writes_the_fixed_rows_and_sends_the_rest_back(spark: Any, tmp_path: Path) -> None:
     contracts, dlq_dir, output = tmp_path / "contracts", tmp_path / "dlq", tmp_path / "valid"
     _version(contracts, 1, 18)
