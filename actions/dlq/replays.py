@@ -46,21 +46,15 @@ def take(sink: LocalTopicSink, topic: str, run_id: str) -> Taken:
     directory = os.path.join(sink.root, REPLAYS, topic)
     try:
         with _locked(directory):
-            for other_topic, other_run, names in _replays(sink.root):
-                if (other_topic, other_run) == (topic, run_id):
-                    continue
+            others = [entry for entry in _replays(sink.root) if entry[:2] != (topic, run_id)]
+            for other_topic, other_run, names in others:
                 if any(written_by(name, run_id) for name in names):
                     raise DlqError(
                         f"replay {other_run!r} took records replay {run_id!r} sent back to {other_topic!r};"
                         f" rerunning {run_id!r} would replay them twice: replay with a new run id",
                         topic=topic,
                     )
-            taken_by_others = {
-                name
-                for other_topic, other_run, names in _replays(sink.root)
-                if other_topic == topic and other_run != run_id
-                for name in names
-            }
+            taken_by_others = {name for other, _, names in others if other == topic for name in names}
             files, records, skipped = [], 0, 0
             for path in sink.files(topic):
                 name = os.path.basename(path)
