@@ -651,13 +651,20 @@ class DataContract:
         one that fails again goes back to a DLQ topic as the result is computed (contracts.replay).
 
         `dlq` is a topic of this contract's LocalTopicSink, of which the replay takes the records
-        no other replay took (a rerun with the same `run_id` takes them again), or a DataFrame with
+        no other replay took, for good (a rerun with the same `run_id`, which a topic needs, takes
+        them again: the way to finish a replay that failed), or a DataFrame with
         `key`, `value` and `headers` (`LocalTopicSink.read_df`, or a Kafka DLQ topic read with
         includeHeaders), replayed whole. `apply` is "write" for WRITE-side records (JSON values),
         "read" for those `read` rejected (JSON values; `writer_version=` as `read` was given it),
         or "deserialize" for read-side ones (wire-format frames; `options` go to `deserialize`).
-        `run_id` (default: a new one) names the DLQ output as in `write`; each part of the replay
-        appends `-<n>` to it."""
+        `run_id` (default for a DataFrame: a new one) names the DLQ output as in `write`; each part
+        of the replay appends `-<n>` to it."""
+        if isinstance(dlq, str) and run_id is None:
+            raise ContractError(
+                f"replaying topic {dlq!r} needs a run_id: the records the replay takes are its own, and"
+                " a replay that fails is finished by a rerun with the same run_id",
+                subject=self.subject,
+            )
         run_id = run_id or uuid.uuid4().hex
         check_replay(self, apply, run_id, options)
         if isinstance(dlq, str):

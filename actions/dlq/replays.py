@@ -29,12 +29,13 @@ _LOCK = ".lock"
 
 @dataclass(frozen=True)
 class Taken:
-    """What a replay took of a topic: the record files it reads, how many records they hold, and
-    how many records of the topic other replays took before it."""
+    """What a replay took of a topic: the record files it reads, how many records they hold, how
+    many records of the topic other replays took before it, and those replays' run ids."""
 
     files: list[str]
     records: int
     skipped: int
+    skipped_for: tuple[str, ...]
 
 
 def take(sink: LocalTopicSink, topic: str, run_id: str) -> Taken:
@@ -54,12 +55,13 @@ def take(sink: LocalTopicSink, topic: str, run_id: str) -> Taken:
                         f" rerunning {run_id!r} would replay them twice: replay with a new run id",
                         topic=topic,
                     )
-            taken_by_others = {name for other, _, names in others if other == topic for name in names}
-            files, records, skipped = [], 0, 0
+            taken_by_others = {name: run for other, run, names in others if other == topic for name in names}
+            files, records, skipped, skipped_for = [], 0, 0, set()
             for path in sink.files(topic):
                 name = os.path.basename(path)
                 if name in taken_by_others:
                     skipped += _records_in(path)
+                    skipped_for.add(taken_by_others[name])
                 elif not written_by(name, run_id):
                     files.append(path)
                     records += _records_in(path)
@@ -67,7 +69,7 @@ def take(sink: LocalTopicSink, topic: str, run_id: str) -> Taken:
             replace_durably(os.path.join(directory, run_id), json.dumps(record))
     except OSError as e:
         raise DlqError(f"cannot record replay {run_id!r} of {topic!r}: {e}", topic=topic) from e
-    return Taken(files, records, skipped)
+    return Taken(files, records, skipped, tuple(sorted(skipped_for)))
 
 
 def taken(sink: LocalTopicSink, topic: str) -> set[str]:

@@ -155,7 +155,6 @@ def _replay(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, e
     if args.writer_version is not None and args.apply != "read":
         raise UsageError("--writer-version goes with --apply read")
     sink = LocalTopicSink(args.dlq_dir)
-    existing(sink, args.topic)
     contract = DataContract(
         open_registry(args.registry),
         args.subject,
@@ -166,12 +165,15 @@ def _replay(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, e
         rule_config=rule_config,
         protobuf_message=args.protobuf_message,
     )
+    existing(sink, args.topic)
     options = {} if args.writer_version is None else {"writer_version": args.writer_version}
     run_id = args.run_id or uuid.uuid4().hex
     taken = replays.take(sink, args.topic, run_id)
-    skipped = f"; skipped {taken.skipped} an earlier replay took" if taken.skipped else ""
+    runs = ", ".join(taken.skipped_for)
+    skipped = f"; skipped {taken.skipped} that replay {runs} took" if taken.skipped else ""
     if not taken.records:
-        out.write(f"nothing to replay in {args.topic} (run {run_id}){skipped}\n")
+        out.write(f"nothing to replay in {args.topic} (run {run_id}){skipped}")
+        out.write(": rerun it with its --run-id if it failed\n" if taken.skipped else "\n")
         return 0
     session = args.new_session() if spark is None else spark
     label = f"replay of {args.topic} through {args.subject} version {contract.version} (run {run_id})"

@@ -160,7 +160,7 @@ def test_a_replay_rerun_with_its_run_id_converges_and_the_next_takes_only_what_i
     status, out, err = cli(*argv, "--output", str(tmp_path / "again"), "--run-id", "fix2", spark=spark)
     assert status == 0, err
     # "c" skips `named` now and fails `adult` (16) again: sent back once, "bob" not replayed again.
-    assert out.splitlines()[0] == "replayed 1 records of minors (run fix2); skipped 2 an earlier replay took"
+    assert out.splitlines()[0] == "replayed 1 records of minors (run fix2); skipped 2 that replay fix1 took"
     assert sink.count("minors") == 4
 
     status, out, err = cli(*argv, "--output", str(output), "--run-id", "fix1", spark=spark)

@@ -218,7 +218,7 @@ def test_records_read_rejected_replay_through_read(spark: Any, tmp_path: Path) -
     rows = spark.createDataFrame([(1, 1.0, "EUR"), (2, 2.0, "XXX")], contract.spark_schema)
     assert [row.id for row in contract.read(rows).collect()] == [1]
     # Its value is the record as JSON; replayed through `read`, it skips notTest.
-    replayed = contract.replay("read-dlq", apply="read", writer_version=1, spark=spark)
+    replayed = contract.replay("read-dlq", apply="read", writer_version=1, run_id="fix", spark=spark)
     assert [(row.id, row.currency) for row in replayed.collect()] == [(2, "XXX")]
 
 
@@ -234,21 +234,23 @@ def test_a_wire_format_record_replayed_as_json_fails_the_job_saying_what_to_do(
     )
     assert contract.deserialize(frames).count() == 0
     with pytest.raises(Exception, match=r"holds no JSON record.*apply='deserialize'"):
-        contract.replay("read-dlq", spark=spark).collect()
+        contract.replay("read-dlq", run_id="as-json", spark=spark).collect()
 
 
 def test_replay_refuses_bad_arguments(spark: Any, tmp_path: Path) -> None:
     registry = LocalRegistry()
     _register(registry, POSITIVE)
     contract = DataContract(registry, SUBJECT, dlq_sink=LocalTopicSink(tmp_path / "dlq"))
+    with pytest.raises(ContractError, match="replaying topic 'payments-dlq' needs a run_id"):
+        contract.replay("payments-dlq", spark=spark)
     with pytest.raises(ContractError, match="apply must be one of write, read, deserialize"):
-        contract.replay("payments-dlq", apply="decode", spark=spark)
+        contract.replay("payments-dlq", apply="decode", run_id="r", spark=spark)
     with pytest.raises(ContractError, match="read takes only writer_version, got on_decode_error"):
-        contract.replay("payments-dlq", apply="read", on_decode_error="DLQ", spark=spark)
+        contract.replay("payments-dlq", apply="read", run_id="r", on_decode_error="DLQ", spark=spark)
     with pytest.raises(ContractError, match="1-96 ASCII letters"):
         contract.replay("payments-dlq", run_id="x" * 97, spark=spark)
     with pytest.raises(ContractError, match="write takes no options, got on_decode_error"):
-        contract.replay("payments-dlq", spark=spark, on_decode_error="DLQ")
+        contract.replay("payments-dlq", run_id="r", spark=spark, on_decode_error="DLQ")
     assert not (tmp_path / "dlq").exists()  # refused before the replay took anything
 
 
