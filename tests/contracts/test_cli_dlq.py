@@ -217,9 +217,16 @@ def test_dlq_errors_are_one_line_and_exit_1_naming_the_topics_there(tmp_path: Pa
         status == 1
         and err == f"spark-contracts dlq: DlqError: no DLQ directory {tmp_path}/nowhere (--dlq-dir)\n"
     )
-    argv = ["dlq", "replay", "order-dlq", "--registry", str(tmp_path), "--subject", "s", "--output", "o"]
-    status, _, err = cli(*argv, "--dlq-dir", str(tmp_path))
+    _version(tmp_path / "contracts", 1, 18)
+    argv = ["dlq", "replay", "order-dlq", "--registry", str(tmp_path / "contracts"), "--output", "o"]
+    status, _, err = cli(*argv, "--subject", SUBJECT, "--dlq-dir", str(tmp_path))
     assert status == 1 and err.startswith("spark-contracts dlq: DlqError: no topic 'order-dlq'")
+    status, _, err = cli(*argv, "--subject", "nobody", "--dlq-dir", str(tmp_path))  # the contract first
+    assert (
+        status == 1
+        and err
+        == "spark-contracts dlq: RegistryError: Subject 'nobody' not found. (status 404, error_code 40401)\n"
+    )
     status, _, err = cli("--debug", "dlq", "show", "order-dlq", "--dlq-dir", str(tmp_path))
     assert status == 1 and "Traceback (most recent call last)" in err and "DlqError" in err.splitlines()[-1]
 
