@@ -12,35 +12,32 @@ from typing import Any
 import pytest
 from hypothesis import settings
 from hypothesis_profiles import chosen_profile
+from spark_settings import LOAD_TOLERANT_CONFS
 
 from tools.jars import spark_jars_setting
 
 settings.load_profile(chosen_profile())
 
-LOAD_TOLERANT_CONFS = {
-    # The handshake of every Python process that connects back to the JVM (UDF and Arrow workers,
-    # a Connect server's foreachBatch runner, the driver's data sockets): 15 s by default, which a
-    # busy 2-core machine running several suites can exceed. Workers read it as
-    # SPARK_AUTH_SOCKET_TIMEOUT. Static: set before the JVM (or the local Connect server) starts.
-    "spark.python.authenticate.socketTimeout": "120s",
-    # Executor heartbeats, RPC asks and shuffle fetches wait on this (120 s by default); stalls of a
-    # loaded machine stay below it, but the heartbeat must stay well inside it.
-    "spark.network.timeout": "300s",
-    "spark.executor.heartbeatInterval": "20s",
-}
-"""Spark settings that keep a loaded machine from failing a test by luck (the foreachBatch runner's
-fixed 10 s connect-back on Spark Connect is retried instead: tests/query_start.py)."""
 
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that uses the `spark` fixture, so the Connect pass can select them, and
-    every test that uses the Kafka broker (tests/kafka/conftest.py) `kafka`."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that uses the `spark` fixture, so the Connect pass can select them, every
+    test that uses the Kafka broker (tests/kafka/conftest.py) `kafka`, and every test on the
+    local-cluster session (tests/cluster/conftest.py) `cluster`: those run only when chosen
+    (`-m cluster`), in a process of their own, as no other session may exist beside theirs."""
+    chosen = "cluster" in config.option.markexpr and "not cluster" not in config.option.markexpr
+    alone = pytest.mark.skip(
+        reason="the local-cluster tests run in a process of their own: pytest -m cluster"
+    )
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         if "spark" in fixtures:
             item.add_marker(pytest.mark.spark)
         if "kafka_broker" in fixtures:
             item.add_marker(pytest.mark.kafka)
+        if "cluster" in fixtures:
+            item.add_marker(pytest.mark.cluster)
+            if not chosen:
+                item.add_marker(alone)
 
 
 @pytest.fixture(scope="session")

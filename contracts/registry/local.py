@@ -325,6 +325,7 @@ class LocalRegistry:
         self._lock = threading.RLock()
         self._held = False
         self._state = _State()
+        self._copy = False
         self._signature: tuple[Any, ...] | None = None  # None: never read
         self._deks = LocalDekStore(self._path, self.exclusive)
         if self._path is not None:
@@ -339,6 +340,12 @@ class LocalRegistry:
         """The registry's directory; None when it lives in memory."""
         return self._path
 
+    @property
+    def is_copy(self) -> bool:
+        """Whether this is an unpickled copy of a registry in memory (what a Spark task gets), which
+        holds nothing the original registers or creates after it was taken."""
+        return self._copy
+
     def __repr__(self) -> str:
         return f"LocalRegistry({str(self._path) if self._path else None!r})"
 
@@ -351,6 +358,7 @@ class LocalRegistry:
         self._lock = threading.RLock()
         self._held = False
         self._state = state["state"] or _State()
+        self._copy = state["state"] is not None
         self._signature = None
         self._deks = state["deks"]
         self._deks.bind(self.exclusive)
@@ -886,6 +894,23 @@ class LocalRegistry:
             raise ContractError(
                 error.reason, subject=subject, version=entry.version, position="schema"
             ) from error
+
+
+def copy_note(registry: object, schema_id: int | None = None) -> str:
+    """Why `registry` may lack what it was asked for, when it is a task's copy of a LocalRegistry
+    in memory (docs/semantics.md §1.3): for a schema id, only one newer than any the copy holds
+    (ids are never reused, so an older one is missing everywhere); else nothing."""
+    if not isinstance(registry, LocalRegistry) or not registry.is_copy:
+        return ""
+    if schema_id is not None and schema_id <= registry._state.max_id:
+        return ""
+    return f" ({COPY_NOTE})"
+
+
+COPY_NOTE = (
+    "the registry is a LocalRegistry in memory, which reaches each Spark task as a copy taken when the"
+    " DataFrame was built, without what was registered or created since: give it a directory to share it"
+)
 
 
 def _validate_config(config: Mapping[str, Any]) -> None:
