@@ -1,10 +1,12 @@
-"""The tests' streaming start: retried only when the query's Python worker did not connect back."""
+"""What keeps the suite from failing by luck on a loaded machine: the streaming start retried only
+when the query's Python worker did not connect back, no per-example deadline for property tests."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from hypothesis import settings
 from query_start import start
 
 
@@ -40,3 +42,8 @@ def test_other_failures_and_a_fifth_timeout_are_raised(monkeypatch: pytest.Monke
     with pytest.raises(RuntimeError, match="connect back"):
         start(stuck)
     assert len(stuck.calls) == 5
+
+
+@pytest.mark.parametrize("profile", ["ci", "dev", "fuzz"])
+def test_no_hypothesis_profile_fails_a_slow_example(profile: str) -> None:
+    assert settings.get_profile(profile).deadline is None
