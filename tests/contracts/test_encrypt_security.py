@@ -251,6 +251,7 @@ def test_write_side_dlq_records_redact_the_encrypted_fields(spark: Any, tmp_path
     assert json.loads(kept.value or b"")["ssn"] == PLAINTEXT
 
 
+@pytest.mark.one_pass
 @pytest.mark.parametrize("corrupt", ["keks", "deks"])
 def test_a_key_file_that_cannot_be_read_fails_each_record_and_the_contract_loads(
     spark: Any, tmp_path: Path, written: Any, corrupt: str
@@ -296,6 +297,7 @@ def _with_erring_checks(action: str = "DLQ") -> dict[str, Any]:
     return payload
 
 
+@pytest.mark.one_pass
 def test_reasons_of_rules_that_saw_plaintext_redact_the_encrypted_values(spark: Any, tmp_path: Path) -> None:
     """A CEL evaluation error quotes the value it could not convert: in a WRITE rule before
     encryption and a READ rule after decryption that is the plaintext SSN, which the DLQ record's
@@ -322,6 +324,7 @@ def test_reasons_of_rules_that_saw_plaintext_redact_the_encrypted_values(spark: 
     assert "<REDACTED>" in reason and PLAINTEXT not in reason
 
 
+@pytest.mark.one_pass
 def test_an_error_action_of_a_rule_that_saw_plaintext_fails_without_it(spark: Any, tmp_path: Path) -> None:
     registry = LocalRegistry()
     registry.register_schema(SUBJECT, Schema.from_dict(_with_erring_checks("ERROR")))

@@ -392,6 +392,7 @@ def test_random_schemas_records_and_mutations_decode_alike_on_both_paths(
     assert result["jvm"][2]
 
 
+@pytest.mark.one_pass
 @pytest.mark.parametrize(
     ("pattern", "text", "jvm"),
     [

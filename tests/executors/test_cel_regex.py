@@ -352,6 +352,7 @@ def _checked(spark: Any, tmp_path: Path, patterns: list[str], texts: list[tuple[
     return contract.explain("WRITE").splitlines()[1:], kept, reasons
 
 
+@pytest.mark.one_pass
 def test_patterns_java_backtracked_on_for_minutes_finish_with_re2s_answers(
     spark: Any, tmp_path: Path
 ) -> None:
@@ -387,6 +388,7 @@ DIFFERING: list[tuple[str, list[str]]] = [
 ]
 
 
+@pytest.mark.one_pass
 def test_where_re2_and_java_differ_every_rule_answers_as_re2(spark: Any, tmp_path: Path) -> None:
     texts = [(kind, text) for kind, (_, examples) in enumerate(DIFFERING) for text in examples]
     explained, kept, reasons = _checked(spark, tmp_path, [case[0] for case in DIFFERING], texts)
