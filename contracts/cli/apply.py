@@ -233,10 +233,12 @@ def _dry_run(contract: DataContract, job: ApplyJob, spark: SparkSession, out: Te
     shown = DEFAULT_SAMPLE if job.sample is None else job.sample
     label = f"dry run of the {job.mode} rules of {job.subject} version {contract.version} on {job.input}"
     with Progress(label, err, spark):
-        # The first action goes over every row: an observed plan's counts come from it.
+        # The first action goes over every row: an observed plan's counts come from it. A global
+        # count, never a grouping: when a grouping's input is empty (no row rejected), Spark's
+        # adaptive execution drops the finished stage below it and, with it, the observed counts.
+        valid = result.valid.count()
         per_topic = result.rejected.groupBy(status.getField("topic").alias("topic")).count().collect()
         by_topic = {row["topic"]: row["count"] for row in per_topic}
-        valid = result.valid.count()
         record = F.to_json(F.struct(*(F.col(f"`{name}`") for name in df.columns)))
         sample = (
             result.rejected.select(

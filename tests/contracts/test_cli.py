@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_run import Ran, cli, write_version
 from encrypt_oracle import KMS_PARAMS, encrypt_rule
 from registry_server import RegistryServer, running_registry
 
 import contracts
 from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, RegistryError, Schema
-from contracts.cli.main import run
 from contracts.cli.progress import Progress
 from contracts.formats.wire import encode_frame
 
@@ -67,28 +67,6 @@ RULES = [
         "params": {"dlq.topic": "bad-emails"},
     },
 ]
-
-
-@dataclass(frozen=True)
-class Ran:
-    """One CLI run: its exit status and what it printed."""
-
-    status: int
-    out: str
-    err: str
-
-
-def cli(*argv: str, spark: Any = None) -> Ran:
-    out, err = io.StringIO(), io.StringIO()
-    status = run(list(argv), spark=spark, stdout=out, stderr=err)
-    return Ran(status, out.getvalue(), err.getvalue())
-
-
-def write_version(root: Path, subject: str, version: int, payload: Any) -> Path:
-    path = root / subject / f"{version}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(payload if isinstance(payload, str) else json.dumps(payload))
-    return path
 
 
 def contract_payload(rules: list[dict[str, Any]], schema: dict[str, Any] = USER) -> dict[str, Any]:
