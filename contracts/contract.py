@@ -6,6 +6,7 @@ import copy
 import dataclasses
 import os
 import uuid
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -25,7 +26,7 @@ from contracts.engine.payload import PayloadRules
 from contracts.engine.reasons import NativeReasons, with_exact_reasons
 from contracts.engine.routing import DlqLayout, Router, route_rejected
 from contracts.engine.serde import WriterVersion
-from contracts.errors import ContractError, RegistryError
+from contracts.errors import ContractError, ContractWarning, RegistryError
 from contracts.formats.wire import SchemaRef, encode_prefix, schema_id_header
 from contracts.metrics import CollectMetrics, RuleMetrics, metrics_of, new_metrics, with_metrics
 from contracts.model import RegisteredSchema, RuleMode
@@ -236,6 +237,10 @@ class DataContract:
         self._plans = {mode: self._compiler.plan(mode) for mode in (RuleMode.WRITE, RuleMode.READ)}
         self._encoding = self._compiler.payload(self.target, RuleMode.WRITE)
         self._redaction = _redaction(self.target, self._compiler.rule_config)
+        for plan in (*self._plans.values(), self._encoding.plan):
+            for rule in plan.rules:
+                if rule.step is None:
+                    warnings.warn(rule.unhandled(), ContractWarning, stacklevel=2)
 
     @property
     def spark_schema(self) -> StructType:

@@ -7,6 +7,11 @@ class DataContractError(Exception):
     """Root of every error raised by spark-data-contracts."""
 
 
+class ContractWarning(UserWarning):
+    """A contract that loads but will not do what it seems to: e.g. a rule no executor handles,
+    which fails every record (docs/semantics.md §2.1)."""
+
+
 class ContractError(DataContractError):
     """A contract that cannot run: bad JSON, an unknown kind/mode/type, a bad expression.
 

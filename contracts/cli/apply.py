@@ -144,7 +144,7 @@ def run_apply(job: ApplyJob, spark: SparkSession, out: TextIO, err: TextIO) -> i
     contract = _contract(job, registry, job.subject, sink)
     unhandled = unhandled_rules(contract, job)
     for rule in unhandled:
-        err.write(f"spark-contracts apply: warning: {describe_unhandled(rule)}\n")
+        err.write(f"spark-contracts apply: warning: {rule.unhandled()}\n")
     if unhandled and not job.allow_unknown_rule_types:
         err.write(
             "spark-contracts apply: error: not run, as no record could pass; fix the rule type or"
@@ -286,17 +286,6 @@ def unhandled_rules(contract: DataContract, job: ApplyJob) -> list[PlannedRule]:
     if job.format in WIRE_FORMATS:
         plans += [plan for writer in contract._compiler.writers().values() for plan in writer.migrations]
     return [rule for plan in plans for rule in plan.rules if rule.step is None]
-
-
-def describe_unhandled(rule: PlannedRule) -> str:
-    """One line naming the rule without executor and what it will do to every record."""
-    ctx = rule.ctx
-    failure = rule.on_failure.name + (f" -> {rule.on_failure.topic}" if rule.on_failure.topic else "")
-    return (
-        f"subject={ctx.subject} version={ctx.version} rule={rule.rule.name} type={rule.rule.type}:"
-        f" no executor handles this rule type, so in {ctx.mode.value} it fails every record"
-        f" (on failure: {failure}) and the rules after it are skipped"
-    )
 
 
 def read_input(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from contracts.errors import RegistryError
 from contracts.registry import LocalRegistry, Registry, SchemaRegistryClient
 
@@ -17,10 +15,8 @@ def open_registry(spec: str, *, must_exist: bool = True) -> Registry:
     """The registry `spec` names. Credentials go in the URL (`https://key:secret@host`), as the
     client accepts them; a directory must already exist unless `must_exist` is False, so a typo
     does not silently create an empty registry."""
-    if not is_url(spec) and must_exist and not Path(spec).is_dir():
-        raise RegistryError(f"registry directory {spec!r} does not exist")
     try:
-        return SchemaRegistryClient(spec) if is_url(spec) else LocalRegistry(spec)
+        return SchemaRegistryClient(spec) if is_url(spec) else LocalRegistry(spec, create=not must_exist)
     except ValueError as e:
         # A URL the client refuses ('http://'), a directory LocalRegistry cannot read: the
         # client's message names what is wrong and leaves any credential out.

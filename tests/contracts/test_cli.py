@@ -388,7 +388,7 @@ def test_pull_writes_subjects_named_like_paths_inside_the_directory(
 ) -> None:
     from contracts import Schema
 
-    registry = server.registry if source == "http" else LocalRegistry(tmp_path / "source")
+    registry = server.registry if source == "http" else LocalRegistry(tmp_path / "source", create=True)
     subjects = ["..", ".", "../x", ".events-value", "a/b", "config.json", "versions"]
     ids = {}
     for n, subject in enumerate(subjects):

@@ -427,6 +427,25 @@ def test_rules_run_in_python_are_observed_during_the_first_action(
     assert (counts.passed, counts.failed) == (1, 2)
 
 
+@pytest.mark.parametrize("runs", ["native", "python"])
+def test_counts_asked_before_any_action_are_counted_on_demand_for_native_and_python_rules(
+    sink: LocalTopicSink, users: Any, runs: str
+) -> None:
+    """One behaviour wherever a rule runs: `get()` before an action answers, delivering nothing;
+    afterwards (an action observed them, or a grouping of no rows lost them) it answers the same."""
+    rules = [rule("positiveAge", "message.age > 0", onFailure="DLQ", params={"dlq.topic": "age"})]
+    executors = {"positiveAge": PythonOnly(CelExecutor())} if runs == "python" else None
+    contract = make_contract(sink, rules, executors=executors)
+    written = contract.write(users)
+    counts = metrics_of(written).get(timeout=0.1)["positiveAge"]  # type: ignore[union-attr]
+    assert (counts.passed, counts.failed) == (1, 2) and sink.count("age") == 0
+    assert ids(written) == [1] and sink.count("age") == 2
+
+    result = contract.apply(users.where("age > 0"))  # no row rejected
+    assert result.rejected.groupBy("name").count().collect() == []
+    assert result.metrics is not None and result.metrics.get()["positiveAge"].passed == 1
+
+
 def test_counts_as_a_dataframe_a_pandas_frame_and_a_table(
     sink: LocalTopicSink, users: Any, spark: Any, capsys: Any
 ) -> None:

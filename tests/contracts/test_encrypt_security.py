@@ -69,7 +69,7 @@ def _explained(df: Any) -> str:
 @pytest.fixture
 def written(spark: Any, tmp_path: Path) -> tuple[LocalRegistry, DataContract, list[bytes]]:
     """A directory registry, the contract on it, and three records it encrypted."""
-    registry = LocalRegistry(tmp_path / "registry")
+    registry = LocalRegistry(tmp_path / "registry", create=True)
     registry.register_schema(SUBJECT, Schema.from_dict(_payload()))
     contract = DataContract(
         registry, SUBJECT, rule_config={"secret": SECRET}, dlq_sink=LocalTopicSink(tmp_path / "dlq")
