@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from contracts.errors import ContractError
 
 if TYPE_CHECKING:
@@ -50,6 +52,21 @@ def failure_field() -> StructField:
     from pyspark.sql.types import StringType, StructField
 
     return StructField(FAILURE, StringType(), True)
+
+
+def failed_batch(batch: pa.RecordBatch, output: pa.Schema, failure: str) -> pa.RecordBatch:
+    """`batch` as a pass's `output` with every row marked to fail the job with `failure` (for
+    `raise_failures`): an error a Python pass met on the batch fails the job natively, as one line
+    (docs/semantics.md §9.9), not as a Python worker's traceback. The pass's own columns are null."""
+    columns = []
+    for field in output:
+        if field.name == FAILURE:
+            columns.append(pa.array([failure] * batch.num_rows, type=field.type))
+        elif field.name in batch.schema.names:
+            columns.append(batch.column(field.name))
+        else:
+            columns.append(pa.nulls(batch.num_rows, type=field.type))
+    return pa.RecordBatch.from_arrays(columns, schema=output)
 
 
 def raise_failures(staged: DataFrame) -> DataFrame:

@@ -503,11 +503,52 @@ def test_a_transform_result_without_a_nullable_field_writes_null(sink: LocalTopi
     assert {row["id"]: row["email"] for row in valid.collect()} == {1: None, 2: None, 3: None}
 
 
-def test_a_transform_result_not_fitting_the_schema_fails_the_job(sink: LocalTopicSink, users: Any) -> None:
+def test_a_transform_result_not_fitting_the_schema_fails_the_job_in_one_line_as_a_native_failure(
+    sink: LocalTopicSink, users: Any
+) -> None:
+    """Raised in a Python worker, it fails the job as a native failure does: Spark's own exception
+    whose first line says what and why, not a worker's traceback (docs/semantics.md §9.9)."""
     stringly = "{'id': message.id, 'name': message.name, 'age': string(message.age)}"
     rules = [rule("stringly", stringly, kind="TRANSFORM", onFailure="DLQ", params={"dlq.topic": "t"})]
-    with pytest.raises(Exception, match=r"result of TRANSFORM rule 'stringly'.*does not match the schema"):
-        make_contract(sink, rules).write(users).collect()
+    contract = make_contract(sink, rules)
+    assert "(python)" in contract.explain()
+    expected = (
+        "SparkRuntimeException",
+        "[USER_RAISED_EXCEPTION] SerializationError: the result of TRANSFORM rule 'stringly' (WRITE)"
+        " does not match the schema of subject 'users-value' version 1: com.acme.User.age is <30> of"
+        " type <class 'str'> expected int SQLSTATE: P0001",
+    )
+    assert failure(contract.write(users.where("id = 1")))[:2] == expected
+    assert failure(contract.apply(users.where("id = 1")).valid)[:2] == expected
+
+
+@dataclass(frozen=True)
+class Untyped:
+    """A batch executor claiming its results keep the schema, which they do not: the pass cannot
+    write them back."""
+
+    type = "UNTYPED"
+
+    def compile(self, ctx: Any) -> Any:
+        from executors.protocol import BatchStep
+
+        return BatchStep(factory=_untyped_evaluator, keeps_schema=True)
+
+
+def _untyped_evaluator() -> Any:
+    from executors.protocol import Outcome
+
+    return lambda records: [Outcome(True, {**record, "age": "old"}) for record in records]
+
+
+def test_an_engine_error_raised_for_a_whole_batch_in_python_fails_the_job_in_one_line(
+    sink: LocalTopicSink, users: Any
+) -> None:
+    rules = [rule("untyped", "", kind="TRANSFORM", type="UNTYPED")]
+    name, first, _ = failure(make_contract(sink, rules, executors=[Untyped()]).write(users))
+    assert name == "SparkRuntimeException"
+    assert first.startswith("[USER_RAISED_EXCEPTION] SerializationError: records do not match")
+    assert "Could not convert 'old'" in first
 
 
 def test_read_runs_rules_in_reverse_order(sink: LocalTopicSink, users: Any) -> None:
