@@ -26,6 +26,7 @@ from contracts.engine.payload import PayloadRules
 from contracts.engine.reasons import NativeReasons, with_exact_reasons
 from contracts.engine.routing import DlqLayout, Router, route_rejected
 from contracts.engine.serde import WriterVersion
+from contracts.engine.workers import check_workers
 from contracts.errors import ContractError, ContractWarning, RegistryError
 from contracts.formats.wire import SchemaRef, encode_prefix, schema_id_header
 from contracts.metrics import CollectMetrics, RuleMetrics, metrics_of, new_metrics, with_metrics
@@ -306,6 +307,7 @@ class DataContract:
     def apply(self, df: DataFrame, mode: str | RuleMode = RuleMode.WRITE) -> RuleResult:
         """Run the rules of `mode` lazily: nothing executes until an action on the result."""
         plan = self.plan(mode)
+        check_workers(df.sparkSession)
         metrics, gatherer = self._metrics(plan, df, runs_on_input=True)
         staged = runner.stage(plan, df, gatherer)
         valid = _output(plan, staged.filter(_status().isNull()), _valid_columns(df, plan), gatherer)
@@ -325,6 +327,7 @@ class DataContract:
         (README, "Dead-letter sinks").
         """
         plan = self.plan(RuleMode.WRITE)
+        check_workers(df.sparkSession)
         return self._enforced(plan, df, self._start_run(df, run_id), _valid_columns(df, plan))
 
     def read(
@@ -336,6 +339,7 @@ class DataContract:
         from pyspark.sql import functions as F
 
         plan = self.plan(RuleMode.READ)
+        check_workers(df.sparkSession)
         if writer_version is None or writer_version == self.version:
             return self._enforced(plan, df, self._start_run(df, run_id), _valid_columns(df, plan))
         writer = self._compiler.writer(self.registry.get_version(self.subject, writer_version))
@@ -397,6 +401,7 @@ class DataContract:
         if decode_dlq_topic is not None:
             checked_topic(decode_dlq_topic, "decode_dlq_topic", subject=self.subject, version=self.version)
         refuse_reserved_columns(df, self.subject, self.version)
+        check_workers(df.sparkSession)
         df = serde.tombstone_filter(df, value_col, tombstones)
         is_key = value_col == "key" if is_key is None else is_key
         policy = serde.DecodePolicy(on_decode_error, decode_dlq_topic)
@@ -518,6 +523,7 @@ class DataContract:
         Confluent's producer does; a row they reject goes to its DLQ and goes no further
         (`metrics_of(result, key=True)` gives its counts; its DLQ output is named `<run_id>-key`).
         The key's schema is named as `schema_id_serializer` says (a `__key_schema_id` header)."""
+        check_workers(df.sparkSession)
         if key is None:
             return self._encode(df, run_id, schema_id_serializer, is_key)
         key_column = keys.key_column_of(df, key_col, key.subject, key.version)
