@@ -19,8 +19,9 @@ from actions.protocol import Action, ActionContext, ActionPlan, Effect
 from contracts import keys
 from contracts.codes import VERSION_NOT_FOUND
 from contracts.engine import jvm_avro, jvm_json, python_pass, runner, serde
+from contracts.engine.conform import conformed
 from contracts.engine.counts import Gatherer
-from contracts.engine.frame import ORIGINAL, RECORD, STATUS, refuse_reserved_columns
+from contracts.engine.frame import ORIGINAL, RECORD, STATUS, WARNINGS, refuse_reserved_columns
 from contracts.engine.native_migration import NativeMigration, native_migration
 from contracts.engine.payload import PayloadRules
 from contracts.engine.reasons import NativeReasons, with_exact_reasons
@@ -198,6 +199,8 @@ class DataContract:
     `protobuf_message` chooses a Protobuf contract's record by its message's full name
     (`acme.Refund`, a nested `acme.Outer.Inner`) in every version, where the schema declares
     several, as Confluent's clients are given the message class; by default the file's first.
+    `warnings_column=True` adds `_contract_warnings` to the valid rows of `apply`, `write`, `read`
+    and `deserialize`: the names of the rules the row failed whose action let it go on (NONE).
     """
 
     def __init__(
@@ -212,6 +215,7 @@ class DataContract:
         collect_metrics: CollectMetrics = True,
         rule_config: Mapping[str, str] | None = None,
         protobuf_message: str | None = None,
+        warnings_column: bool = False,
     ) -> None:
         if collect_metrics not in (True, False, "observe"):
             raise ContractError(
@@ -219,6 +223,7 @@ class DataContract:
             )
         self.registry = registry
         self.collect_metrics = collect_metrics
+        self.warnings_column = warnings_column
         self.subject = subject
         registered = loader.resolve(registry, subject, version, use_latest_with_metadata)
         self.target = loader.load_version(registry, registered, protobuf_message)
@@ -267,6 +272,13 @@ class DataContract:
             self._dlq_sink = LocalTopicSink(os.path.abspath(DEFAULT_DLQ_DIR))
         return self._dlq_sink
 
+    def conform(self, df: DataFrame) -> DataFrame:
+        """`df` with the record's columns cast and reordered to `spark_schema` where no value
+        changes (int to long or double, a wider decimal, struct fields by name, a missing nullable
+        field as null), its other columns after them; a ContractError naming the column, both types
+        and why, for one that cannot be (contracts.engine.conform)."""
+        return conformed(df, self.spark_schema, self.subject, self.version)
+
     def plan(self, mode: str | RuleMode = RuleMode.WRITE) -> Plan:
         """The compiled plan for WRITE or READ; `print(contract.plan("WRITE"))` explains it."""
         return self._plans[_mode(mode)]
@@ -309,8 +321,9 @@ class DataContract:
         plan = self.plan(mode)
         check_workers(df.sparkSession)
         metrics, gatherer = self._metrics(plan, df, runs_on_input=True)
-        staged = runner.stage(plan, df, gatherer)
-        valid = _output(plan, staged.filter(_status().isNull()), _valid_columns(df, plan), gatherer)
+        warn = self._warnings_for(df)
+        staged = runner.stage(plan, df, gatherer, keep_outcomes=warn)
+        valid = _output(plan, staged.filter(_status().isNull()), _valid_columns(df, plan), gatherer, warn)
         rejected = with_exact_reasons(staged.filter(_status().isNotNull()), plan)
         return RuleResult(
             valid=with_metrics(valid, metrics),
@@ -328,7 +341,8 @@ class DataContract:
         """
         plan = self.plan(RuleMode.WRITE)
         check_workers(df.sparkSession)
-        return self._enforced(plan, df, self._start_run(df, run_id), _valid_columns(df, plan))
+        columns = _valid_columns(df, plan)
+        return self._enforced(plan, df, self._start_run(df, run_id), columns, warn=self._warnings_for(df))
 
     def read(
         self, df: DataFrame, writer_version: int | None = None, *, run_id: str | None = None
@@ -340,8 +354,9 @@ class DataContract:
 
         plan = self.plan(RuleMode.READ)
         check_workers(df.sparkSession)
+        warn = self._warnings_for(df)
         if writer_version is None or writer_version == self.version:
-            return self._enforced(plan, df, self._start_run(df, run_id), _valid_columns(df, plan))
+            return self._enforced(plan, df, self._start_run(df, run_id), _valid_columns(df, plan), warn=warn)
         writer = self._compiler.writer(self.registry.get_version(self.subject, writer_version))
         if writer.failure is not None:
             raise ContractError(writer.failure, subject=self.subject, version=self.version)
@@ -357,13 +372,13 @@ class DataContract:
         else:
             migrated = serde.migrate_decoded(packed, writer, self.target)
         metrics, gatherer = self._metrics(plan, df, runs_on_input=False)
-        staged = runner.run(plan, migrated, gatherer)
+        staged = runner.run(plan, migrated, gatherer, keep_outcomes=warn)
         layout = DlqLayout(record_column=ORIGINAL, schema=writer.schema, schema_format=self.target.format)
         reasons = _migration_reasons({ORIGINAL: native})
         run = self._start_run(df, run_id)
         routed = self._route(staged, layout, plan, run, migrations=writer.migrations, reasons=reasons)
         columns = _record_then_passthrough(df, writer_plan.spark_type, self.spark_schema)
-        return with_metrics(_output(plan, routed, columns, gatherer), metrics)
+        return with_metrics(_output(plan, routed, columns, gatherer, warn), metrics)
 
     def deserialize(
         self,
@@ -433,6 +448,7 @@ class DataContract:
         bytes of `dlq_value` (default: `value_col`)."""
         from pyspark.sql import functions as F
 
+        warn = self._warnings_for(df)
         versions = self._compiler.versions()
         writers = self._compiler.writers(versions)
         natives = self._natives(writers.values(), df)
@@ -488,14 +504,14 @@ class DataContract:
             decoded = native.apply(decoded, column, unreadable, otherwise=F.col(RECORD))
         metrics, gatherer = self._metrics(plan, df, runs_on_input=False)
         staged = serde.release_tombstones(
-            runner.run(plan, decoded, gatherer, leading_ran=leading is not None)
+            runner.run(plan, decoded, gatherer, leading_ran=leading is not None, keep_outcomes=warn)
         )
         reasons = _migration_reasons({serde.writer_column(v): native for v, native in natives.items()})
         migrations = natives.values()
         routed = self._route(staged, layout, plan, run, migrations, reasons, route_always=unreadable_dlq)
         passthrough = [name for name in df.columns if name != value_col]
         columns = _record_then_passthrough_names(passthrough, self.spark_schema)
-        return with_metrics(_output(plan, routed, columns, gatherer), metrics)
+        return with_metrics(_output(plan, routed, columns, gatherer, warn), metrics)
 
     def serialize(
         self,
@@ -726,18 +742,37 @@ class DataContract:
         return _Run(sink.begin_run(run_id), run_id)
 
     def _enforced(
-        self, plan: Plan, df: DataFrame, run: _Run, columns: list[Column], absent: str | None = None
+        self,
+        plan: Plan,
+        df: DataFrame,
+        run: _Run,
+        columns: list[Column],
+        absent: str | None = None,
+        warn: bool = False,
     ) -> DataFrame:
-        """`plan` run on `df` with its rejected rows routed, as `columns`, answering `metrics_of`;
-        rows where column `absent` is true hold no record and skip every rule."""
+        """`plan` run on `df` with its rejected rows routed, as `columns` (and, with `warn`, the
+        `_contract_warnings` column), answering `metrics_of`; rows where column `absent` is true
+        hold no record and skip every rule."""
         metrics, gatherer = self._metrics(plan, df, runs_on_input=absent is None)
         if absent is None:
-            staged = runner.stage(plan, df, gatherer)
+            staged = runner.stage(plan, df, gatherer, keep_outcomes=warn)
         else:
             packed = serde.without_record(runner.pack(plan, df), absent, self.subject, self.version)
-            staged = serde.release_tombstones(runner.run(plan, packed, gatherer))
+            staged = serde.release_tombstones(runner.run(plan, packed, gatherer, keep_outcomes=warn))
         routed = self._route(staged, self._json_layout(df, plan), plan, run)
-        return with_metrics(_output(plan, routed, columns, gatherer), metrics)
+        return with_metrics(_output(plan, routed, columns, gatherer, warn), metrics)
+
+    def _warnings_for(self, df: DataFrame) -> bool:
+        """Whether this call adds `_contract_warnings` (the contract's `warnings_column`); a
+        ContractError when `df` holds that column already (a valid output applied again)."""
+        if self.warnings_column and WARNINGS in df.columns:
+            raise ContractError(
+                f"the DataFrame already has column {WARNINGS!r}, which the contract adds to its valid"
+                f" rows; drop it first: df.drop({WARNINGS!r})",
+                subject=self.subject,
+                version=self.version,
+            )
+        return self.warnings_column
 
     def _metrics(
         self, plan: Plan, df: DataFrame, runs_on_input: bool
@@ -811,11 +846,16 @@ def _mode(mode: str | RuleMode) -> RuleMode:
     return chosen
 
 
-def _output(plan: Plan, frame: DataFrame, columns: list[Column], gatherer: Gatherer | None) -> DataFrame:
-    """`frame` as `columns`, observed with the per-rule counts when the plan counts them on its
-    output (runner.counts_at_output): its outcome columns carried to the top and dropped there."""
+def _output(
+    plan: Plan, frame: DataFrame, columns: list[Column], gatherer: Gatherer | None, warn: bool = False
+) -> DataFrame:
+    """`frame` as `columns` (with `warn`, then `_contract_warnings` from its outcome columns),
+    observed with the per-rule counts when the plan counts them on its output
+    (runner.counts_at_output): its outcome columns carried to the top and dropped there."""
     from pyspark.sql import functions as F
 
+    if warn:
+        columns = [*columns, runner.warnings_column(plan).alias(WARNINGS)]
     if gatherer is None or not runner.counts_at_output(plan, gatherer):
         return frame.select(*columns)
     carried = frame.select(*columns, *(F.col(name) for name in runner.outcome_columns(plan)))

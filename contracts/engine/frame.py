@@ -25,6 +25,8 @@ OUTCOME_PREFIX = "__contract_outcome_"
 FIELD_PREFIX = "__contract_field_"
 FAILURE = "__contract_failure"
 """A Python pass's column: the message the job fails with, on a row whose ERROR action fired there."""
+WARNINGS = "_contract_warnings"
+"""With `warnings_column`, a valid row's rules that failed with an action that let it go on (NONE)."""
 PARTITION = "__contract_partition"
 """The input partition of each row going into a routing pass: it names the pass's DLQ writer, as one
 task may compute several input partitions (a `coalesce` after the contract)."""
@@ -123,7 +125,8 @@ def check_record_columns(df: DataFrame, record_type: StructType, subject: str, v
         if present[expected.name].simpleString() != expected.dataType.simpleString():
             raise ContractError(
                 f"column {expected.name!r} is {present[expected.name].simpleString()} but the schema"
-                f" says {expected.dataType.simpleString()}",
+                f" says {expected.dataType.simpleString()} (DataContract.conform(df) casts what can be"
+                " cast without loss)",
                 subject=subject,
                 version=version,
                 position=expected.name,

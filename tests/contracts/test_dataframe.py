@@ -1412,3 +1412,82 @@ def test_a_copy_action_with_a_bad_topic_fails_at_load(sink: LocalTopicSink) -> N
     rules = [rule("positiveAge", "message.age > 0", onFailure="AUDIT")]
     with pytest.raises(ContractError, match=r"actions\.AUDIT\.topic"):
         make_contract(sink, rules, actions=[CopyToAudit(topic="no spaces")])
+
+
+@pytest.mark.parametrize("runs", ["native", "python"])
+def test_warnings_column_names_the_none_rules_each_valid_row_failed(
+    sink: LocalTopicSink, users: Any, runs: str
+) -> None:
+    rules = [
+        rule("hasEmail", "has(message.email) && message.email != null", onFailure="NONE"),
+        rule("named", "message.name != ''", onFailure="NONE"),
+        rule("notBob", "message.name != 'bob'", onFailure="DLQ", params={"dlq.topic": "bobs"}),
+    ]
+    executors = {"named": PythonOnly(CelExecutor())} if runs == "python" else None
+    contract = make_contract(sink, rules, executors=executors, warnings_column=True)
+
+    result = contract.apply(users)
+    written = contract.write(users)
+
+    expected = {1: [], 3: ["named"]}
+    assert {row["id"]: row["_contract_warnings"] for row in result.valid.collect()} == expected
+    assert {row["id"]: row["_contract_warnings"] for row in written.collect()} == expected
+    assert "_contract_warnings" not in result.rejected.columns
+    assert "_contract_warnings" not in make_contract(sink, rules).apply(users).valid.columns
+    with pytest.raises(ContractError, match="already has column '_contract_warnings'"):
+        contract.apply(result.valid)
+
+
+def test_conform_casts_and_reorders_what_widens_and_names_what_does_not(
+    sink: LocalTopicSink, spark: Any
+) -> None:
+    contract = make_contract(sink, [])
+    df = spark.createDataFrame([("t", 20, 1, "ann")], "topic string, age smallint, id int, name string")
+
+    conformed = contract.conform(df)
+
+    assert conformed.columns == ["id", "name", "email", "age", "topic"]
+    assert [f.dataType.simpleString() for f in conformed.schema.fields] == [
+        "bigint",
+        "string",
+        "string",
+        "int",
+        "string",
+    ]
+    assert [tuple(row) for row in contract.write(conformed).collect()] == [(1, "ann", None, 20, "t")]
+    stringly = spark.createDataFrame([(1, "ann", "20")], "id long, name string, age string")
+    with pytest.raises(ContractError, match="column 'age' is string but the schema says int") as refused:
+        contract.conform(stringly)
+    assert refused.value.position == "age"
+
+
+def test_conform_matches_nested_fields_by_name_inside_arrays_and_maps(spark: Any) -> None:
+    item = {
+        "type": "record",
+        "name": "Item",
+        "fields": [{"name": "qty", "type": "long"}, {"name": "sku", "type": "string"}],
+    }
+    order = {
+        "type": "record",
+        "name": "Order",
+        "fields": [
+            {"name": "items", "type": {"type": "array", "items": item}},
+            {"name": "prices", "type": {"type": "map", "values": "double"}},
+        ],
+    }
+    registry = LocalRegistry()
+    registry.register_schema("orders-value", Schema(json.dumps(order)))
+    contract = DataContract(registry, "orders-value")
+    df = spark.createDataFrame(
+        [([("a", 2)], {"a": 1.5})], "items array<struct<sku:string,qty:int>>, prices map<string,float>"
+    )
+
+    conformed = contract.conform(df)
+
+    assert conformed.schema.simpleString() == contract.spark_schema.simpleString()
+    assert conformed.collect()[0]["items"][0].asDict() == {"qty": 2, "sku": "a"}
+    extra = spark.createDataFrame([([("a", 2, "x")],)], "items array<struct<sku:string,qty:int,note:string>>")
+    with pytest.raises(
+        ContractError, match=r"column 'items\[\]' has field\(s\) note the schema's struct lacks"
+    ):
+        contract.conform(extra)
