@@ -59,12 +59,13 @@ def failure_field() -> StructField:
 def failed_batch(batch: pa.RecordBatch, output: pa.Schema, failure: str) -> pa.RecordBatch:
     """`batch` as a pass's `output` with every row marked to fail the job with `failure` (for
     `raise_failures`): an error a Python pass met on the batch fails the job natively, as one line
-    (docs/semantics.md §9.9), not as a Python worker's traceback. The pass's own columns are null."""
+    (docs/semantics.md §9.9), not as a Python worker's traceback. The columns the pass adds or
+    changes the type of (a migrated record) are null."""
     columns = []
     for field in output:
         if field.name == FAILURE:
             columns.append(pa.array([failure] * batch.num_rows, type=field.type))
-        elif field.name in batch.schema.names:
+        elif field.name in batch.schema.names and batch.schema.field(field.name).type == field.type:
             columns.append(batch.column(field.name))
         else:
             columns.append(pa.nulls(batch.num_rows, type=field.type))
