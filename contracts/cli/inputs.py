@@ -74,12 +74,18 @@ def is_local(path: str) -> bool:
     return not _SCHEME.match(path)
 
 
+def local_absolute(path: str) -> str:
+    """A local `path` made absolute against this process's working directory, which a session the
+    command was given (a notebook's, a Spark Connect server) need not share; a URI as it is."""
+    return os.path.abspath(path) if is_local(path) else path
+
+
 def literal(path: str) -> str:
-    """`path` as Spark must be given it to read that very file or directory: a local path that
-    exists has Hadoop's glob characters escaped; any other path (a glob, a URI) is left as it is."""
+    """`path` as Spark must be given it to read that very file or directory: a local path absolute,
+    with Hadoop's glob characters escaped when it exists; a glob or a URI as it is otherwise."""
     if is_local(path) and _GLOB.search(path) and os.path.exists(path):
-        return _GLOB.sub(lambda match: "\\" + match.group(0), path)
-    return path
+        return _GLOB.sub(lambda match: "\\" + match.group(0), os.path.abspath(path))
+    return local_absolute(path)
 
 
 def check_local_input(path: str) -> None:

@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-import os
 import sys
 import traceback
 import warnings
@@ -46,12 +45,13 @@ from contracts import __version__
 from contracts.cli.apply import DEFAULT_SAMPLE, OUTPUT_MODES, ApplyJob, RejectLimit, prepare_apply, run_apply
 from contracts.cli.dlq import add_dlq_command
 from contracts.cli.errors import UsageError, is_user_error, one_line
-from contracts.cli.inputs import FORMATS
+from contracts.cli.inputs import FORMATS, local_absolute
 from contracts.cli.lint import lint_directory, lint_registry
 from contracts.cli.message import add_protobuf_message_argument
 from contracts.cli.plugins import add_plugin_arguments, load_plugins
 from contracts.cli.registry import add_registry_auth_arguments, open_registry, registry_auth
 from contracts.cli.rule_config import add_rule_config_arguments, load_rule_config
+from contracts.cli.session import PANDAS_WARNING, new_session
 from contracts.cli.sync import pull, push
 from contracts.contract import DEFAULT_DLQ_DIR
 from contracts.errors import ContractWarning, RegistryError
@@ -64,9 +64,7 @@ _USAGE_ERROR = 2
 
 def main(argv: list[str] | None = None) -> int:
     """The console script: run one subcommand and return its exit status."""
-    # PySpark 4 warns that pandas 3 is not fully supported; this project only uses Arrow paths,
-    # where it works (README), so a command's output is not cluttered with it.
-    warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
+    warnings.filterwarnings("ignore", PANDAS_WARNING, FutureWarning)
     return run(argv)
 
 
@@ -88,6 +86,8 @@ def run(
             args = parser.parse_args(argv)
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else _USAGE_ERROR
+    if isinstance(getattr(args, "output", None), str):
+        args.output = local_absolute(args.output)  # where the given session (or ours) writes it
     try:
         with _logging(args.debug, err), warnings.catch_warnings():
             # A rule type no executor handles is the commands' own to report: `apply` names it and
@@ -195,7 +195,7 @@ def _apply(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, er
     if prepared is None:
         return 1
     own = spark is None
-    session = _session() if spark is None else spark
+    session = new_session() if spark is None else spark
     try:
         return run_apply(prepared, session, out, err)
     finally:
@@ -231,50 +231,6 @@ def _push(args: argparse.Namespace, spark: Any, out: TextIO, err: TextIO) -> int
 def _pull(args: argparse.Namespace, spark: Any, out: TextIO, err: TextIO) -> int:
     registry = open_registry(args.registry, auth=registry_auth(args))
     return pull(registry, Path(args.directory), args.subject or None, out)
-
-
-def _session() -> SparkSession:
-    """A session for the CLI: Spark Connect when SPARK_REMOTE is set, else SPARK_MASTER (local[2]).
-
-    Spark's own output is off unless SPARK_LOG_LEVEL says otherwise: the CLI prints the progress,
-    the summary and the first line of a failure itself.
-    """
-    from pyspark.sql import SparkSession
-
-    # Local Python workers must run this interpreter, the one with the project installed.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder.appName("spark-contracts")
-    if os.environ.get("SPARK_REMOTE"):
-        builder = builder.remote(os.environ["SPARK_REMOTE"])
-    else:
-        builder = builder.master(os.environ.get("SPARK_MASTER", "local[2]"))
-        # Static settings: a Connect session cannot set them (it warns); its server's are its own.
-        builder = builder.config("spark.ui.showConsoleProgress", "false")
-        builder = builder.config("spark.log.level", os.environ.get("SPARK_LOG_LEVEL", "OFF"))
-    if os.environ.get("SPARK_LOG_LEVEL"):
-        return builder.getOrCreate()
-    with _spark_output_discarded():
-        return builder.getOrCreate()
-
-
-@contextlib.contextmanager
-def _spark_output_discarded() -> Iterator[None]:
-    """This process's stderr (fd 2) on /dev/null while Spark starts: the JVM it starts keeps it,
-    and so do the Python workers that JVM starts, so Spark's start-up lines and its workers' noise
-    (a daemon's BrokenPipeError when a job fails) stay off the command's stderr, which is the
-    command's own again once the session exists."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # PySpark's own warnings while it starts
-            yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -432,5 +388,5 @@ def _parser() -> argparse.ArgumentParser:
     pull_.add_argument("--subject", action="append", help="a subject to export (repeatable; default: all)")
     pull_.set_defaults(handler=_pull)
 
-    add_dlq_command(commands, [common], _session)
+    add_dlq_command(commands, [common], new_session)
     return parser

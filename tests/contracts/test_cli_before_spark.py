@@ -26,7 +26,7 @@ def no_session(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse() -> Any:
         raise AssertionError("a Spark session was started")
 
-    monkeypatch.setattr(importlib.import_module("contracts.cli.main"), "_session", refuse)
+    monkeypatch.setattr(importlib.import_module("contracts.cli.main"), "new_session", refuse)
 
 
 @pytest.fixture
