@@ -35,14 +35,13 @@ from contracts.cli.inputs import (
 )
 from contracts.cli.progress import Progress
 from contracts.cli.registry import Credentials, open_registry
-from contracts.contract import DataContract
 from contracts.errors import ContractError
-from contracts.metrics import counts_table, metrics_of
-from contracts.planning.plan import PlannedRule
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from contracts.contract import DataContract
+    from contracts.planning.plan import PlannedRule
     from contracts.registry import Registry
 
 OUTPUT_MODES = ("error", "overwrite", "append")
@@ -248,6 +247,8 @@ def run_apply(prepared: Prepared, spark: SparkSession, out: TextIO, err: TextIO)
 def _contract(job: ApplyJob, registry: Registry, subject: str, sink: LocalTopicSink) -> DataContract:
     """The job's contract on `subject`: its version and message options apply to the job's own
     subject only."""
+    from contracts.contract import DataContract
+
     own = subject == job.subject
     return DataContract(
         registry,
@@ -269,6 +270,8 @@ def _write(prepared: Prepared, output: str, spark: SparkSession, out: TextIO, er
     """The run itself, valid rows to `output`: the Spark job runs once (the valid rows and the DLQ
     in one pass); errors propagate to the caller, after the run id that a rerun replacing this
     run's output needs."""
+    from contracts.metrics import counts_table, metrics_of
+
     job, contract, key, sink = prepared.job, prepared.contract, prepared.key, prepared.sink
     run_id = job.run_id or uuid.uuid4().hex
     # A new run that cannot reject a row has no DLQ output to name, so it leaves the DLQ dir alone.
@@ -329,6 +332,8 @@ def _dry_run(prepared: Prepared, spark: SparkSession, out: TextIO, err: TextIO) 
     with their rule and reason; nothing is written. Unreadable lines fail it, as they fail a run,
     unless they have a DLQ topic: then they are counted there."""
     from pyspark.sql import functions as F
+
+    from contracts.metrics import counts_table
 
     job, contract = prepared.job, prepared.contract
     source = job.source

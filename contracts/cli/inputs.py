@@ -16,13 +16,10 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from actions.dlq.sink import DlqSink
-from contracts.engine.frame import RESERVED_PREFIX, STATUS, status_literal, status_type
-from contracts.engine.routing import DlqLayout, Router, with_partition
-
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
+    from actions.dlq.sink import DlqSink
     from contracts.contract import DataContract
 
 # Record formats hold the record's fields as columns; wire formats hold Confluent frames in `value`.
@@ -41,8 +38,9 @@ more than 20 million by default, which made a valid 64 MiB line read as malforme
 
 _GLOB = re.compile(r"[\[\]{}*?\\]")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-_MALFORMED = RESERVED_PREFIX + "malformed"
-_LINE = RESERVED_PREFIX + "line"
+_MALFORMED = "__contract_malformed"
+_LINE = "__contract_line"
+"""Working columns, under the engine's reserved prefix (contracts.engine.frame.RESERVED_PREFIX)."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +116,9 @@ def readable(rows: DataFrame, source: Source, unreadable: Unreadable) -> DataFra
     """`rows` without their unreadable lines: the run fails on the first, or each goes to the DLQ
     topic as the rows are computed (one pass, no second read of the input)."""
     from pyspark.sql import functions as F
+
+    from contracts.engine.frame import STATUS, status_literal, status_type
+    from contracts.engine.routing import DlqLayout, Router, with_partition
 
     if _MALFORMED not in rows.columns:
         return rows  # JSON lines whose columns were inferred: no line was unreadable

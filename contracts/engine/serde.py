@@ -158,6 +158,7 @@ class Decoder:
     """Writer versions migrated natively after the pass, with their Spark record types (JSON):
     their records leave the pass in their own shape, in `writer_column(version)`."""
     _cache: dict[SchemaRef, WriterVersion] = field(default_factory=dict, compare=False, repr=False)
+    _missing: dict[SchemaRef, SerializationError] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def tombstone_status(self) -> dict[str, Any]:
@@ -181,12 +182,25 @@ class Decoder:
         )
 
     def writer(self, schema: SchemaRef) -> WriterVersion:
-        """The writer version a frame's schema id or GUID names: prefetched, else resolved once."""
+        """The writer version a frame's schema id or GUID names: prefetched, else resolved once; one
+        that cannot be resolved is asked about once per batch (docs/semantics.md §8.2)."""
         schema_id = self.guids.get(str(schema)) if isinstance(schema, uuid.UUID) else schema
         known = (None if schema_id is None else self.writers.get(schema_id)) or self._cache.get(schema)
-        if known is None:
+        if known is not None:
+            return known
+        missing = self._missing.get(schema)
+        if missing is not None:
+            raise SerializationError(str(missing)) from missing.__cause__
+        try:
             known = self._cache[schema] = self.late.resolve(schema)
+        except SerializationError as e:
+            self._missing[schema] = e
+            raise
         return known
+
+    def next_batch(self) -> None:
+        """Forget which ids and GUIDs the last batch could not resolve: a new batch asks again."""
+        self._missing.clear()
 
 
 def writer_column(version: int) -> str:
@@ -337,6 +351,7 @@ def decode_batch(
     """`batch` with the decoded columns `output` adds after its own (writers, RECORD, STATUS,
     FAILURE, and with `leading` rules their outcomes and RULE_STATUS); a null frame is skipped
     (the callers mark tombstones)."""
+    decoder.next_batch()
     frames = batch.column(decoder.value_column).to_pylist()
     id_headers = schema_id_headers(batch, decoder.headers_column, decoder.id_header)
     records: list[Any] = [None] * len(frames)

@@ -16,9 +16,10 @@ from contracts import formats
 from contracts.errors import ContractError, RegistryError
 from contracts.formats.protobuf import ProtobufFormat
 from contracts.formats.protocol import Reference, SchemaFormat
-from contracts.model import RegisteredSchema, Rule, RuleMode, Schema
+from contracts.model import RegisteredSchema, Rule, RuleMode, Schema, SchemaReference
 from contracts.plugins import PluginRegistry
 from contracts.registry import Registry
+from contracts.registry.references import referenced_schemas
 from executors.protocol import Executor, RuleContext, Step, supersedes_rule
 
 if TYPE_CHECKING:
@@ -114,26 +115,24 @@ def _format(schema_type: str, protobuf_message: str | None) -> SchemaFormat:
     return ProtobufFormat(protobuf_message)
 
 
-def _referenced_schemas(
-    registry: Registry, schema: Schema, seen: frozenset[str] = frozenset()
-) -> list[Reference]:
-    """The schemas this schema references, theirs too, dependencies first."""
-    texts: list[Reference] = []
-    for reference in schema.references:
-        key = f"{reference.subject}:{reference.version}"
-        if key in seen:
-            continue
+def _referenced_schemas(registry: Registry, schema: Schema) -> list[Reference]:
+    """The schemas this schema references, theirs too, dependencies first, each (subject, version)
+    fetched once and within the bounds of contracts/registry/references.py (docs/semantics.md §1.1)."""
+
+    def fetch(reference: SchemaReference) -> Schema:
         try:
-            referenced = registry.get_version(reference.subject, reference.version).schema
+            return registry.get_version(reference.subject, reference.version).schema
         except RegistryError as e:
             raise ContractError(
                 f"reference {reference.name!r} to {reference.subject} version {reference.version}"
                 f" cannot be resolved: {e}",
                 position="references",
             ) from e
-        texts.extend(_referenced_schemas(registry, referenced, seen | {key}))
-        texts.append(Reference(reference.name, referenced.schema_str))
-    return texts
+
+    return [
+        Reference(found.reference.name, found.schema.schema_str)
+        for found in referenced_schemas(schema, fetch)
+    ]
 
 
 def rules_for(version: ContractVersion, mode: RuleMode, executors: PluginRegistry[Executor]) -> list[Rule]:

@@ -22,6 +22,7 @@ from contracts.formats.protocol import Records, Reference
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark.sql import Column
     from pyspark.sql.types import StructType
 
 _SHOWN_LENGTH = 200
@@ -108,6 +109,15 @@ class JsonSchemaFormat:
         """Compact UTF-8 JSON, as the reference serializer writes it, once valid."""
         validate(record, parsed)
         return json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+    def read_dlq_value(self, value: Column, parsed: JsonSchema) -> Column:
+        """Natively, by `from_json`: the DLQ value is the record's own JSON document, whose every
+        value (strings, numbers, booleans, objects, arrays; "NaN" and "Infinity" as strings) Spark
+        reads as the field's type. A document that does not fit fails the job (FAILFAST)."""
+        from pyspark.sql import functions as F
+
+        text = value.cast("string")
+        return F.when(text.startswith("{"), F.from_json(text, parsed.struct_type(), {"mode": "FAILFAST"}))
 
     def __repr__(self) -> str:
         return "JsonSchemaFormat()"

@@ -11,6 +11,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from contracts.formats.arrow_text import struct_values
+from contracts.formats.protobuf import dlq_value
 from contracts.formats.protobuf.indexes import read_indexes, write_indexes
 from contracts.formats.protobuf.types import holds_decimal, struct_type
 from contracts.formats.protobuf.values import (
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from google.protobuf.descriptor import Descriptor
     from google.protobuf.message import Message
+    from pyspark.sql import Column
     from pyspark.sql.types import StructType
 
 
@@ -224,6 +226,10 @@ class ProtobufFormat:
         reference serializer writes them."""
         body = to_message(record, parsed.message()).SerializeToString()
         return write_indexes(parsed.message_indexes) + body
+
+    def read_dlq_value(self, value: Column, parsed: ProtoSchema) -> Column:
+        """By protobuf's JSON parser, in an Arrow UDF (contracts.formats.protobuf.dlq_value)."""
+        return dlq_value.read_dlq_value(value, parsed, self, self.spark_type(parsed))
 
     def __repr__(self) -> str:
         return "ProtobufFormat()" if self.message is None else f"ProtobufFormat(message={self.message!r})"
