@@ -6,6 +6,7 @@ import copy
 import dataclasses
 import os
 import uuid
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -19,14 +20,16 @@ from actions.protocol import Action, ActionContext, ActionPlan, Effect
 from contracts import keys
 from contracts.codes import VERSION_NOT_FOUND
 from contracts.engine import jvm_avro, jvm_json, python_pass, runner, serde
+from contracts.engine.conform import conformed
 from contracts.engine.counts import Gatherer
-from contracts.engine.frame import ORIGINAL, RECORD, STATUS, refuse_reserved_columns
+from contracts.engine.frame import ORIGINAL, RECORD, STATUS, WARNINGS, refuse_reserved_columns
 from contracts.engine.native_migration import NativeMigration, native_migration
 from contracts.engine.payload import PayloadRules
 from contracts.engine.reasons import NativeReasons, with_exact_reasons
 from contracts.engine.routing import DlqLayout, Router, route_rejected
 from contracts.engine.serde import WriterVersion
-from contracts.errors import ContractError, RegistryError
+from contracts.engine.workers import check_workers
+from contracts.errors import ContractError, ContractWarning, RegistryError
 from contracts.formats.protocol import SchemaFormat
 from contracts.formats.wire import SchemaRef, encode_prefix, schema_id_header
 from contracts.metrics import CollectMetrics, RuleMetrics, metrics_of, new_metrics, with_metrics
@@ -199,6 +202,8 @@ class DataContract:
     `protobuf_message` chooses a Protobuf contract's record by its message's full name
     (`acme.Refund`, a nested `acme.Outer.Inner`) in every version, where the schema declares
     several, as Confluent's clients are given the message class; by default the file's first.
+    `warnings_column=True` adds `_contract_warnings` to the valid rows of `apply`, `write`, `read`
+    and `deserialize`: the names of the rules the row failed whose action let it go on (NONE).
     """
 
     def __init__(
@@ -213,6 +218,7 @@ class DataContract:
         collect_metrics: CollectMetrics = True,
         rule_config: Mapping[str, str] | None = None,
         protobuf_message: str | None = None,
+        warnings_column: bool = False,
     ) -> None:
         if collect_metrics not in (True, False, "observe"):
             raise ContractError(
@@ -220,6 +226,7 @@ class DataContract:
             )
         self.registry = registry
         self.collect_metrics = collect_metrics
+        self.warnings_column = warnings_column
         self.subject = subject
         registered = loader.resolve(registry, subject, version, use_latest_with_metadata)
         self.target = loader.load_version(registry, registered, protobuf_message)
@@ -239,6 +246,10 @@ class DataContract:
         self._plans = {mode: self._compiler.plan(mode) for mode in (RuleMode.WRITE, RuleMode.READ)}
         self._encoding = self._compiler.payload(self.target, RuleMode.WRITE)
         self._redaction = _redaction(self.target, self._compiler.rule_config)
+        for plan in (*self._plans.values(), self._encoding.plan):
+            for rule in plan.rules:
+                if rule.step is None:
+                    warnings.warn(rule.unhandled(), ContractWarning, stacklevel=2)
 
     @property
     def spark_schema(self) -> StructType:
@@ -274,6 +285,13 @@ class DataContract:
         if self._dlq_sink is None:
             self._dlq_sink = LocalTopicSink(os.path.abspath(DEFAULT_DLQ_DIR))
         return self._dlq_sink
+
+    def conform(self, df: DataFrame) -> DataFrame:
+        """`df` with the record's columns cast and reordered to `spark_schema` where no value
+        changes (int to long or double, a wider decimal, struct fields by name, a missing nullable
+        field as null), its other columns after them; a ContractError naming the column, both types
+        and why, for one that cannot be (contracts.engine.conform)."""
+        return conformed(df, self.spark_schema, self.subject, self.version)
 
     def plan(self, mode: str | RuleMode = RuleMode.WRITE) -> Plan:
         """The compiled plan for WRITE or READ; `print(contract.plan("WRITE"))` explains it."""
@@ -315,9 +333,11 @@ class DataContract:
     def apply(self, df: DataFrame, mode: str | RuleMode = RuleMode.WRITE) -> RuleResult:
         """Run the rules of `mode` lazily: nothing executes until an action on the result."""
         plan = self.plan(mode)
+        check_workers(df.sparkSession)
         metrics, gatherer = self._metrics(plan, df, runs_on_input=True)
-        staged = runner.stage(plan, df, gatherer)
-        valid = _output(plan, staged.filter(_status().isNull()), _valid_columns(df, plan), gatherer)
+        warn = self._warnings_for(df)
+        staged = runner.stage(plan, df, gatherer, keep_outcomes=warn)
+        valid = _output(plan, staged.filter(_status().isNull()), _valid_columns(df, plan), gatherer, warn)
         rejected = with_exact_reasons(staged.filter(_status().isNotNull()), plan)
         return RuleResult(
             valid=with_metrics(valid, metrics),
@@ -334,7 +354,9 @@ class DataContract:
         (README, "Dead-letter sinks").
         """
         plan = self.plan(RuleMode.WRITE)
-        return self._enforced(plan, df, self._start_run(df, run_id), _valid_columns(df, plan))
+        check_workers(df.sparkSession)
+        columns = _valid_columns(df, plan)
+        return self._enforced(plan, df, self._start_run(df, run_id), columns, warn=self._warnings_for(df))
 
     def read(
         self, df: DataFrame, writer_version: int | None = None, *, run_id: str | None = None
@@ -345,8 +367,10 @@ class DataContract:
         from pyspark.sql import functions as F
 
         plan = self.plan(RuleMode.READ)
+        check_workers(df.sparkSession)
+        warn = self._warnings_for(df)
         if writer_version is None or writer_version == self.version:
-            return self._enforced(plan, df, self._start_run(df, run_id), _valid_columns(df, plan))
+            return self._enforced(plan, df, self._start_run(df, run_id), _valid_columns(df, plan), warn=warn)
         writer = self._compiler.writer(self.registry.get_version(self.subject, writer_version))
         if writer.failure is not None:
             raise ContractError(writer.failure, subject=self.subject, version=self.version)
@@ -362,13 +386,13 @@ class DataContract:
         else:
             migrated = serde.migrate_decoded(packed, writer, self.target)
         metrics, gatherer = self._metrics(plan, df, runs_on_input=False)
-        staged = runner.run(plan, migrated, gatherer)
+        staged = runner.run(plan, migrated, gatherer, keep_outcomes=warn)
         layout = DlqLayout(record_column=ORIGINAL, schema=writer.schema, schema_format=self.target.format)
         reasons = _migration_reasons({ORIGINAL: native})
         run = self._start_run(df, run_id)
         routed = self._route(staged, layout, plan, run, migrations=writer.migrations, reasons=reasons)
         columns = _record_then_passthrough(df, writer_plan.spark_type, self.spark_schema)
-        return with_metrics(_output(plan, routed, columns, gatherer), metrics)
+        return with_metrics(_output(plan, routed, columns, gatherer, warn), metrics)
 
     def deserialize(
         self,
@@ -406,6 +430,7 @@ class DataContract:
         if decode_dlq_topic is not None:
             checked_topic(decode_dlq_topic, "decode_dlq_topic", subject=self.subject, version=self.version)
         refuse_reserved_columns(df, self.subject, self.version)
+        check_workers(df.sparkSession)
         df = serde.tombstone_filter(df, value_col, tombstones)
         is_key = value_col == "key" if is_key is None else is_key
         policy = serde.DecodePolicy(on_decode_error, decode_dlq_topic)
@@ -437,6 +462,7 @@ class DataContract:
         bytes of `dlq_value` (default: `value_col`)."""
         from pyspark.sql import functions as F
 
+        warn = self._warnings_for(df)
         versions = self._compiler.versions()
         writers = self._compiler.writers(versions)
         natives = self._natives(writers.values(), df)
@@ -492,14 +518,14 @@ class DataContract:
             decoded = native.apply(decoded, column, unreadable, otherwise=F.col(RECORD))
         metrics, gatherer = self._metrics(plan, df, runs_on_input=False)
         staged = serde.release_tombstones(
-            runner.run(plan, decoded, gatherer, leading_ran=leading is not None)
+            runner.run(plan, decoded, gatherer, leading_ran=leading is not None, keep_outcomes=warn)
         )
         reasons = _migration_reasons({serde.writer_column(v): native for v, native in natives.items()})
         migrations = natives.values()
         routed = self._route(staged, layout, plan, run, migrations, reasons, route_always=unreadable_dlq)
         passthrough = [name for name in df.columns if name != value_col]
         columns = _record_then_passthrough_names(passthrough, self.spark_schema)
-        return with_metrics(_output(plan, routed, columns, gatherer), metrics)
+        return with_metrics(_output(plan, routed, columns, gatherer, warn), metrics)
 
     def serialize(
         self,
@@ -527,6 +553,7 @@ class DataContract:
         Confluent's producer does; a row they reject goes to its DLQ and goes no further
         (`metrics_of(result, key=True)` gives its counts; its DLQ output is named `<run_id>-key`).
         The key's schema is named as `schema_id_serializer` says (a `__key_schema_id` header)."""
+        check_workers(df.sparkSession)
         if key is None:
             return self._encode(df, run_id, schema_id_serializer, is_key)
         key_column = keys.key_column_of(df, key_col, key.subject, key.version)
@@ -746,18 +773,37 @@ class DataContract:
         return _Run(sink.begin_run(run_id), run_id)
 
     def _enforced(
-        self, plan: Plan, df: DataFrame, run: _Run, columns: list[Column], absent: str | None = None
+        self,
+        plan: Plan,
+        df: DataFrame,
+        run: _Run,
+        columns: list[Column],
+        absent: str | None = None,
+        warn: bool = False,
     ) -> DataFrame:
-        """`plan` run on `df` with its rejected rows routed, as `columns`, answering `metrics_of`;
-        rows where column `absent` is true hold no record and skip every rule."""
+        """`plan` run on `df` with its rejected rows routed, as `columns` (and, with `warn`, the
+        `_contract_warnings` column), answering `metrics_of`; rows where column `absent` is true
+        hold no record and skip every rule."""
         metrics, gatherer = self._metrics(plan, df, runs_on_input=absent is None)
         if absent is None:
-            staged = runner.stage(plan, df, gatherer)
+            staged = runner.stage(plan, df, gatherer, keep_outcomes=warn)
         else:
             packed = serde.without_record(runner.pack(plan, df), absent, self.subject, self.version)
-            staged = serde.release_tombstones(runner.run(plan, packed, gatherer))
+            staged = serde.release_tombstones(runner.run(plan, packed, gatherer, keep_outcomes=warn))
         routed = self._route(staged, self._json_layout(df, plan), plan, run)
-        return with_metrics(_output(plan, routed, columns, gatherer), metrics)
+        return with_metrics(_output(plan, routed, columns, gatherer, warn), metrics)
+
+    def _warnings_for(self, df: DataFrame) -> bool:
+        """Whether this call adds `_contract_warnings` (the contract's `warnings_column`); a
+        ContractError when `df` holds that column already (a valid output applied again)."""
+        if self.warnings_column and WARNINGS in df.columns:
+            raise ContractError(
+                f"the DataFrame already has column {WARNINGS!r}, which the contract adds to its valid"
+                f" rows; drop it first: df.drop({WARNINGS!r})",
+                subject=self.subject,
+                version=self.version,
+            )
+        return self.warnings_column
 
     def _metrics(
         self, plan: Plan, df: DataFrame, runs_on_input: bool
@@ -831,11 +877,16 @@ def _mode(mode: str | RuleMode) -> RuleMode:
     return chosen
 
 
-def _output(plan: Plan, frame: DataFrame, columns: list[Column], gatherer: Gatherer | None) -> DataFrame:
-    """`frame` as `columns`, observed with the per-rule counts when the plan counts them on its
-    output (runner.counts_at_output): its outcome columns carried to the top and dropped there."""
+def _output(
+    plan: Plan, frame: DataFrame, columns: list[Column], gatherer: Gatherer | None, warn: bool = False
+) -> DataFrame:
+    """`frame` as `columns` (with `warn`, then `_contract_warnings` from its outcome columns),
+    observed with the per-rule counts when the plan counts them on its output
+    (runner.counts_at_output): its outcome columns carried to the top and dropped there."""
     from pyspark.sql import functions as F
 
+    if warn:
+        columns = [*columns, runner.warnings_column(plan).alias(WARNINGS)]
     if gatherer is None or not runner.counts_at_output(plan, gatherer):
         return frame.select(*columns)
     carried = frame.select(*columns, *(F.col(name) for name in runner.outcome_columns(plan)))

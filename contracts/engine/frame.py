@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from contracts.errors import ContractError
 
 if TYPE_CHECKING:
@@ -23,6 +25,8 @@ OUTCOME_PREFIX = "__contract_outcome_"
 FIELD_PREFIX = "__contract_field_"
 FAILURE = "__contract_failure"
 """A Python pass's column: the message the job fails with, on a row whose ERROR action fired there."""
+WARNINGS = "_contract_warnings"
+"""With `warnings_column`, a valid row's rules that failed with an action that let it go on (NONE)."""
 PARTITION = "__contract_partition"
 """The input partition of each row going into a routing pass: it names the pass's DLQ writer, as one
 task may compute several input partitions (a `coalesce` after the contract)."""
@@ -50,6 +54,22 @@ def failure_field() -> StructField:
     from pyspark.sql.types import StringType, StructField
 
     return StructField(FAILURE, StringType(), True)
+
+
+def failed_batch(batch: pa.RecordBatch, output: pa.Schema, failure: str) -> pa.RecordBatch:
+    """`batch` as a pass's `output` with every row marked to fail the job with `failure` (for
+    `raise_failures`): an error a Python pass met on the batch fails the job natively, as one line
+    (docs/semantics.md §9.9), not as a Python worker's traceback. The columns the pass adds or
+    changes the type of (a migrated record) are null."""
+    columns = []
+    for field in output:
+        if field.name == FAILURE:
+            columns.append(pa.array([failure] * batch.num_rows, type=field.type))
+        elif field.name in batch.schema.names and batch.schema.field(field.name).type == field.type:
+            columns.append(batch.column(field.name))
+        else:
+            columns.append(pa.nulls(batch.num_rows, type=field.type))
+    return pa.RecordBatch.from_arrays(columns, schema=output)
 
 
 def raise_failures(staged: DataFrame) -> DataFrame:
@@ -106,7 +126,8 @@ def check_record_columns(df: DataFrame, record_type: StructType, subject: str, v
         if present[expected.name].simpleString() != expected.dataType.simpleString():
             raise ContractError(
                 f"column {expected.name!r} is {present[expected.name].simpleString()} but the schema"
-                f" says {expected.dataType.simpleString()}",
+                f" says {expected.dataType.simpleString()} (DataContract.conform(df) casts what can be"
+                " cast without loss)",
                 subject=subject,
                 version=version,
                 position=expected.name,

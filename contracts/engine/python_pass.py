@@ -18,9 +18,17 @@ import pyarrow as pa
 
 from actions.protocol import ActionContext, ActionPlan, Effect
 from contracts.bounded import BoundedCache
-from contracts.engine.frame import FAILURE, OUTCOME_PREFIX, RECORD, STATUS, failure_field, raise_failures
+from contracts.engine.frame import (
+    FAILURE,
+    OUTCOME_PREFIX,
+    RECORD,
+    STATUS,
+    failed_batch,
+    failure_field,
+    raise_failures,
+)
 from contracts.engine.gc_pause import gc_paused
-from contracts.errors import ContractError, SerializationError
+from contracts.errors import ContractError, DataContractError, SerializationError, in_one_line
 from contracts.formats import avro
 from contracts.model import RuleKind
 from contracts.planning.plan import Plan, PlannedRule
@@ -62,8 +70,15 @@ class _BatchPass:
         output = StructType.fromJson(json.loads(self.output_json))
         arrow_schema = avro.arrow_schema(output)
         for batch in batches:
-            with gc_paused():
-                ruled = _RowsInFlight(self, batch).run(arrow_schema)
+            try:
+                with gc_paused():
+                    ruled = _RowsInFlight(self, batch).run(arrow_schema)
+            except DataContractError as error:
+                if not batch.num_rows:
+                    raise
+                # The job fails on these rows natively, with the one line a native failure has
+                # (raise_failures), not with a Python worker's traceback (docs/semantics.md §9.9).
+                ruled = failed_batch(batch, arrow_schema, in_one_line(error))
             yield ruled
 
 
@@ -224,7 +239,11 @@ def run_rule(
     changed = False
     for i, result in zip(active, results, strict=True):
         if validate_against is not None:
-            result = _conforming(rule, result, validate_against)
+            try:
+                result = _conforming(rule, result, validate_against)
+            except SerializationError as error:
+                failures[i] = in_one_line(error)  # fails the job natively, cause included
+                continue
         outcome[i] = result.passed
         if result.passed and rule.rule.kind is RuleKind.TRANSFORM:
             records[i] = result.record

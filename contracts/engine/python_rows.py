@@ -27,13 +27,14 @@ from contracts.engine.frame import (
     PARTITION,
     RECORD,
     STATUS,
+    failed_batch,
     failure_field,
     raise_failures,
     status_literal,
     status_type,
 )
 from contracts.engine.routing import Router
-from contracts.errors import SerializationError
+from contracts.errors import DataContractError, SerializationError, in_one_line
 from contracts.formats import avro
 
 if TYPE_CHECKING:
@@ -140,9 +141,18 @@ class PythonRows:
 
     def _decoded(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """`batch` (the given rows) with the decoder's columns added: suspects are judged, the
-        other rows decoded, each rejected row given its status."""
-        decoder = self.decoder
+        other rows decoded, each rejected row given its status; an error met on the way marks
+        every row to fail the job with it, natively, as one line."""
         output = pa.schema([*batch.schema, *self._added])
+        try:
+            return self._judged_and_decoded(batch, output)
+        except DataContractError as error:
+            if not batch.num_rows:
+                raise
+            return failed_batch(batch, output, in_one_line(error))
+
+    def _judged_and_decoded(self, batch: pa.RecordBatch, output: pa.Schema) -> pa.RecordBatch:
+        decoder = self.decoder
         suspect = pc.fill_null(batch.column(SUSPECT), False)
         if not pc.any(suspect).as_py():
             return serde.decode_batch(decoder, batch, output)

@@ -32,6 +32,7 @@ from contracts.engine.frame import (
     PARTITION,
     RECORD,
     STATUS,
+    failed_batch,
     failure_field,
     raise_failures,
     status_literal,
@@ -42,7 +43,7 @@ from contracts.engine.native_migration import NativeMigration
 from contracts.engine.payload import PayloadRefused, PayloadRules, split_clear
 from contracts.engine.python_pass import LeadingRules
 from contracts.engine.routing import Router, with_partition
-from contracts.errors import RegistryError, SerializationError
+from contracts.errors import DataContractError, RegistryError, SerializationError, in_one_line
 from contracts.formats import avro
 from contracts.formats.arrow_text import printable, text_values
 from contracts.formats.protocol import SchemaFormat
@@ -326,8 +327,13 @@ class _DecodePass:
             yield batch.select(self.output_names)
 
     def _decoded(self, batch: pa.RecordBatch, decoded: pa.Schema) -> pa.RecordBatch:
-        with gc_paused():
-            return decode_batch(self.decoder, batch, decoded, self.leading)
+        try:
+            with gc_paused():
+                return decode_batch(self.decoder, batch, decoded, self.leading)
+        except DataContractError as error:
+            if not batch.num_rows:
+                raise
+            return failed_batch(batch, decoded, in_one_line(error))  # fails the job as one line
 
 
 def _mark_tombstones(batch: pa.RecordBatch, value_column: str, tombstone: pa.Scalar) -> pa.RecordBatch:
@@ -645,38 +651,47 @@ class _MigratePass:
         output = avro.arrow_schema(StructType.fromJson(json.loads(self.output_json)))
         rows_before = 0
         for batch in batches:
-            read = self.writer.schema_format.read_struct(batch.column(RECORD), self.writer.schema)
-            records = read.records
-            statuses: list[dict[str, Any] | None] = batch.column(STATUS).to_pylist()
-            failures: list[str | None] = [None] * batch.num_rows
-            made_by = migrate.migrate(self.writer.migrations, records, statuses, failures, read.unreadable)
-            _refuse_unread(batch, rows_before, read.unreadable, statuses, failures, "migrated")
+            try:
+                yield self._migrated(batch, output, rows_before)
+            except DataContractError as error:
+                if not batch.num_rows:
+                    raise
+                yield failed_batch(batch, output, in_one_line(error))  # fails the job as one line
             rows_before += batch.num_rows
-            projected: list[Any] = [None] * batch.num_rows
-            for i, (record, status) in enumerate(zip(records, statuses, strict=True)):
-                if status is not None or failures[i] is not None:
-                    continue
-                try:
-                    projected[i] = migrate.project(
-                        record, self.target_schema, self.writer.schema_format, made_by[i]
-                    )
-                except SerializationError as e:
-                    failures[i] = str(e)  # the job fails with why, as a native migration fails it
-            target_type = output.field(RECORD).type
-            record_column = self.writer.schema_format.to_struct(projected, self.target_schema, target_type)
-            columns = [
-                record_column
-                if f.name == RECORD
-                else batch.column(RECORD)
-                if f.name == ORIGINAL
-                else pa.array(statuses, type=f.type)
-                if f.name == STATUS
-                else pa.array(failures, type=f.type)
-                if f.name == FAILURE
-                else batch.column(f.name)
-                for f in output
-            ]
-            yield pa.RecordBatch.from_arrays(columns, schema=output)
+
+    def _migrated(self, batch: pa.RecordBatch, output: pa.Schema, rows_before: int) -> pa.RecordBatch:
+        """The batch's records migrated and projected onto the target, with their statuses and failures."""
+        read = self.writer.schema_format.read_struct(batch.column(RECORD), self.writer.schema)
+        records = read.records
+        statuses: list[dict[str, Any] | None] = batch.column(STATUS).to_pylist()
+        failures: list[str | None] = [None] * batch.num_rows
+        made_by = migrate.migrate(self.writer.migrations, records, statuses, failures, read.unreadable)
+        _refuse_unread(batch, rows_before, read.unreadable, statuses, failures, "migrated")
+        projected: list[Any] = [None] * batch.num_rows
+        for i, (record, status) in enumerate(zip(records, statuses, strict=True)):
+            if status is not None or failures[i] is not None:
+                continue
+            try:
+                projected[i] = migrate.project(
+                    record, self.target_schema, self.writer.schema_format, made_by[i]
+                )
+            except SerializationError as e:
+                failures[i] = str(e)  # the job fails with why, as a native migration fails it
+        target_type = output.field(RECORD).type
+        record_column = self.writer.schema_format.to_struct(projected, self.target_schema, target_type)
+        columns = [
+            record_column
+            if f.name == RECORD
+            else batch.column(RECORD)
+            if f.name == ORIGINAL
+            else pa.array(statuses, type=f.type)
+            if f.name == STATUS
+            else pa.array(failures, type=f.type)
+            if f.name == FAILURE
+            else batch.column(f.name)
+            for f in output
+        ]
+        return pa.RecordBatch.from_arrays(columns, schema=output)
 
 
 def _refuse_unread(

@@ -59,6 +59,17 @@ class PlannedRule:
     def missing_executor_reason(self) -> str:
         return f"Could not find rule executor of type {self.rule.type}"
 
+    def unhandled(self) -> str:
+        """One line naming this rule, which no executor handles, and what it does to every record
+        (docs/semantics.md §2.1)."""
+        ctx = self.ctx
+        failure = self.on_failure.name + (f" -> {self.on_failure.topic}" if self.on_failure.topic else "")
+        return (
+            f"subject={ctx.subject} version={ctx.version} rule={self.rule.name} type={self.rule.type}:"
+            f" no executor handles this rule type, so in {ctx.mode.value} it fails every record"
+            f" (on failure: {failure}) and the rules after it are skipped"
+        )
+
     def failure_reason(self) -> str:
         """The reason a native failure reports (Python steps carry their own evaluation error)."""
         if self.step is None:

@@ -313,14 +313,23 @@ def _parse_version(version: int | str) -> int | None:
     raise _invalid_version(version)
 
 
+def _check_creatable(given: str | os.PathLike[str], path: Path, create: bool) -> None:
+    """RegistryError unless `path`, not a directory, may be created: `create` and nothing else there."""
+    if path.exists():
+        raise RegistryError(f"registry directory {str(given)!r} is not a directory")
+    if not create:
+        raise RegistryError(f"registry directory {str(given)!r} does not exist")
+
+
 class LocalRegistry:
     """A Schema Registry in a directory of JSON files (or in memory when `path` is None).
 
     A relative `path` is resolved once, here: Spark workers (on Spark Connect, on another machine's
-    working directory) get the absolute one.
+    working directory) get the absolute one. The directory must exist unless `create` is True, so
+    a mistyped path is an error rather than an empty registry.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, create: bool = False) -> None:
         self._path = None if path is None else Path(path).resolve()
         self._lock = threading.RLock()
         self._held = False
@@ -329,10 +338,12 @@ class LocalRegistry:
         self._signature: tuple[Any, ...] | None = None  # None: never read
         self._deks = LocalDekStore(self._path, self.exclusive)
         if self._path is not None:
-            try:
-                self._path.mkdir(parents=True, exist_ok=True)
-            except OSError as error:
-                raise storage_error(self._path, error, "create") from error
+            if not self._path.is_dir():
+                _check_creatable(path, self._path, create)
+                try:
+                    self._path.mkdir(parents=True, exist_ok=True)
+                except OSError as error:
+                    raise storage_error(self._path, error, "create") from error
             self._refresh()
 
     @property

@@ -270,7 +270,10 @@ def _wrapping(
         except KmsError as e:
             failures.append(str(e))
         except Exception as e:  # a KMS's own failure (wrong KEK: an authentication tag mismatch)
-            failures.append(f"{type(e).__name__}: {e}" if str(e) else type(e).__name__)
+            failure = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+            if type(e).__name__ == "InvalidTag":
+                failure += " (wrong KMS secret or KEK?)"
+            failures.append(failure)
     raise EncryptionKeyError(
         f"could not {doing} a DEK with KEK {kek.name!r} ({kek.kms_type}): {'; '.join(failures)}"
     )

@@ -56,7 +56,7 @@ def people(count: int, first: int = 0) -> list[tuple[Any, ...]]:
 
 @pytest.fixture
 def directory(tmp_path: Path) -> LocalRegistry:
-    return LocalRegistry(tmp_path / "registry")
+    return LocalRegistry(tmp_path / "registry", create=True)
 
 
 def test_tasks_run_in_two_executors_with_their_own_working_directories(cluster: Any) -> None:

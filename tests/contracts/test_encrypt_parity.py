@@ -157,7 +157,7 @@ def test_a_plan_reused_after_its_dek_expires_encrypts_with_a_new_version(spark: 
     from executors.encrypt import EncryptExecutor
 
     payload = contract_payload(SCHEMA, _params("AES256_GCM", **{"encrypt.dek.expiry.days": "1"}))
-    registry = LocalRegistry(tmp_path / "registry")
+    registry = LocalRegistry(tmp_path / "registry", create=True)
     # A DEK is judged at every batch (a 1 ms cache), so the runs need not be 5 minutes apart.
     contract = _contract(payload, registry, executors=[EncryptExecutor(dek_cache_ttl_s=0.001)])
     # No orderBy: a second run would reuse the first one's shuffle output instead of encrypting again.

@@ -89,7 +89,7 @@ class CountingRegistry:
 
 
 def test_unknown_ids_in_a_registry_directory_are_read_once_per_batch(spark: Any, tmp_path: Path) -> None:
-    directory = LocalRegistry(tmp_path / "registry")
+    directory = LocalRegistry(tmp_path / "registry", create=True)
     own, foreign = register(directory)
     log = tmp_path / "lookups.log"
     log.touch()

@@ -82,7 +82,7 @@ def test_a_streaming_query_over_several_micro_batches_accounts_for_every_record(
 @pytest.fixture
 def served_registry(tmp_path: Path) -> Iterator[tuple[LocalRegistry, str, Topics]]:
     topics = Topics(fresh_topic("payments-out"))
-    registry = LocalRegistry(tmp_path / "registry")
+    registry = LocalRegistry(tmp_path / "registry", create=True)
     register_payments(registry, topics)
     with running_registry(registry) as server:
         yield registry, server.url, topics

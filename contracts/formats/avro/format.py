@@ -62,7 +62,7 @@ class AvroFormat:
         try:
             validate(record, parsed, raise_errors=True)
         except ValidationError as e:
-            raise ValueError(str(e)) from e
+            raise ValueError("; ".join(map(str, e.errors)) or str(e)) from e
         buffer = io.BytesIO()
         schemaless_writer(buffer, parsed, record)
         buffer.seek(0)
