@@ -5,7 +5,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import threading
 import uuid
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -112,11 +114,14 @@ class _ContractPlanner:
             )
         return planned
 
-    def plan(self, mode: RuleMode) -> Plan:
+    def plan(self, mode: RuleMode, read_only: bool = False) -> Plan:
+        """The target's plan for `mode`; `read_only` compiles it to be shown, creating nothing."""
         version = self.target
         rules = loader.rules_for(version, mode, self.executors)
         keys = self.keys if self.keys is not None else self.registry
-        compiled = loader.compile_rules(version, mode, rules, self.executors, None, keys, self.rule_config)
+        compiled = loader.compile_rules(
+            version, mode, rules, self.executors, None, keys, self.rule_config, read_only
+        )
         skipped = tuple(rule.name for rule in loader.skipped_rules(version, mode, self.executors))
         where = (version.subject, version.version, mode, version.spark_type)
         note = SkippedRuleSet(version.schema.rules.enable_at, skipped) if skipped else None
@@ -126,11 +131,16 @@ class _ContractPlanner:
         ]
         return build_plan(*where, compiled, self.resolve_action, skipped=note, left_out=left_out)
 
-    def payload(self, version: loader.ContractVersion, mode: RuleMode) -> PayloadRules:
-        """The encoding rules of `version` in WRITE or READ, compiled and planned (§11.5)."""
+    def payload(
+        self, version: loader.ContractVersion, mode: RuleMode, read_only: bool = False
+    ) -> PayloadRules:
+        """The encoding rules of `version` in WRITE or READ, compiled and planned (§11.5);
+        `read_only` as for `plan`."""
         rules = loader.encoding_rules_for(version, mode, self.executors)
         keys = self.keys if self.keys is not None else self.registry
-        compiled = loader.compile_rules(version, mode, rules, self.executors, None, keys, self.rule_config)
+        compiled = loader.compile_rules(
+            version, mode, rules, self.executors, None, keys, self.rule_config, read_only
+        )
         where = (version.subject, version.version, mode, version.spark_type)
         return PayloadRules(build_plan(*where, compiled, self.resolve_action))
 
@@ -153,19 +163,19 @@ class _ContractPlanner:
             # A deleted version in between fails only the records whose migration crosses it.
             failure = f"cannot migrate from version {writer} to {target}: {e}"
             loaded = self.load(writer)
-            return WriterVersion(writer, loaded.avro_schema, loaded.format, failure=failure)
+            return WriterVersion(writer, loaded.parsed, loaded.format, failure=failure)
         except ContractError as e:
             if e.position != "protobuf_message":
                 raise
             # A version without the chosen message fails only the records whose migration crosses it.
             failure = f"cannot read version {writer}'s records as version {target}'s: {e}"
             loaded = loader.load_version(self.registry, registered)  # its first message: never decoded
-            return WriterVersion(writer, loaded.avro_schema, loaded.format, failure=failure)
+            return WriterVersion(writer, loaded.parsed, loaded.format, failure=failure)
         plans = migration.migration_plans(versions, writer, target, self.executors, self.resolve_action)
         native = native_migration(versions, writer, target, self.executors, self.resolve_action)
         loaded = versions[writer]
         payload = self.payload(loaded, RuleMode.READ)
-        return WriterVersion(writer, loaded.avro_schema, loaded.format, plans, native, payload=payload)
+        return WriterVersion(writer, loaded.parsed, loaded.format, plans, native, payload=payload)
 
     def versions(self) -> list[RegisteredSchema]:
         """Every version of the subject, as the registry holds them now."""
@@ -175,6 +185,57 @@ class _ContractPlanner:
         """Every version of the subject (or of `versions`) by schema id, prefetched on the driver."""
         chosen = self.versions() if versions is None else versions
         return {registered.schema_id: self.writer(registered) for registered in chosen}
+
+
+class _Plans:
+    """A contract's plans, each compiled once, when first needed (docs/semantics.md §11.2). A plan
+    is first compiled read-only (to check the contract at load, and to show it), creating nothing;
+    a mode's plan whose steps cannot run as compiled read-only (ENCRYPT's WRITE, which looks for
+    no DEK) is compiled again when the mode first runs, so a reader never creates a writer's keys.
+    Shared by the copies of a contract that pin a run id, and by threads."""
+
+    def __init__(self, compiler: _ContractPlanner) -> None:
+        self._compiler = compiler
+        self._lock = threading.Lock()
+        self._rules: dict[tuple[RuleMode, bool], Plan] = {}
+        self._encoding: dict[tuple[RuleMode, bool], PayloadRules] = {}
+
+    def rules(self, mode: RuleMode, run: bool = True) -> Plan:
+        """The domain rules' plan of `mode`: the one that runs, or (not `run`) one to show."""
+        return self._once(
+            self._rules, mode, run, lambda read_only: self._compiler.plan(mode, read_only), lambda p: p
+        )
+
+    def encoding(self, mode: RuleMode, run: bool = True) -> PayloadRules:
+        """The target's encoding rules of `mode` (§11.5), as `rules` compiles them."""
+        target = self._compiler.target
+        return self._once(
+            self._encoding,
+            mode,
+            run,
+            lambda read_only: self._compiler.payload(target, mode, read_only),
+            lambda payload: payload.plan,
+        )
+
+    def _once(
+        self,
+        cache: dict[tuple[RuleMode, bool], Any],
+        mode: RuleMode,
+        run: bool,
+        compile: Callable[[bool], Any],
+        plan_of: Callable[[Any], Plan],
+    ) -> Any:
+        with self._lock:
+            running = cache.get((mode, True))
+            if running is not None:
+                return running
+            shown = cache.get((mode, False))
+            if shown is None:
+                shown = cache[(mode, False)] = compile(True)
+            if not run:
+                return shown
+            cache[(mode, True)] = running = shown if plan_of(shown).runnable else compile(False)
+            return running
 
 
 class DataContract:
@@ -233,8 +294,11 @@ class DataContract:
         self._dlq_sink = dlq_sink
         self._run_id: str | None = None
         self._resolved: dict[int, NativeMigration | None] = {}
-        self._plans = {mode: self._compiler.plan(mode) for mode in (RuleMode.WRITE, RuleMode.READ)}
-        self._encoding = self._compiler.payload(self.target, RuleMode.WRITE)
+        self._plans = _Plans(self._compiler)
+        # Both modes compiled read-only now: a contract that cannot run fails at load (§9.9).
+        for mode in (RuleMode.WRITE, RuleMode.READ):
+            self._plans.rules(mode, run=False)
+        self._plans.encoding(RuleMode.WRITE, run=False)
         self._redaction = _redaction(self.target, self._compiler.rule_config)
 
     @property
@@ -247,9 +311,20 @@ class DataContract:
         return self.target.version
 
     @property
+    def parsed(self) -> Any:
+        """The target version's schema as its format parsed it (an Avro schema, a JSON Schema, a
+        compiled Protobuf schema), e.g. to read a DLQ topic's records back."""
+        return self.target.parsed
+
+    @property
     def avro_schema(self) -> Any:
-        """The target version's parsed Avro schema (e.g. to read a DLQ topic's records back)."""
-        return self.target.avro_schema
+        """Deprecated: `parsed`, which every format has (the name dates from Avro-only contracts)."""
+        warnings.warn(
+            "DataContract.avro_schema is deprecated: use DataContract.parsed",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.target.parsed
 
     @property
     def schema_id(self) -> int:
@@ -262,8 +337,9 @@ class DataContract:
         return self._dlq_sink
 
     def plan(self, mode: str | RuleMode = RuleMode.WRITE) -> Plan:
-        """The compiled plan for WRITE or READ; `print(contract.plan("WRITE"))` explains it."""
-        return self._plans[_mode(mode)]
+        """The compiled plan for WRITE or READ; `print(contract.plan("WRITE"))` explains it. Before
+        the mode has run, a plan compiled to be shown, which changes nothing (docs/semantics.md §11.2)."""
+        return self._plans.rules(_mode(mode), run=False)
 
     def explain(self, mode: str | RuleMode = RuleMode.WRITE, writer_version: int | None = None) -> str:
         """What the engine decided for `mode`: each rule in running order with its actions, how it
@@ -273,7 +349,7 @@ class DataContract:
         serialized payload, in `serialize` and `deserialize`) come last, when the target has any."""
         chosen = _mode(mode)
         plan = self.plan(chosen).explain()
-        encoding = self._encoding if chosen is RuleMode.WRITE else self._compiler.payload(self.target, chosen)
+        encoding = self._plans.encoding(chosen, run=False)
         if encoding:
             lines = encoding.plan.explain().splitlines()[1:]
             where = (
@@ -300,7 +376,7 @@ class DataContract:
 
     def apply(self, df: DataFrame, mode: str | RuleMode = RuleMode.WRITE) -> RuleResult:
         """Run the rules of `mode` lazily: nothing executes until an action on the result."""
-        plan = self.plan(mode)
+        plan = self._plans.rules(_mode(mode))
         metrics, gatherer = self._metrics(plan, df, runs_on_input=True)
         staged = runner.stage(plan, df, gatherer)
         valid = _output(plan, staged.filter(_status().isNull()), _valid_columns(df, plan), gatherer)
@@ -319,7 +395,7 @@ class DataContract:
         when this is called, so the rerun of a job that failed half-way leaves no duplicates
         (README, "Dead-letter sinks").
         """
-        plan = self.plan(RuleMode.WRITE)
+        plan = self._plans.rules(RuleMode.WRITE)
         return self._enforced(plan, df, self._start_run(df, run_id), _valid_columns(df, plan))
 
     def read(
@@ -330,7 +406,7 @@ class DataContract:
         `run_id` names the DLQ output as in `write`."""
         from pyspark.sql import functions as F
 
-        plan = self.plan(RuleMode.READ)
+        plan = self._plans.rules(RuleMode.READ)
         if writer_version is None or writer_version == self.version:
             return self._enforced(plan, df, self._start_run(df, run_id), _valid_columns(df, plan))
         writer = self._compiler.writer(self.registry.get_version(self.subject, writer_version))
@@ -432,7 +508,7 @@ class DataContract:
         decoder = serde.Decoder(
             subject=self.subject,
             target_version=self.version,
-            target_schema=self.target.avro_schema,
+            target_schema=self.target.parsed,
             target_type_json=self.spark_schema.json(),
             writers=writers,
             late=serde.LateWriters(self.registry, self.subject, self._compiler.writer),
@@ -444,10 +520,10 @@ class DataContract:
             headers_column=kafka_headers,
             id_header=schema_id_header(is_key),
         )
-        plan = self.plan(RuleMode.READ)
+        plan = self._plans.rules(RuleMode.READ)
         layout = DlqLayout(
             record_column=RECORD,
-            schema=self.target.avro_schema,
+            schema=self.target.parsed,
             schema_format=self.target.format,
             value_column=dlq_value or value_col,
             key_column=key_col,
@@ -541,7 +617,7 @@ class DataContract:
         from pyspark.sql.types import BinaryType, StructField, StructType
 
         schema_ref = self._schema_ref(schema_id_serializer)
-        plan = self.plan(RuleMode.WRITE)
+        plan = self._plans.rules(RuleMode.WRITE)
         record_fields = set(self.spark_schema.fieldNames())
         passthrough = [f for f in df.schema.fields if f.name not in record_fields and f.name != "value"]
         in_header = self._schema_id_headers(df, schema_id_serializer, schema_ref, schema_id_header(is_key))
@@ -551,7 +627,7 @@ class DataContract:
         needed = [*[F.col(f"`{f.name}`") for f in passthrough], F.col(RECORD)]
         run = self._start_run(df, run_id)
         enforced = self._enforced(plan, df, run, needed, absent)
-        schema = self.target.avro_schema
+        schema = self.target.parsed
         # Rows the encoding rules reject carry their serialized body to the DLQ, as the reference's.
         layout = DlqLayout(
             record_column=RECORD,
@@ -562,7 +638,7 @@ class DataContract:
             headers_column=_present(df, "headers"),
             topic_column=_present(df, "topic"),
         )
-        payload = (self._encoding, Router(run.sink, run.run_id, layout, stage="encode"))
+        payload = (self._plans.encoding(RuleMode.WRITE), Router(run.sink, run.run_id, layout, stage="encode"))
         encoded = jvm_avro.encode(
             enforced, schema, schema_ref, output, self.target.format, in_header, payload
         )
@@ -667,8 +743,9 @@ class DataContract:
         variant.target = loader.load_version(registry, registered, self._compiler.protobuf_message)
         variant._compiler = dataclasses.replace(self._compiler, registry=registry, target=variant.target)
         variant._resolved = {}
-        variant._plans = {mode: variant._compiler.plan(mode) for mode in (RuleMode.WRITE, RuleMode.READ)}
-        variant._encoding = variant._compiler.payload(variant.target, RuleMode.WRITE)
+        variant._plans = _Plans(variant._compiler)
+        for mode in (RuleMode.WRITE, RuleMode.READ):
+            variant._plans.rules(mode, run=False)
         return variant
 
     def _with_run_id(self, run_id: str) -> DataContract:
@@ -743,7 +820,7 @@ class DataContract:
         return DlqLayout(
             redact=self._redaction if plan.mode is RuleMode.WRITE else None,
             record_column=ORIGINAL if plan.has_transforms else RECORD,
-            schema=self.target.avro_schema,
+            schema=self.target.parsed,
             schema_format=self.target.format,
             key_column=_present(df, "key"),
             headers_column=_present(df, "headers"),
@@ -784,10 +861,10 @@ def _executor_registry(executors: Iterable[Any] | Mapping[str, Any] | None) -> P
 def _redaction(target: loader.ContractVersion, config: Mapping[str, str]) -> Redaction | None:
     """What a WRITE-side DLQ value of `target` redacts: the fields its ENCRYPT rules tag, unless
     the rule config's `dlq.redact.rule.types` names other types (or none)."""
-    if not walkable(target.avro_schema):
+    if not walkable(target.parsed):
         return None  # ENCRYPT rules walk Avro, JSON and Protobuf records only: another format has none
     rules = target.schema.rules.domain_rules
-    return redaction_for(rules, target.avro_schema, target.metadata_tags, config)
+    return redaction_for(rules, target.parsed, target.metadata_tags, config)
 
 
 def _mode(mode: str | RuleMode) -> RuleMode:

@@ -47,7 +47,7 @@ class Replayable(Protocol):
     def version(self) -> int: ...
 
     @property
-    def avro_schema(self) -> Any: ...
+    def parsed(self) -> Any: ...
 
     @property
     def spark_schema(self) -> StructType: ...
@@ -121,7 +121,7 @@ def _json_records(dlq: DataFrame, contract: Replayable) -> DataFrame:
     A value holding no JSON record fails the job, naming where it is and what to do."""
     from pyspark.sql import functions as F
 
-    record = record_column(F.col("value"), contract.avro_schema)
+    record = record_column(F.col("value"), contract.parsed)
     position = [F.col(name).cast("string") for name in ("topic", "writer", "offset") if name in dlq.columns]
     missing = F.raise_error(
         F.concat_ws(

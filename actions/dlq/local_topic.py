@@ -90,7 +90,7 @@ class LocalTopicSink:
         """`topic` as a DataFrame read by Spark from the topic's files: `key`, `value`, `topic`,
         `writer`, `offset`, `timestamp`, `headers` (Kafka-shaped, bytes decoded), the `__rule.*`
         headers as `rule`, `mode`, `subject`, `source_topic` and `reason`, and, given the record's
-        Avro `schema` (e.g. `contract.avro_schema`), `record`: the value as that record where it
+        Avro `schema` (e.g. `contract.parsed`), `record`: the value as that record where it
         holds one as JSON (actions.dlq.frame). The files are those committed when this is called."""
         files = self._files(validate_topic(topic))
         return frame.decode_dlq(frame.read_local_topic(spark, topic, files), schema)

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from contracts import formats
 from contracts.codes import NOT_REGISTERED
 from contracts.engine import migrate
 from contracts.engine.frame import (
@@ -144,6 +143,8 @@ class Decoder:
     late: LateWriters
     policy: DecodePolicy
     value_column: str
+    schema_format: SchemaFormat
+    """The format of the subject's schemas, which decodes their bodies."""
     guids: Mapping[str, int] = field(default_factory=dict)
     """The schema id of each prefetched writer's GUID (lower-case, hyphenated), where the registry
     gave one: a V1 frame finds its writer through it."""
@@ -151,8 +152,6 @@ class Decoder:
     """The rows' Kafka headers (array<struct<key: string, value: binary>>), when they have them."""
     id_header: str = VALUE_SCHEMA_ID_HEADER
     """The header that, when a row has it, names the writer's schema; its payload is the bare body."""
-    schema_format: SchemaFormat = field(default_factory=lambda: formats.get("AVRO"))
-    """The format of the subject's schemas, which decodes their bodies."""
     native_types: Mapping[int, str] = field(default_factory=dict)
     """Writer versions migrated natively after the pass, with their Spark record types (JSON):
     their records leave the pass in their own shape, in `writer_column(version)`."""
@@ -613,7 +612,7 @@ def migrate_decoded(packed: DataFrame, writer: WriterVersion, target: ContractVe
             failure_field(),
         ]
     )
-    return raise_failures(packed.mapInArrow(_MigratePass(writer, target.avro_schema, output.json()), output))
+    return raise_failures(packed.mapInArrow(_MigratePass(writer, target.parsed, output.json()), output))
 
 
 @dataclass(frozen=True)

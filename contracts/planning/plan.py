@@ -179,6 +179,12 @@ class Plan:
         )
 
     @property
+    def runnable(self) -> bool:
+        """Whether every rule's step may run as compiled (none was compiled read-only in a form
+        that must not run: `BatchStep.runnable`)."""
+        return all(rule.step is None or rule.step.runnable for rule in self.rules)
+
+    @property
     def all_native(self) -> bool:
         """Whether every rule runs as Spark expressions, with no Python pass (no rule run in
         Python, no custom action callback)."""

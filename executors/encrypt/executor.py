@@ -95,7 +95,7 @@ class EncryptExecutor:
             keys.renews,
         )
         # On Avro the results need no second check: only string and bytes leaves change, in kind.
-        return BatchStep(batch, keeps_schema=ctx.schema_format.schema_type == "AVRO")
+        return BatchStep(batch, keeps_schema=ctx.schema_format.schema_type == "AVRO", runnable=keys.runnable)
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,8 @@ class CompiledKeys:
     write_dek: WriteDek | None = None
     failure: str | None = None
     renews: bool = False
+    runnable: bool = True
+    """False when compiled read-only for a WRITE: no DEK was looked for (BatchStep.runnable)."""
 
 
 def compile_keys(
@@ -124,15 +126,16 @@ def compile_keys(
             position="registry",
         )
     writing = ctx.mode is RuleMode.WRITE
-    # Checked read-only (lint): on READ only for a READ rule, a WRITEREAD rule's WRITE making its KEK.
-    if ctx.read_only and (writing or ctx.rule.mode is RuleMode.READ):
+    # Checked by lint: on READ only for a READ rule, a WRITEREAD rule's WRITE making its KEK.
+    if ctx.lint and (writing or ctx.rule.mode is RuleMode.READ):
         problem = kek_problem(spec, registry, drivers, reading=not writing)
         if problem is not None:
             raise ContractError(f"{problem}: the rule would fail every record", position=f"params.{KEK_NAME}")
     if not writing:
         return CompiledKeys(spec, registry)
     if ctx.read_only:
-        return CompiledKeys(spec, registry, failure=f"{rule_type} was compiled to be checked, not run")
+        failure = f"{rule_type} was compiled to be checked, not run"
+        return CompiledKeys(spec, registry, failure=failure, runnable=False)
     try:
         first = write_dek(spec, registry, ctx.rule_config, drivers, clock, ttl_ms)
     except EncryptionKeyError as e:

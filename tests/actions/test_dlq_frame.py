@@ -163,7 +163,7 @@ def test_a_rejected_record_of_every_avro_type_reads_back_as_it_was_written(
     df = spark.createDataFrame(ROWS, contract.spark_schema)
     df = df.withColumn("key", df.id.cast("string"))
     assert contract.write(df).count() == 0
-    dlq = sink.read_df(spark, "bad-payments", schema=contract.avro_schema)
+    dlq = sink.read_df(spark, "bad-payments", schema=contract.parsed)
     rows = {row.record.id: row for row in dlq.collect()}
     expected = {row.id: row for row in df.collect()}
     assert rows.keys() == {1, 2}

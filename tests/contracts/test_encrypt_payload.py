@@ -164,9 +164,10 @@ def test_the_wire_prefix_and_schema_id_header_stay_in_clear(spark: Any) -> None:
     registry = LocalRegistry()
     contract = _contract(_payload(), registry)
     df = _records(spark, contract)
+    bodies = [contract.target.format.encode(record, contract.parsed) for record in RECORDS]
+    frames = _serialized(contract, df)  # the first write creates the DEK (§11.2)
     decrypting = cryptor("AES256_GCM", _dek(registry))
-    bodies = [contract.target.format.encode(record, contract.avro_schema) for record in RECORDS]
-    for frame, body in zip(_serialized(contract, df), bodies, strict=True):
+    for frame, body in zip(frames, bodies, strict=True):
         assert frame[:5] == encode_frame(1, b"")
         assert decrypting.decrypt(frame[5:]) == body
     headed = contract.serialize(df, schema_id_serializer="header").orderBy("row").collect()
@@ -312,7 +313,7 @@ def test_a_write_without_the_kms_secret_routes_the_serialized_body(spark: Any, t
     contract = _contract(_payload(on_failure="DLQ"), registry, rule_config={}, dlq_sink=sink)
     assert contract.serialize(_records(spark, contract).withColumn("key", F.lit(b"k"))).count() == 0
     records = sink.read("people-dlq")
-    bodies = [contract.target.format.encode(record, contract.avro_schema) for record in RECORDS]
+    bodies = [contract.target.format.encode(record, contract.parsed) for record in RECORDS]
     assert sorted(r.value or b"" for r in records) == sorted(bodies)
     headers = dict(records[0].headers)
     assert headers["__rule.mode"] == b"WRITE" and records[0].key == b"k"

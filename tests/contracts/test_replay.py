@@ -68,7 +68,7 @@ def test_a_fixed_contract_replays_a_dlq_topic_and_nothing_is_lost(spark: Any, tm
     assert [row.id for row in first.write(_payments(spark)).collect()] == [1]
     assert sink.count("payments-dlq") == 5
     failed_on = {
-        row.record.id: row.rule for row in sink.read_df(spark, "payments-dlq", first.avro_schema).collect()
+        row.record.id: row.rule for row in sink.read_df(spark, "payments-dlq", first.parsed).collect()
     }
     assert failed_on == {2: "positive", 3: "knownCurrency", 4: "positive", 5: "positive", 6: "knownCurrency"}
 
@@ -91,7 +91,7 @@ def test_a_fixed_contract_replays_a_dlq_topic_and_nothing_is_lost(spark: Any, tm
 
     again = [
         row
-        for row in sink.read_df(spark, "payments-dlq", fixed.avro_schema).collect()
+        for row in sink.read_df(spark, "payments-dlq", fixed.parsed).collect()
         if row.writer.startswith("fix-1-")
     ]
     assert sum(sink.count("payments-dlq", run_id=f"fix-1-{n}") for n in range(3)) == 1
