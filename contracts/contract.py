@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from actions.builtin import checked_topic
 from actions.dlq.local_topic import LocalTopicSink
+from actions.dlq.redaction import Redaction, redaction_for
 from actions.dlq.sink import DlqSink, RunScopedSink, is_run_id
 from actions.protocol import Action, ActionContext, ActionPlan, Effect
 from contracts import keys
@@ -40,8 +41,6 @@ from contracts.replay import RuleSkippingRegistry, replay
 from contracts.streaming import MicroBatchWriter
 from executors import as_executor
 from executors.config import RuleConfig
-from executors.encrypt.redact import Redaction, redaction_for
-from executors.encrypt.walk import walkable
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -861,10 +860,8 @@ def _executor_registry(executors: Iterable[Any] | Mapping[str, Any] | None) -> P
 def _redaction(target: loader.ContractVersion, config: Mapping[str, str]) -> Redaction | None:
     """What a WRITE-side DLQ value of `target` redacts: the fields its ENCRYPT rules tag, unless
     the rule config's `dlq.redact.rule.types` names other types (or none)."""
-    if not walkable(target.parsed):
-        return None  # ENCRYPT rules walk Avro, JSON and Protobuf records only: another format has none
     rules = target.schema.rules.domain_rules
-    return redaction_for(rules, target.parsed, target.metadata_tags, config)
+    return redaction_for(rules, target.parsed, target.format, target.metadata_tags, config)
 
 
 def _mode(mode: str | RuleMode) -> RuleMode:

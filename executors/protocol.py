@@ -238,6 +238,19 @@ class _PartialEvaluator:
         return _RecordEvaluator(self.executor, self.ctx)
 
 
+def same_tag_transforms(rule: Rule, other: Rule) -> bool:
+    """The reference's field rules (CEL_FIELD, ENCRYPT): a TRANSFORM is superseded by another of
+    the same type and mode with the same non-empty tags that runs before it (docs/semantics.md §4.5)."""
+    return (
+        bool(rule.tags)
+        and rule.kind is RuleKind.TRANSFORM
+        and other.kind is RuleKind.TRANSFORM
+        and rule.mode is other.mode
+        and rule.type == other.type
+        and tuple(rule.tags) == tuple(other.tags)
+    )
+
+
 def condition_failure_message(rule: Rule) -> str:
     """The reference's text for a failed condition: the rule's doc, else its expression, else its name."""
     if rule.doc:

@@ -21,7 +21,7 @@ from contracts.bounded import BoundedCache
 from contracts.engine.frame import FAILURE, OUTCOME_PREFIX, RECORD, STATUS, failure_field, raise_failures
 from contracts.engine.gc_pause import gc_paused
 from contracts.errors import ContractError, SerializationError
-from contracts.formats import avro
+from contracts.formats.arrow_types import arrow_schema
 from contracts.model import RuleKind
 from contracts.planning.plan import Plan, PlannedRule
 from executors.protocol import BatchEvaluator, BatchStep, NativeStep, Outcome
@@ -60,10 +60,10 @@ class _BatchPass:
         from pyspark.sql.types import StructType
 
         output = StructType.fromJson(json.loads(self.output_json))
-        arrow_schema = avro.arrow_schema(output)
+        output_arrow = arrow_schema(output)
         for batch in batches:
             with gc_paused():
-                ruled = _RowsInFlight(self, batch).run(arrow_schema)
+                ruled = _RowsInFlight(self, batch).run(output_arrow)
             yield ruled
 
 

@@ -42,8 +42,8 @@ from contracts.engine.payload import PayloadRefused, PayloadRules, split_clear
 from contracts.engine.python_pass import LeadingRules
 from contracts.engine.routing import Router, with_partition
 from contracts.errors import RegistryError, SerializationError
-from contracts.formats import avro
-from contracts.formats.protocol import SchemaFormat
+from contracts.formats.arrow_types import arrow_schema
+from contracts.formats.protocol import SchemaFormat, decodes_as_read_back, display_name
 from contracts.formats.wire import (
     VALUE_SCHEMA_ID_HEADER,
     SchemaRef,
@@ -279,9 +279,10 @@ def decode(
 def fuses(decoder: Decoder, leading: LeadingRules | None) -> LeadingRules | None:
     """`leading` when the decode pass can run it: no writer is migrated after the pass (the rules
     must see every record in the target's shape) and the decoded records are what a rules pass
-    would read back from Spark, as for Avro records whose unions tell their branches by value
-    (a Python pass reads them untagged; JSON and Protobuf records are shaped by their readers)."""
-    if leading is None or decoder.native_types or decoder.schema_format.schema_type != "AVRO":
+    would read back from Spark (the format `decodes_as_read_back`: Avro's, whose unions tell their
+    branches by value, a Python pass reading them untagged; JSON and Protobuf records are shaped
+    by their readers)."""
+    if leading is None or decoder.native_types or not decodes_as_read_back(decoder.schema_format):
         return None
     return None if decoder.schema_format.needs_tags(decoder.target_schema) else leading
 
@@ -297,7 +298,7 @@ class _DecodePass:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.types import StructType
 
-        decoded = avro.arrow_schema(StructType.fromJson(json.loads(self.decoded_json)))
+        decoded = arrow_schema(StructType.fromJson(json.loads(self.decoded_json)))
         leading = self.leading
         routed = self.router(self._decoded(batch, decoded) for batch in batches)
         tombstone = pa.scalar(self.decoder.tombstone_status, type=decoded.field(STATUS).type)
@@ -488,10 +489,10 @@ def read_frame(decoder: Decoder, frame: Any, id_header: bytes | None) -> tuple[W
     schema_format = decoder.schema_format
     if writer.payload:
         try:
-            clear, payload = split_clear(schema_format.schema_type, body)
+            clear, payload = split_clear(schema_format, body)
         except ValueError as e:
             raise SerializationError(
-                f"{schema_format.schema_type} body of {describe(schema_id)} cannot be decoded: {e}"
+                f"{display_name(schema_format)} body of {describe(schema_id)} cannot be decoded: {e}"
             ) from e
         body = clear + writer.payload.apply(payload)
     reader = decoder.target_schema if writer.version == decoder.target_version else None
@@ -499,7 +500,7 @@ def read_frame(decoder: Decoder, frame: Any, id_header: bytes | None) -> tuple[W
     try:
         return writer, schema_format.decode(body, writer.schema, reader, tagged)
     except Exception as e:
-        kind = {"AVRO": "Avro"}.get(schema_format.schema_type, schema_format.schema_type)
+        kind = display_name(schema_format)
         raise SerializationError(f"{kind} body of {describe(schema_id)} cannot be decoded: {e}") from e
 
 
@@ -624,7 +625,7 @@ class _MigratePass:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.types import StructType
 
-        output = avro.arrow_schema(StructType.fromJson(json.loads(self.output_json)))
+        output = arrow_schema(StructType.fromJson(json.loads(self.output_json)))
         rows_before = 0
         for batch in batches:
             read = self.writer.schema_format.read_struct(batch.column(RECORD), self.writer.schema)
@@ -801,11 +802,11 @@ class _EncodePass:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.types import StructType
 
-        output = avro.arrow_schema(StructType.fromJson(json.loads(self.output_json)))
+        output = arrow_schema(StructType.fromJson(json.loads(self.output_json)))
         if self.router is None or self.middle_json is None:
             encoded = self._all(batches, None)
         else:
-            middle = avro.arrow_schema(StructType.fromJson(json.loads(self.middle_json)))
+            middle = arrow_schema(StructType.fromJson(json.loads(self.middle_json)))
             encoded = self.router(self._all(batches, middle))
         for batch in encoded:
             replaced = {}
@@ -830,7 +831,7 @@ class _EncodePass:
         statuses: list[dict[str, Any] | None] = [None] * len(bodies)
         failures: list[str | None] = [None] * len(bodies)
         if self.payload:
-            split = [split_clear(self.schema_format.schema_type, bodies[i]) for i in present]
+            split = [split_clear(self.schema_format, bodies[i]) for i in present]
             sealed, refused, failed, _ = self.payload.apply_all([payload for _, payload in split])
             for i, (clear, _), payload, status, failure in zip(
                 present, split, sealed, refused, failed, strict=True

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from contracts import formats
 from contracts.errors import ContractError, RegistryError
-from contracts.formats.protobuf import ProtobufFormat
-from contracts.formats.protocol import Reference, SchemaFormat
+from contracts.formats.protocol import Reference, SchemaFormat, choose_record
 from contracts.model import RegisteredSchema, Rule, RuleMode, Schema
 from contracts.plugins import PluginRegistry
 from contracts.registry import Registry
@@ -101,17 +100,9 @@ def load_version(
 
 
 def _format(schema_type: str, protobuf_message: str | None) -> SchemaFormat:
-    """The format of `schema_type`, choosing the Protobuf record message when one is named."""
+    """The format of `schema_type`, choosing the record (a Protobuf message) when one is named."""
     schema_format = formats.get(schema_type)
-    if protobuf_message is None:
-        return schema_format
-    if not isinstance(schema_format, ProtobufFormat):
-        raise ContractError(
-            f"protobuf_message chooses the record among a Protobuf schema's messages, and this"
-            f" schema is {schema_type.upper()}",
-            position="protobuf_message",
-        )
-    return ProtobufFormat(protobuf_message)
+    return schema_format if protobuf_message is None else choose_record(schema_format, protobuf_message)
 
 
 def _referenced_schemas(

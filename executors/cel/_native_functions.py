@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from contracts.formats.avro import LOGICAL_TYPES_KEY, TYPE_KEY
-from contracts.formats.protobuf import CEL_DIFFERS_KEY
+from contracts.formats.markers import CEL_DIFFERS_KEY, LOGICAL_TYPES_KEY, TYPE_KEY
 from executors.cel import _native_builtins as builtins
 from executors.cel import _native_ops as ops
 from executors.cel._native_types import (

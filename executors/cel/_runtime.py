@@ -31,7 +31,7 @@ from celpy.evaluation import Activation, CELEvalError, Evaluator, Transpiler, Tr
 
 from contracts.bounded import BoundedCache
 from contracts.errors import ContractError
-from contracts.formats.protobuf.values import Unsigned
+from contracts.formats.markers import Unsigned
 from executors.cel import _builtins
 from executors.cel._checks import ExpressionProblem, check_expression, ensure_recursion_limit
 

@@ -201,8 +201,8 @@ def test_rotated_payload_deks_carry_their_version_both_ways(spark: Any) -> None:
 
     executor = EncryptPayloadExecutor(clock=lambda: two_days_later)
     contract = _contract(payload, registry, executors=[executor])
-    assert registry.get_dek("kek1", SUBJECT, "AES256_GCM", -1).version == 2
     ours = _serialized(contract, _records(spark, contract))
+    assert registry.get_dek("kek1", SUBJECT, "AES256_GCM", -1).version == 2  # made by the first write
     assert all(frame[5:10] == b"\x00\x00\x00\x00\x02" for frame in ours)
     reader = ReferenceEncryption(payload, SECRET, whole_payload=True)
     reader.import_keys(registry, "kek1", "AES256_GCM", range(1, 3))

@@ -21,10 +21,10 @@ from hypothesis_profiles import examples
 
 from contracts import formats
 from contracts.formats import avro
+from contracts.formats.fields import tag_matches
 from contracts.model import Rule, RuleKind, RuleMode
 from contracts.planning.loader import superseded_rules
 from executors.cel_field.executor import CelFieldExecutor
-from executors.cel_field.schema import tag_matches
 from executors.protocol import BatchStep, NativeStep, RuleContext, Step
 
 AVRO = formats.get("AVRO")

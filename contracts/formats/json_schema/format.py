@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from contracts.bounded import BoundedCache
 from contracts.formats.arrow_text import struct_values
+from contracts.formats.fields import FieldTree, FieldVisit
+from contracts.formats.json_schema.fields import JsonFieldWalk
 from contracts.formats.json_schema.types import JsonSchema, Shape, parse_json_schema
 from contracts.formats.protocol import Records, Reference
 
@@ -108,6 +110,22 @@ class JsonSchemaFormat:
         """Compact UTF-8 JSON, as the reference serializer writes it, once valid."""
         validate(record, parsed)
         return json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+    def field_tree(
+        self, parsed: JsonSchema, metadata_tags: Mapping[str, tuple[str, ...]]
+    ) -> FieldTree | None:
+        """None: the walk's branches (`oneOf`, a `type` list) are chosen by validating values."""
+        return None
+
+    def field_walk(
+        self,
+        parsed: JsonSchema,
+        metadata_tags: Mapping[str, tuple[str, ...]],
+        rule_tags: frozenset[str],
+        visit: FieldVisit,
+        condition: bool = False,
+    ) -> Callable[[Any], Any]:
+        return JsonFieldWalk(parsed.document, metadata_tags, rule_tags, visit, condition)
 
     def __repr__(self) -> str:
         return "JsonSchemaFormat()"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from contracts.errors import ContractError
+from contracts.formats.markers import CEL_DIFFERS_KEY
 from contracts.formats.protobuf.options import field_params
 
 if TYPE_CHECKING:
@@ -22,9 +23,6 @@ DECIMAL = "confluent.type.Decimal"
 DEFAULT_DECIMAL = (10, 0)
 """The precision and scale of a Decimal field that declares none: Spark's and Confluent's Flink
 SQL default decimal (Confluent's Java converter also defaults the scale to 0)."""
-CEL_DIFFERS_KEY = "protobuf.celDiffers"
-"""Field metadata marking a field whose Spark value is not the value CEL sees (native CEL leaves
-it to cel-python)."""
 UNSIGNED = frozenset({4, 6, 7, 13})
 """FieldDescriptor.TYPE_UINT64, TYPE_FIXED64, TYPE_FIXED32, TYPE_UINT32."""
 WRAPPERS = frozenset(

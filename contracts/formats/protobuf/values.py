@@ -19,6 +19,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from contracts.bounded import BoundedCache
+from contracts.formats.markers import Unsigned
 from contracts.formats.protobuf.types import (
     DECIMAL,
     DURATION,
@@ -34,13 +35,6 @@ from contracts.formats.protobuf.types import (
 if TYPE_CHECKING:
     from google.protobuf.descriptor import Descriptor, FieldDescriptor
     from google.protobuf.message import Message
-
-
-class Unsigned(int):
-    """A value of an unsigned integer field (uint32, uint64, fixed32, fixed64, their wrappers):
-    an int that tells CEL it is a uint, as the reference binds those fields."""
-
-    __slots__ = ()
 
 
 def to_record(message: Message) -> dict[str, Any]:
