@@ -29,6 +29,7 @@ from contracts.engine.reasons import NativeReasons, with_exact_reasons
 from contracts.engine.routing import DlqLayout, Router, route_rejected
 from contracts.engine.serde import WriterVersion
 from contracts.errors import ContractError, RegistryError
+from contracts.formats.markers import ABSENT_MARK
 from contracts.formats.wire import SchemaRef, encode_prefix, schema_id_header
 from contracts.metrics import CollectMetrics, RuleMetrics, metrics_of, new_metrics, with_metrics
 from contracts.model import RegisteredSchema, RuleMode
@@ -302,8 +303,15 @@ class DataContract:
 
     @property
     def spark_schema(self) -> StructType:
-        """The Spark type of the target version's record."""
-        return self.target.spark_type
+        """The Spark type of the target version's record: its fields, the columns a DataFrame gives
+        the contract. A JSON Schema record's `_absent` mask (docs/semantics.md §1.5) is not among
+        them: `deserialize` adds it after them, and a DataFrame may leave it out."""
+        from pyspark.sql.types import StructType
+
+        fields = [f for f in self.target.spark_type.fields if not f.metadata.get(ABSENT_MARK)]
+        return (
+            StructType(fields) if len(fields) < len(self.target.spark_type.fields) else self.target.spark_type
+        )
 
     @property
     def version(self) -> int:
@@ -428,7 +436,7 @@ class DataContract:
         reasons = _migration_reasons({ORIGINAL: native})
         run = self._start_run(df, run_id)
         routed = self._route(staged, layout, plan, run, migrations=writer.migrations, reasons=reasons)
-        columns = _record_then_passthrough(df, writer_plan.spark_type, self.spark_schema)
+        columns = _record_then_passthrough(df, writer_plan.spark_type, self.target.spark_type)
         return with_metrics(_output(plan, routed, columns, gatherer), metrics)
 
     def deserialize(
@@ -480,7 +488,7 @@ class DataContract:
         decoded_keys = key_pass._decode(
             framed, key_column, keys.RAW_KEY, policy, keys.key_run_id(run_id), True, dlq_value=value_col
         )
-        nested = keys.nest_decoded_key(decoded_keys, key.spark_schema, key_column, df.columns)
+        nested = keys.nest_decoded_key(decoded_keys, key.target.spark_type, key_column, df.columns)
         decoded = self._decode(nested, value_col, keys.RAW_KEY, policy, run_id, is_key)
         return with_metrics(decoded.drop(keys.RAW_KEY), metrics_of(decoded), metrics_of(decoded_keys))
 
@@ -508,7 +516,7 @@ class DataContract:
             subject=self.subject,
             target_version=self.version,
             target_schema=self.target.parsed,
-            target_type_json=self.spark_schema.json(),
+            target_type_json=self.target.spark_type.json(),
             writers=writers,
             late=serde.LateWriters(self.registry, self.subject, self._compiler.writer),
             policy=policy,
@@ -559,7 +567,7 @@ class DataContract:
         migrations = natives.values()
         routed = self._route(staged, layout, plan, run, migrations, reasons, route_always=unreadable_dlq)
         passthrough = [name for name in df.columns if name != value_col]
-        columns = _record_then_passthrough_names(passthrough, self.spark_schema)
+        columns = _record_then_passthrough_names(passthrough, self.target.spark_type)
         return with_metrics(_output(plan, routed, columns, gatherer), metrics)
 
     def serialize(
@@ -592,8 +600,8 @@ class DataContract:
             return self._encode(df, run_id, schema_id_serializer, is_key)
         key_column = keys.key_column_of(df, key_col, key.subject, key.version)
         keys.check_free(df, self.subject, self.version)
-        keys.check_key_struct(df, key_column, key.spark_schema, key.subject, key.version)
-        unpacked, lifted = keys.unpack_key_fields(df, key.spark_schema, key_column)
+        keys.check_key_struct(df, key_column, key.target.spark_type, key.subject, key.version)
+        unpacked, lifted = keys.unpack_key_fields(df, key.target.spark_type, key_column)
         pinned = run_id is None and self._run_id is not None
         key_pass = key._with_run_id(f"{self._run_id}-key") if pinned else key
         encoded_keys = key_pass._encode(
@@ -617,7 +625,7 @@ class DataContract:
 
         schema_ref = self._schema_ref(schema_id_serializer)
         plan = self._plans.rules(RuleMode.WRITE)
-        record_fields = set(self.spark_schema.fieldNames())
+        record_fields = set(self.target.spark_type.fieldNames())
         passthrough = [f for f in df.schema.fields if f.name not in record_fields and f.name != "value"]
         in_header = self._schema_id_headers(df, schema_id_serializer, schema_ref, schema_id_header(is_key))
         added = [] if in_header is None or in_header.from_input else [_headers_field()]
@@ -669,11 +677,11 @@ class DataContract:
     ) -> serde.SchemaIdHeaders | None:
         """What `serialize` does to the `headers` column: adds the schema id header ("header"),
         drops the input's own schema id headers, or (no Kafka headers to touch) nothing."""
-        present = "headers" in df.columns and "headers" not in self.spark_schema.fieldNames()
+        present = "headers" in df.columns and "headers" not in self.target.spark_type.fieldNames()
         kafka = present and serde.is_kafka_headers(df.schema["headers"].dataType)
         if schema_id_serializer != "header":
             return serde.SchemaIdHeaders("headers", header, None, True) if kafka else None
-        if "headers" in self.spark_schema.fieldNames() or (present and not kafka):
+        if "headers" in self.target.spark_type.fieldNames() or (present and not kafka):
             what = (
                 "is a field of the record"
                 if not present

@@ -105,13 +105,16 @@ class FieldTree:
 @dataclass
 class WalkedField:
     """The field a walk is visiting: its names and tags, the record holding it (with the new values
-    of the fields a transform visited before it), and its value's type name."""
+    of the fields a transform visited before it), and its value's type name; `view` turns the
+    record holding it into what CEL reads of it, where its format decides presence otherwise than
+    by keys (a Protobuf message: `contracts.formats.protocol.presence_view`)."""
 
     name: str
     full_name: str
     tags: frozenset[str]
     containing: Any
     type_name: str
+    view: Callable[[Any], Any] | None = None
 
 
 FieldVisit = Callable[[WalkedField, Any], Any]

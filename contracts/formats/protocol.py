@@ -9,7 +9,8 @@ wire format's header). Everything the engine does between those points is format
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -103,6 +104,14 @@ class SchemaFormat(Protocol):
 
 # Optional members a format may have, read through the functions below (absent: their default).
 # The tagged-field walk of CEL_FIELD and ENCRYPT rules is `contracts.formats.fields.FieldWalking`.
+
+
+def presence_view(schema_format: SchemaFormat, parsed: Any) -> Callable[[Any], Any] | None:
+    """What turns a record into what CEL reads of it where a field's presence is not its being a
+    key (`presence_view(record, parsed)`, a `contracts.formats.markers.PresenceRecord`: Protobuf's);
+    None for a format whose records say presence by their keys (Avro's, JSON Schema's)."""
+    view = getattr(schema_format, "presence_view", None)
+    return None if view is None else functools.partial(view, parsed=parsed)
 
 
 def display_name(schema_format: SchemaFormat) -> str:

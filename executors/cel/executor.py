@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from contracts.formats.protocol import presence_view
 from contracts.model import RuleKind
 from executors.cel import _runtime
 from executors.cel._compiler import NotNativeCel, compile_rule
@@ -23,7 +24,7 @@ class CelExecutor:
         expr = ctx.rule.expr or ""
         # Compiling on the driver reports syntax errors at load, with their position.
         _runtime.compile_program(expr)
-        batch = BatchStep(_CelBatch(expr, ctx.rule.kind))
+        batch = BatchStep(_CelBatch(expr, ctx.rule.kind, presence_view(ctx.schema_format, ctx.schema)))
         try:
             build = compile_rule(expr, ctx.rule.kind, ctx.spark_type)
         except NotNativeCel as unsupported:
@@ -37,15 +38,18 @@ class _CelBatch:
 
     expr: str
     kind: RuleKind
+    view: Callable[[Any], Any] | None = None
+    """The record as CEL reads it, where its format decides presence otherwise than by keys (§3.6)."""
 
     def __call__(self) -> BatchEvaluator:
         program = _runtime.compile_program(self.expr)
         is_condition = self.kind is RuleKind.CONDITION
+        view = self.view
 
         def evaluate(records: Sequence[Any]) -> Sequence[Outcome]:
             outcomes = []
             for record in records:
-                activation = {"message": _runtime.to_cel(record)}
+                activation = {"message": _runtime.to_cel(record if view is None else view(record))}
                 result = (
                     program.condition(activation) if is_condition else program.transform(activation, record)
                 )

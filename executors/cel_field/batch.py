@@ -20,6 +20,11 @@ from executors.cel import _runtime
 from executors.protocol import BatchEvaluator, Outcome
 
 
+def _message(field: WalkedField) -> Any:
+    """The record holding the field, as CEL reads it (with its format's presence, §3.6)."""
+    return field.containing if field.view is None else field.view(field.containing)
+
+
 class _EvaluationFailed(Exception):
     """A visited field's guard or expression raised a CEL error: the rule fails with its text."""
 
@@ -83,7 +88,7 @@ class _Evaluator:
             field.full_name,
             field.type_name,
             sorted(field.tags),
-            field.containing if self.reads_message else None,
+            _message(field) if self.reads_message else None,
         )
         outcome = self.program.field(activation, value, condition=self.condition)
         if not outcome.passed:

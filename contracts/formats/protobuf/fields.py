@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from contracts.formats.fields import ConditionFailed, FieldVisit, WalkedField, selects, tags_of
 from contracts.formats.protobuf.options import field_tags
 from contracts.formats.protobuf.types import DECIMAL, DURATION, TIMESTAMP, WRAPPERS, is_map, is_repeated
-from contracts.formats.protobuf.values import to_message
+from contracts.formats.protobuf.values import presence_view, to_message
 from contracts.registry.protobuf_schema import ProtoSchema
 
 if TYPE_CHECKING:
@@ -102,11 +103,12 @@ class ProtobufFieldWalk:
         return walked
 
     def _message(self, descriptor: Descriptor, record: dict[str, Any]) -> None:
+        view = functools.partial(presence_view, descriptor=descriptor)
         for plan in self._plan(descriptor):
             value = record.get(plan.name)
             if value is None:  # unset with presence (or left out: an unset oneof member)
                 continue
-            field = WalkedField(plan.name, plan.full_name, plan.tags, record, plan.type_name)
+            field = WalkedField(plan.name, plan.full_name, plan.tags, record, plan.type_name, view)
             if plan.map:
                 result: Any = {key: self._value(plan, item, field) for key, item in value.items()}
             elif plan.repeated:

@@ -18,6 +18,7 @@ from contracts.formats.protobuf.tree import protobuf_tree
 from contracts.formats.protobuf.types import holds_decimal, struct_type
 from contracts.formats.protobuf.values import (
     from_spark,
+    presence_view,
     record_reader,
     spark_converters,
     to_message,
@@ -96,6 +97,10 @@ class ProtobufFormat:
 
     def __init__(self, message: str | None = None) -> None:
         self.message = message
+
+    def presence_view(self, record: Any, parsed: ProtoSchema) -> Any:
+        """The record as CEL reads it, with protobuf's presence (docs/semantics.md §3.6)."""
+        return presence_view(record, parsed.message())
 
     def with_record(self, message: str) -> ProtobufFormat:
         """This format reading each schema's record as the message of full name `message`."""

@@ -19,7 +19,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from contracts.bounded import BoundedCache
-from contracts.formats.markers import Unsigned
+from contracts.formats.markers import PresenceRecord, Unsigned
 from contracts.formats.protobuf.types import (
     DECIMAL,
     DURATION,
@@ -139,6 +139,62 @@ def _plain_converter(field: FieldDescriptor) -> Callable[[Any], Any] | None:
         return nested[0](value)
 
     return read_nested
+
+
+def presence_view(record: Any, descriptor: Descriptor) -> Any:
+    """The record as the reference's CEL reads the message (docs/semantics.md §3.6): a
+    PresenceRecord holding every field — an unset `optional` or oneof member as its default, an
+    unset message or wrapper as null — and naming the unset ones (`HasField` semantics, a scalar
+    without presence at its default, an empty repeated or map field), nested messages likewise."""
+    if not isinstance(record, dict):
+        return record
+    view: dict[str, Any] = {}
+    unset: list[str] = []
+    for field in descriptor.fields:
+        name = field.name
+        value = record.get(name)
+        if is_repeated(field):
+            holds = _nested_message(field.message_type.fields_by_name["value"] if is_map(field) else field)
+            if value and holds is not None:
+                value = (
+                    {key: presence_view(item, holds) for key, item in value.items()}
+                    if is_map(field)
+                    else [presence_view(item, holds) for item in value]
+                )
+            view[name] = value if value is not None else ({} if is_map(field) else [])
+            if not value:
+                unset.append(name)
+        elif field.message_type is not None:
+            holds = _nested_message(field)
+            view[name] = presence_view(value, holds) if holds is not None and value is not None else value
+            if value is None:
+                unset.append(name)
+        elif value is None:  # an unset `optional` scalar or oneof member (a record leaves it out)
+            view[name] = _record_default(field)
+            unset.append(name)
+        else:
+            view[name] = value
+            if not field.has_presence and value == _record_default(field):
+                unset.append(name)
+    return PresenceRecord(view, frozenset(unset))
+
+
+def _nested_message(field: FieldDescriptor) -> Descriptor | None:
+    """The message a field's values are records of, None for a scalar or a well-known value."""
+    message = field.message_type
+    if (
+        message is None
+        or message.full_name in (TIMESTAMP, DURATION, DECIMAL)
+        or message.full_name in WRAPPERS
+    ):
+        return None
+    return message
+
+
+def _record_default(field: FieldDescriptor) -> Any:
+    """A scalar field's default as a record holds it (an enum's number, an unsigned `Unsigned`)."""
+    convert = _plain_converter(field)
+    return field.default_value if convert is None else convert(field.default_value)
 
 
 def to_message(record: Any, descriptor: Descriptor, strict: bool = True) -> Message:
