@@ -14,8 +14,9 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from actions.builtin import checked_topic
-from actions.dlq.local_topic import LocalTopicSink
+from actions.dlq.local_topic import DEFAULT_DLQ_DIR, LocalTopicSink
 from actions.dlq.redaction import Redaction, redaction_for
+from actions.dlq.replays import take
 from actions.dlq.sink import DlqSink, RunScopedSink, is_run_id
 from actions.protocol import Action, ActionContext, ActionPlan, Effect
 from contracts import keys
@@ -30,6 +31,7 @@ from contracts.engine.routing import DlqLayout, Router, route_rejected
 from contracts.engine.serde import WriterVersion
 from contracts.errors import ContractError, RegistryError
 from contracts.formats.markers import ABSENT_MARK
+from contracts.formats.protocol import SchemaFormat
 from contracts.formats.wire import SchemaRef, encode_prefix, schema_id_header
 from contracts.metrics import CollectMetrics, RuleMetrics, metrics_of, new_metrics, with_metrics
 from contracts.model import RegisteredSchema, RuleMode
@@ -38,7 +40,7 @@ from contracts.planning.plan import Plan, SkippedRuleSet, build_plan
 from contracts.plugins import ACTION_GROUP, EXECUTOR_GROUP, PluginRegistry, load_group, with_overrides
 from contracts.registry import Registry
 from contracts.registry.guid import canonical_guid
-from contracts.replay import RuleSkippingRegistry, replay
+from contracts.replay import RuleSkippingRegistry, VersionSchema, check_replay, replay, taken_frame
 from contracts.streaming import MicroBatchWriter
 from executors import as_executor
 from executors.config import RuleConfig
@@ -46,8 +48,6 @@ from executors.config import RuleConfig
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
-
-DEFAULT_DLQ_DIR = "dlq-topics"
 
 
 def _headers_field() -> Any:
@@ -332,6 +332,12 @@ class DataContract:
             stacklevel=2,
         )
         return self.target.parsed
+
+    @property
+    def schema_format(self) -> SchemaFormat:
+        """The format of the target version's schema type: with `parsed`, what reads its records
+        back from a DLQ topic (`decode_dlq(dlq, contract)`)."""
+        return self.target.format
 
     @property
     def schema_id(self) -> int:
@@ -722,11 +728,23 @@ class DataContract:
         each record skips the rule its `__rule.name` header names, as Confluent's clients do, and
         one that fails again goes back to a DLQ topic as the result is computed (contracts.replay).
 
-        `dlq` is a topic of this contract's LocalTopicSink, or a DataFrame with `key`, `value` and
-        `headers` (`LocalTopicSink.read_df`, or a Kafka DLQ topic read with includeHeaders).
-        `apply` is "write" for WRITE-side records (JSON values) or "deserialize" for read-side ones
-        (wire-format frames; `options` go to `deserialize`). `run_id` names the DLQ output as in
-        `write`; each part of the replay appends `-<n>` to it."""
+        `dlq` is a topic of this contract's LocalTopicSink, of which the replay takes the records
+        no other replay took, for good (a rerun with the same `run_id`, which a topic needs, takes
+        them again: the way to finish a replay that failed), or a DataFrame with
+        `key`, `value` and `headers` (`LocalTopicSink.read_df`, or a Kafka DLQ topic read with
+        includeHeaders), replayed whole. `apply` is "write" for WRITE-side records (JSON values),
+        "read" for those `read` rejected (JSON values; `writer_version=` as `read` was given it),
+        or "deserialize" for read-side ones (wire-format frames; `options` go to `deserialize`).
+        `run_id` (default for a DataFrame: a new one) names the DLQ output as in `write`; each part
+        of the replay appends `-<n>` to it."""
+        if isinstance(dlq, str) and run_id is None:
+            raise ContractError(
+                f"replaying topic {dlq!r} needs a run_id: the records the replay takes are its own, and"
+                " a replay that fails is finished by a rerun with the same run_id",
+                subject=self.subject,
+            )
+        run_id = run_id or uuid.uuid4().hex
+        check_replay(self, apply, run_id, options)
         if isinstance(dlq, str):
             sink = self.dlq_sink
             if not isinstance(sink, LocalTopicSink):
@@ -737,8 +755,13 @@ class DataContract:
                 )
             from pyspark.sql import SparkSession
 
-            dlq = sink.read_df(spark or SparkSession.active(), dlq)
+            dlq = taken_frame(spark or SparkSession.active(), dlq, take(sink, dlq, run_id))
         return replay(self, dlq, apply, run_id, options)
+
+    def _version_schema(self, version: int | None) -> VersionSchema:
+        """Version `version`'s record (None: the target's): its format, parsed schema, Spark type."""
+        loaded = self.target if version is None or version == self.version else self._compiler.load(version)
+        return VersionSchema(loaded.format, loaded.parsed, loaded.spark_type)
 
     def _skipping(self, rule: str) -> DataContract:
         """This contract with every rule named `rule` disabled in every version: the contract a DLQ

@@ -16,7 +16,7 @@ from pyspark import cloudpickle
 
 from actions.dlq.sink import DlqRecord, DlqSink, DlqWriter
 from actions.protocol import ActionContext, ActionPlan, Effect
-from contracts import DataContract, RegisteredSchema, RegistryError, Schema, formats
+from contracts import DataContract, RegisteredSchema, RegistryError, Schema, decode_dlq, formats
 from contracts.codes import SCHEMA_NOT_FOUND, SUBJECT_NOT_FOUND, VERSION_NOT_FOUND
 from contracts.errors import ContractError, SerializationError
 from contracts.formats.fields import ConditionFailed, FieldVisit, FieldWalking, WalkedField, selects, tags_of
@@ -94,6 +94,12 @@ class ToyFormat:
 
     def encode(self, record: Any, parsed: dict[str, str]) -> bytes:
         return json.dumps(self.conform(record, parsed), sort_keys=True).encode()
+
+    def read_dlq_value(self, value: Any, parsed: dict[str, str]) -> Any:
+        from pyspark.sql import functions as F
+
+        text = value.cast("string")
+        return F.when(text.startswith("{"), F.from_json(text, self.spark_type(parsed)))
 
     # The tagged-field walk (contracts.formats.fields.FieldWalking): CEL_FIELD and ENCRYPT rules.
 
@@ -308,6 +314,13 @@ def test_a_toy_format_executor_action_and_sink_run_a_contract(
     (rejected,) = _dlq(sink)
     assert rejected["topic"] == "bad" and json.loads(rejected["value"]) == {"id": -3, "name": "cy"}
     assert rejected["headers"]["__rule.name"] == "positive"
+    # Read back by the format, as a DLQ topic on Kafka would be.
+    kafka_like = spark.createDataFrame(
+        [(rejected["value"].encode(), [("__rule.name", b"positive")])],
+        "value binary, headers array<struct<key: string, value: binary>>",
+    )
+    (back,) = decode_dlq(kafka_like, contract).collect()
+    assert (back.rule, back.record.id, back.record.name) == ("positive", -3, "cy")
 
 
 def test_a_toy_format_frames_records_and_reads_them_back(

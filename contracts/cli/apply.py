@@ -13,13 +13,12 @@ from actions.dlq.sink import is_run_id
 from contracts.cli.dlq import cell, table
 from contracts.cli.progress import Progress
 from contracts.cli.registry import open_registry
-from contracts.contract import DataContract
-from contracts.metrics import counts_table, metrics_of
-from contracts.planning.plan import PlannedRule
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from contracts.contract import DataContract
+    from contracts.planning.plan import PlannedRule
     from contracts.registry import Registry
 
 # Record formats hold the record's fields as columns; wire formats hold Confluent frames in `value`.
@@ -159,6 +158,8 @@ def run_apply(job: ApplyJob, spark: SparkSession, out: TextIO, err: TextIO) -> i
 def _contract(job: ApplyJob, registry: Registry, subject: str, sink: LocalTopicSink) -> DataContract:
     """The job's contract on `subject`: its version and message options apply to the job's own
     subject only."""
+    from contracts.contract import DataContract
+
     own = subject == job.subject
     return DataContract(
         registry,
@@ -185,6 +186,8 @@ def _write(
     """The run itself, valid rows to `output`: the Spark job runs once (the valid rows and the DLQ
     in one pass); errors propagate to the caller, after the run id that a rerun replacing this
     run's output needs."""
+    from contracts.metrics import counts_table, metrics_of
+
     run_id = job.run_id or uuid.uuid4().hex
     # A new run that cannot reject a row has no DLQ output to name, so it leaves the DLQ dir alone.
     may_reject = job.format in WIRE_FORMATS or contract.plan(job.mode).can_reject
@@ -226,6 +229,8 @@ def _dry_run(contract: DataContract, job: ApplyJob, spark: SparkSession, out: Te
     summary, the valid rows and the rejected rows per DLQ topic, and a sample of the rejected rows
     with their rule and reason; nothing is written."""
     from pyspark.sql import functions as F
+
+    from contracts.metrics import counts_table
 
     df = read_input(spark, job.format, job.input, contract)
     result = contract.apply(df, job.mode)

@@ -39,17 +39,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from actions.dlq.local_topic import DEFAULT_DLQ_DIR
 from contracts import __version__
 from contracts.cli.apply import DEFAULT_SAMPLE, FORMATS, ApplyJob, RejectLimit, run_apply
 from contracts.cli.dlq import add_dlq_command
 from contracts.cli.errors import UsageError, is_user_error, one_line
-from contracts.cli.lint import lint_directory, lint_registry
 from contracts.cli.message import add_protobuf_message_argument
 from contracts.cli.plugins import add_plugin_arguments, load_plugins
 from contracts.cli.registry import open_registry
 from contracts.cli.rule_config import add_rule_config_arguments, load_rule_config
 from contracts.cli.sync import pull, push
-from contracts.contract import DEFAULT_DLQ_DIR
 from contracts.errors import RegistryError
 
 if TYPE_CHECKING:
@@ -124,6 +123,8 @@ def _logging(debug: bool, err: TextIO) -> Iterator[None]:
 
 
 def _lint(args: argparse.Namespace, spark: Any, out: TextIO, err: TextIO) -> int:
+    from contracts.cli.lint import lint_directory, lint_registry
+
     if (args.directory is None) == (args.registry is None):
         raise UsageError("give a directory or --registry, not both")
     if args.directory is not None and args.subject:

@@ -13,10 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contracts.cli.errors import UsageError
-from executors.config import RuleConfig
+
+if TYPE_CHECKING:
+    from executors.config import RuleConfig
 
 _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
 
@@ -40,6 +42,8 @@ def add_rule_config_arguments(parser: argparse.ArgumentParser) -> None:
 def load_rule_config(args: argparse.Namespace) -> RuleConfig:
     """The rule config of --rule-config-file, then --rule-config-env over it (empty without either);
     UsageError naming the file or variable, and never a value, when one cannot be used."""
+    from executors.config import RuleConfig
+
     values: dict[str, str] = {}
     if args.rule_config_file is not None:
         values |= _from_file(args.rule_config_file)

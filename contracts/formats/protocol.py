@@ -3,8 +3,9 @@
 A format parses a registered schema (with the schemas it references) into its own parsed form,
 gives the Spark type of its records, converts between records (plain Python values, as the
 reference clients hand them to rules) and Arrow batches for the Python passes, gives JSONata the
-record's JSON view and reads it back, and decodes and encodes record bodies (the bytes after the
-wire format's header). Everything the engine does between those points is format-independent.
+record's JSON view and reads it back, decodes and encodes record bodies (the bytes after the
+wire format's header), and reads a WRITE-side DLQ value back into its record. Everything the
+engine does between those points is format-independent.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark.sql import Column
     from pyspark.sql.types import StructType
 
 
@@ -100,6 +102,25 @@ class SchemaFormat(Protocol):
     def encode(self, record: Any, parsed: Any) -> bytes:
         """A record's body; raises when the record does not fit `parsed`."""
         ...
+
+    def read_dlq_value(self, value: Column, parsed: Any) -> Column:
+        """The record a WRITE-side DLQ value holds (binary: the record as JSON as this format's DLQ
+        records write it, docs/semantics.md §7.3) as a struct of `spark_type(parsed)`'s fields;
+        null where the value holds no record (a read-side record's frame). A value that holds a
+        record `parsed` cannot read fails the Spark job, saying why (docs/semantics.md §7.7)."""
+        ...
+
+
+@runtime_checkable
+class ParsedSchema(Protocol):
+    """A parsed schema with the format that parsed it: what reads a record of it back. A
+    DataContract is one (its target version's)."""
+
+    @property
+    def schema_format(self) -> SchemaFormat: ...
+
+    @property
+    def parsed(self) -> Any: ...
 
 
 # Optional members a format may have, read through the functions below (absent: their default).

@@ -1369,15 +1369,15 @@ def test_dlq_replay_takes_the_rule_config_too(
     )  # fmt: skip
     assert applied.status == 0, applied.err
     replay = ["dlq", "replay", "minors", "--registry", str(people_dir), "--subject", PEOPLE,
-              "--dlq-dir", str(dlq_dir)]  # fmt: skip
+              "--dlq-dir", str(dlq_dir), "--output", str(tmp_path / "replayed")]  # fmt: skip
 
-    without = cli(*replay, "--output", str(tmp_path / "none"), spark=spark)
+    without = cli(*replay, spark=spark)
     assert without.status == 1 and "local-kms needs a secret" in without.err
+    # The failed replay took the record: it says how to finish it, its run id.
+    (run_id,) = re.findall(r"rerun with --run-id (\w+) to replay the same records", without.err)
 
     monkeypatch.setenv(RULE_CONFIG_ENV, json.dumps({"secret": KMS_SECRET}))
-    ran = cli(
-        *replay, "--output", str(tmp_path / "replayed"), "--rule-config-env", RULE_CONFIG_ENV, spark=spark
-    )
+    ran = cli(*replay, "--run-id", run_id, "--rule-config-env", RULE_CONFIG_ENV, spark=spark)
 
     assert ran.status == 0, ran.err
     [(name, age, ssn)] = people(spark, tmp_path / "replayed")  # past `adult`, then encrypted

@@ -417,3 +417,22 @@ def test_absent_and_null_properties_survive_deserialize_and_serialize_on_both_pa
     )
     (row,) = contract.serialize(by_hand).collect()
     assert bytes(row["value"])[5:] == b'{"id":4,"customer":"dee","email":null,"amount":4.0}'
+
+
+def test_a_dlq_value_read_back_keeps_absent_and_null_properties_apart(spark: Any, tmp_path: Path) -> None:
+    """A WRITE-side DLQ value is the record's document: a property it leaves out is listed in the
+    record read back (`read_dlq_value`), one it holds as null is not (docs/semantics.md §1.5, §7.7)."""
+    huge = {**POSITIVE, "name": "huge", "expr": "message.amount > 100.0", "params": {"dlq.topic": "small"}}
+    orders, sink = contract(tmp_path, [huge])
+    df = spark.createDataFrame(
+        [(1, "ann", None, 1.0, ["/email"]), (2, "bob", None, 2.0, None)],
+        "id long, customer string, email string, amount double, _absent array<string>",
+    )
+    assert orders.write(df).count() == 0
+    values = sorted(json.loads(record.value or b"")["id"] for record in sink.read("small"))
+    assert values == [1, 2]
+    read = sink.read_df(spark, "small", orders).orderBy("record.id").collect()
+    assert [(row.record.id, row.record.email, row.record._absent) for row in read] == [
+        (1, None, ["/email"]),
+        (2, None, None),
+    ]

@@ -12,6 +12,7 @@ from fastavro import schemaless_reader, schemaless_writer
 from fastavro.validation import ValidationError, validate
 
 from contracts.bounded import BoundedCache
+from contracts.formats.avro.dlq_value import read_dlq_value
 from contracts.formats.avro.fields import AvroFieldWalk, schema_tree
 from contracts.formats.avro.json_view import from_json_view, to_json_view
 from contracts.formats.avro.project import project
@@ -23,6 +24,7 @@ from contracts.formats.protocol import Records, Reference
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark.sql import Column
     from pyspark.sql.types import StructType
 
 _SIZE_CHECKS: BoundedCache[int, tuple[AvroSchema, Callable[[bytes], None] | None]] = BoundedCache(256)
@@ -108,6 +110,11 @@ class AvroFormat:
         condition: bool = False,
     ) -> Callable[[Any], Any]:
         return AvroFieldWalk(schema_tree(parsed, metadata_tags), rule_tags, visit, condition)
+
+    def read_dlq_value(self, value: Column, parsed: AvroSchema) -> Column:
+        """Natively: `from_json`, then Column expressions for the values JSON holds as text (a
+        union of several non-null types, whose JSON does not say its branch, is refused)."""
+        return read_dlq_value(value, parsed)
 
     def __repr__(self) -> str:
         return "AvroFormat()"

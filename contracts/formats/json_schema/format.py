@@ -21,12 +21,14 @@ from contracts.bounded import BoundedCache
 from contracts.formats.arrow_text import struct_values
 from contracts.formats.fields import FieldTree, FieldVisit
 from contracts.formats.json_schema.fields import JsonFieldWalk
+from contracts.formats.json_schema.layouts import absent_in_text
 from contracts.formats.json_schema.types import JsonSchema, Shape, parse_json_schema
 from contracts.formats.markers import ABSENT_FIELD, pointer
 from contracts.formats.protocol import Records, Reference
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark.sql import Column
     from pyspark.sql.types import StructType
 
 _SHOWN_LENGTH = 200
@@ -133,6 +135,19 @@ class JsonSchemaFormat:
         condition: bool = False,
     ) -> Callable[[Any], Any]:
         return JsonFieldWalk(parsed.document, metadata_tags, rule_tags, visit, condition)
+
+    def read_dlq_value(self, value: Column, parsed: JsonSchema) -> Column:
+        """Natively, by `from_json`: the DLQ value is the record's own JSON document, whose every
+        value (strings, numbers, booleans, objects, arrays; "NaN" and "Infinity" as strings) Spark
+        reads as the field's type. A document that does not fit fails the job (FAILFAST). The
+        properties it leaves out that accept null are its `ABSENT_FIELD` (docs/semantics.md §1.5)."""
+        from pyspark.sql import functions as F
+
+        text = value.cast("string")
+        record = F.from_json(text, parsed.struct_type(), {"mode": "FAILFAST"})
+        if parsed.shape.has_optional_nulls:
+            record = record.withField(ABSENT_FIELD, absent_in_text(text, parsed.shape))
+        return F.when(text.startswith("{"), record)
 
     def __repr__(self) -> str:
         return "JsonSchemaFormat()"

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from contracts.formats.arrow_text import struct_values
 from contracts.formats.fields import FieldTree, FieldVisit
+from contracts.formats.protobuf import dlq_value
 from contracts.formats.protobuf.fields import ProtobufFieldWalk
 from contracts.formats.protobuf.indexes import read_indexes, write_indexes
 from contracts.formats.protobuf.tree import protobuf_tree
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from google.protobuf.descriptor import Descriptor
     from google.protobuf.message import Message
+    from pyspark.sql import Column
     from pyspark.sql.types import StructType
 
 
@@ -256,6 +258,10 @@ class ProtobufFormat:
         condition: bool = False,
     ) -> Callable[[Any], Any]:
         return ProtobufFieldWalk(parsed, metadata_tags, rule_tags, visit, condition)
+
+    def read_dlq_value(self, value: Column, parsed: ProtoSchema) -> Column:
+        """By protobuf's JSON parser, in an Arrow UDF (contracts.formats.protobuf.dlq_value)."""
+        return dlq_value.read_dlq_value(value, parsed, self, self.spark_type(parsed))
 
     def __repr__(self) -> str:
         return "ProtobufFormat()" if self.message is None else f"ProtobufFormat(message={self.message!r})"
