@@ -108,9 +108,11 @@ def record_field(receiver: Term, field: StructField) -> Term:
         value = spark_value(read, field.dataType)
         return Val(value, any_error(r.error, r.value.isNull() if nullable_receiver else None, absent))
 
-    uses = (2, 0, 1 if nullable_receiver else 0, 1)
+    # The receiver's value is read once for the field, again to tell an absent property (§3.6).
+    uses = (1, 0, (1 if nullable_receiver else 0) + (1 if checks_presence else 0), 1)
     fails = receiver.fails or nullable_receiver or checks_presence
-    term = derived(field_type, emit, [(receiver, uses)], fails=fails, depth=3)
+    plain = presence.kind(field) is None
+    term = derived(field_type, emit, [(receiver, uses)], fails=fails, depth=2 if plain else 3)
     return replace(term, pointer=where) if field_type.fields is not None else term
 
 
@@ -180,8 +182,11 @@ def has(receiver: Term, name: str) -> Term:
             value = F.coalesce(r.value.isNotNull() & found, F.lit(False)) if rt.nullable else found
             return Val(value, r.error)
 
-        uses = (2, 0, 0, 1)
-        return derived(CelType("bool"), emit_record, [(receiver, uses)], fails=receiver.fails, depth=3)
+        reads = (0 if field is None or presence.kind(field) is None else 1) + (1 if rt.nullable else 0)
+        depth = 1 if field is None or presence.kind(field) is None else 3
+        return derived(
+            CelType("bool"), emit_record, [(receiver, (reads, 0, 0, 1))], fails=receiver.fails, depth=depth
+        )
     if rt.kind != "map":
         raise NotNativeCel(f"has() on {rt.kind}")
 
