@@ -146,37 +146,59 @@ def presence_view(record: Any, descriptor: Descriptor) -> Any:
     PresenceRecord holding every field — an unset `optional` or oneof member as its default, an
     unset message or wrapper as null — and naming the unset ones (`HasField` semantics, a scalar
     without presence at its default, an empty repeated or map field), nested messages likewise."""
-    if not isinstance(record, dict):
-        return record
-    view: dict[str, Any] = {}
-    unset: list[str] = []
-    for field in descriptor.fields:
-        name = field.name
-        value = record.get(name)
-        if is_repeated(field):
-            holds = _nested_message(field.message_type.fields_by_name["value"] if is_map(field) else field)
-            if value and holds is not None:
-                value = (
-                    {key: presence_view(item, holds) for key, item in value.items()}
-                    if is_map(field)
-                    else [presence_view(item, holds) for item in value]
-                )
-            view[name] = value if value is not None else ({} if is_map(field) else [])
+    return _VIEWS.get_or_make(descriptor, lambda: _compile_view(descriptor))(record)
+
+
+_VIEWS: BoundedCache[Any, Callable[[Any], Any]] = BoundedCache(256)
+"""Per process: the presence view of each message, its fields' steps resolved once."""
+
+_Step = Callable[[Any], "tuple[Any, bool]"]
+"""A field's step of a view: its record value to (what CEL reads, whether it is unset)."""
+
+
+def _compile_view(descriptor: Descriptor) -> Callable[[Any], Any]:
+    steps = tuple((field.name, _view_step(field)) for field in descriptor.fields)
+
+    def view(record: Any) -> Any:
+        if not isinstance(record, dict):
+            return record
+        fields: dict[str, Any] = {}
+        unset = []
+        for name, step in steps:
+            fields[name], is_unset = step(record.get(name))
+            if is_unset:
+                unset.append(name)
+        return PresenceRecord(fields, frozenset(unset))
+
+    return view
+
+
+def _view_step(field: FieldDescriptor) -> _Step:
+    """How the view reads one field of a record (see `presence_view`)."""
+    if is_repeated(field):
+        mapped = is_map(field)
+        holds = _nested_message(field.message_type.fields_by_name["value"] if mapped else field)
+        empty: Any = {} if mapped else []
+
+        def many(value: Any) -> tuple[Any, bool]:
             if not value:
-                unset.append(name)
-        elif field.message_type is not None:
-            holds = _nested_message(field)
-            view[name] = presence_view(value, holds) if holds is not None and value is not None else value
-            if value is None:
-                unset.append(name)
-        elif value is None:  # an unset `optional` scalar or oneof member (a record leaves it out)
-            view[name] = _record_default(field)
-            unset.append(name)
-        else:
-            view[name] = value
-            if not field.has_presence and value == _record_default(field):
-                unset.append(name)
-    return PresenceRecord(view, frozenset(unset))
+                return (empty if value is None else value), True
+            if holds is None:
+                return value, False
+            if mapped:
+                return {key: presence_view(item, holds) for key, item in value.items()}, False
+            return [presence_view(item, holds) for item in value], False
+
+        return many
+    if field.message_type is not None:
+        holds = _nested_message(field)
+        if holds is None:
+            return lambda value: (value, value is None)
+        return lambda value: (None, True) if value is None else (presence_view(value, holds), False)
+    default = _record_default(field)
+    if field.has_presence:  # an unset `optional` scalar or oneof member (a record leaves it out)
+        return lambda value: (default, True) if value is None else (value, False)
+    return lambda value: (value, value == default)
 
 
 def _nested_message(field: FieldDescriptor) -> Descriptor | None:
