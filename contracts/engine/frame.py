@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from contracts.errors import ContractError
+from contracts.formats.markers import ABSENT_MARK
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -110,10 +111,13 @@ def refuse_reserved_columns(df: DataFrame, subject: str, version: int) -> None:
 
 def check_record_columns(df: DataFrame, record_type: StructType, subject: str, version: int) -> list[str]:
     """The record's field names, after checking the DataFrame has each with the schema's type and
-    no column the engine adds (`refuse_reserved_columns`)."""
+    no column the engine adds (`refuse_reserved_columns`). A JSON record's absent-property mask
+    (`ABSENT_FIELD`) may be left out: then no property is absent (`record_columns`)."""
     refuse_reserved_columns(df, subject, version)
     present = {f.name: f.dataType for f in df.schema.fields}
     for expected in record_type.fields:
+        if expected.name not in present and expected.metadata.get(ABSENT_MARK):
+            continue
         if expected.name not in present:
             raise ContractError(
                 f"the DataFrame has no column {expected.name!r}, a field of the contract's schema"
@@ -133,6 +137,17 @@ def check_record_columns(df: DataFrame, record_type: StructType, subject: str, v
                 position=expected.name,
             )
     return [f.name for f in record_type.fields]
+
+
+def record_columns(df: DataFrame, record_type: StructType) -> dict[str, Column]:
+    """The record's fields as the DataFrame's columns, by name (after `check_record_columns`); a
+    mask the DataFrame leaves out is null (docs/semantics.md §1.5)."""
+    from pyspark.sql import functions as F
+
+    return {
+        f.name: F.col(quote_name(f.name)) if f.name in df.columns else F.lit(None).cast(f.dataType)
+        for f in record_type.fields
+    }
 
 
 def quote_name(name: str) -> str:

@@ -29,7 +29,7 @@ from contracts.engine.frame import (
 )
 from contracts.engine.gc_pause import gc_paused
 from contracts.errors import ContractError, DataContractError, SerializationError, in_one_line
-from contracts.formats import avro
+from contracts.formats.arrow_types import arrow_schema
 from contracts.model import RuleKind
 from contracts.planning.plan import Plan, PlannedRule
 from executors.protocol import BatchEvaluator, BatchStep, NativeStep, Outcome
@@ -68,17 +68,17 @@ class _BatchPass:
         from pyspark.sql.types import StructType
 
         output = StructType.fromJson(json.loads(self.output_json))
-        arrow_schema = avro.arrow_schema(output)
+        output_arrow = arrow_schema(output)
         for batch in batches:
             try:
                 with gc_paused():
-                    ruled = _RowsInFlight(self, batch).run(arrow_schema)
+                    ruled = _RowsInFlight(self, batch).run(output_arrow)
             except DataContractError as error:
                 if not batch.num_rows:
                     raise
                 # The job fails on these rows natively, with the one line a native failure has
                 # (raise_failures), not with a Python worker's traceback (docs/semantics.md §9.9).
-                ruled = failed_batch(batch, arrow_schema, in_one_line(error))
+                ruled = failed_batch(batch, output_arrow, in_one_line(error))
             yield ruled
 
 

@@ -35,7 +35,7 @@ from contracts.engine.frame import (
 )
 from contracts.engine.routing import Router
 from contracts.errors import DataContractError, SerializationError, in_one_line
-from contracts.formats import avro
+from contracts.formats.arrow_types import arrow_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -114,7 +114,7 @@ class PythonRows:
 
     @cached_property
     def _arrow_type(self) -> pa.StructType:
-        return pa.struct(list(avro.arrow_schema(self._spark_type)))
+        return pa.struct(list(arrow_schema(self._spark_type)))
 
     @cached_property
     def _added(self) -> list[pa.Field]:
@@ -123,7 +123,7 @@ class PythonRows:
 
         middle = self._spark_type.fields[1:-1]
         fields = [*middle, StructField(STATUS, status_type(), True), failure_field()]
-        return list(avro.arrow_schema(StructType(fields)))
+        return list(arrow_schema(StructType(fields)))
 
     def __call__(self, arrays: Iterator[pa.Array]) -> Iterator[pa.Array]:
         pending: deque[tuple[pa.Array, pa.RecordBatch]] = deque()

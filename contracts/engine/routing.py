@@ -13,14 +13,13 @@ import json
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from actions.dlq.sink import DlqRecord, DlqSink, DlqWriter, writer_id
-from contracts import formats
 from contracts.engine.frame import OUTCOME_PREFIX, PARTITION, RECORD, STATUS
 from contracts.engine.reasons import NativeReasons
 from contracts.engine.runner import field_columns, keeps_field_columns
@@ -53,7 +52,7 @@ class DlqLayout:
 
     record_column: str
     schema: Any
-    schema_format: SchemaFormat = field(default_factory=lambda: formats.get("AVRO"))
+    schema_format: SchemaFormat
     value_column: str | None = None
     key_column: str | None = None
     headers_column: str | None = None

@@ -21,6 +21,7 @@ from contracts.engine.frame import (
     STATUS,
     check_record_columns,
     quote_name,
+    record_columns,
     status_literal,
     status_type,
 )
@@ -98,12 +99,10 @@ def pack(plan: Plan, df: DataFrame, as_fields: bool = False) -> DataFrame:
 
     record_names = check_record_columns(df, plan.record_type, plan.subject, plan.version)
     passthrough = [F.col(quote_name(name)) for name in df.columns if name not in record_names]
-    record = F.struct(*[F.col(quote_name(name)) for name in record_names])
+    fields = record_columns(df, plan.record_type)
+    record = F.struct(*[column.alias(name) for name, column in fields.items()])
     if as_fields:
-        columns = [
-            *passthrough,
-            *(F.col(quote_name(name)).alias(c) for c, name in field_columns(plan).items()),
-        ]
+        columns = [*passthrough, *(fields[name].alias(c) for c, name in field_columns(plan).items())]
     else:
         columns = [*passthrough, record.alias(RECORD)]
     if has_transforms(plan.rules):

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from contracts import formats
 from contracts.codes import NOT_REGISTERED
 from contracts.engine import migrate
 from contracts.engine.frame import (
@@ -44,9 +43,9 @@ from contracts.engine.payload import PayloadRefused, PayloadRules, split_clear
 from contracts.engine.python_pass import LeadingRules
 from contracts.engine.routing import Router, with_partition
 from contracts.errors import DataContractError, RegistryError, SerializationError, in_one_line
-from contracts.formats import avro
 from contracts.formats.arrow_text import printable, text_values
-from contracts.formats.protocol import SchemaFormat
+from contracts.formats.arrow_types import arrow_schema
+from contracts.formats.protocol import SchemaFormat, decodes_as_read_back, display_name
 from contracts.formats.wire import (
     VALUE_SCHEMA_ID_HEADER,
     SchemaRef,
@@ -146,6 +145,8 @@ class Decoder:
     late: LateWriters
     policy: DecodePolicy
     value_column: str
+    schema_format: SchemaFormat
+    """The format of the subject's schemas, which decodes their bodies."""
     guids: Mapping[str, int] = field(default_factory=dict)
     """The schema id of each prefetched writer's GUID (lower-case, hyphenated), where the registry
     gave one: a V1 frame finds its writer through it."""
@@ -153,8 +154,6 @@ class Decoder:
     """The rows' Kafka headers (array<struct<key: string, value: binary>>), when they have them."""
     id_header: str = VALUE_SCHEMA_ID_HEADER
     """The header that, when a row has it, names the writer's schema; its payload is the bare body."""
-    schema_format: SchemaFormat = field(default_factory=lambda: formats.get("AVRO"))
-    """The format of the subject's schemas, which decodes their bodies."""
     native_types: Mapping[int, str] = field(default_factory=dict)
     """Writer versions migrated natively after the pass, with their Spark record types (JSON):
     their records leave the pass in their own shape, in `writer_column(version)`."""
@@ -296,9 +295,10 @@ def decode(
 def fuses(decoder: Decoder, leading: LeadingRules | None) -> LeadingRules | None:
     """`leading` when the decode pass can run it: no writer is migrated after the pass (the rules
     must see every record in the target's shape) and the decoded records are what a rules pass
-    would read back from Spark, as for Avro records whose unions tell their branches by value
-    (a Python pass reads them untagged; JSON and Protobuf records are shaped by their readers)."""
-    if leading is None or decoder.native_types or decoder.schema_format.schema_type != "AVRO":
+    would read back from Spark (the format `decodes_as_read_back`: Avro's, whose unions tell their
+    branches by value, a Python pass reading them untagged; JSON and Protobuf records are shaped
+    by their readers)."""
+    if leading is None or decoder.native_types or not decodes_as_read_back(decoder.schema_format):
         return None
     return None if decoder.schema_format.needs_tags(decoder.target_schema) else leading
 
@@ -314,7 +314,7 @@ class _DecodePass:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.types import StructType
 
-        decoded = avro.arrow_schema(StructType.fromJson(json.loads(self.decoded_json)))
+        decoded = arrow_schema(StructType.fromJson(json.loads(self.decoded_json)))
         leading = self.leading
         routed = self.router(self._decoded(batch, decoded) for batch in batches)
         tombstone = pa.scalar(self.decoder.tombstone_status, type=decoded.field(STATUS).type)
@@ -511,10 +511,10 @@ def read_frame(decoder: Decoder, frame: Any, id_header: bytes | None) -> tuple[W
     schema_format = decoder.schema_format
     if writer.payload:
         try:
-            clear, payload = split_clear(schema_format.schema_type, body)
+            clear, payload = split_clear(schema_format, body)
         except ValueError as e:
             raise SerializationError(
-                f"{schema_format.schema_type} body of {describe(schema_id)} cannot be decoded: {e}"
+                f"{display_name(schema_format)} body of {describe(schema_id)} cannot be decoded: {e}"
             ) from e
         body = clear + writer.payload.apply(payload)
     reader = decoder.target_schema if writer.version == decoder.target_version else None
@@ -522,7 +522,7 @@ def read_frame(decoder: Decoder, frame: Any, id_header: bytes | None) -> tuple[W
     try:
         return writer, schema_format.decode(body, writer.schema, reader, tagged)
     except Exception as e:
-        kind = {"AVRO": "Avro"}.get(schema_format.schema_type, schema_format.schema_type)
+        kind = display_name(schema_format)
         raise SerializationError(f"{kind} body of {describe(schema_id)} cannot be decoded: {e}") from e
 
 
@@ -636,7 +636,7 @@ def migrate_decoded(packed: DataFrame, writer: WriterVersion, target: ContractVe
             failure_field(),
         ]
     )
-    return raise_failures(packed.mapInArrow(_MigratePass(writer, target.avro_schema, output.json()), output))
+    return raise_failures(packed.mapInArrow(_MigratePass(writer, target.parsed, output.json()), output))
 
 
 @dataclass(frozen=True)
@@ -648,7 +648,7 @@ class _MigratePass:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.types import StructType
 
-        output = avro.arrow_schema(StructType.fromJson(json.loads(self.output_json)))
+        output = arrow_schema(StructType.fromJson(json.loads(self.output_json)))
         rows_before = 0
         for batch in batches:
             try:
@@ -834,11 +834,11 @@ class _EncodePass:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.types import StructType
 
-        output = avro.arrow_schema(StructType.fromJson(json.loads(self.output_json)))
+        output = arrow_schema(StructType.fromJson(json.loads(self.output_json)))
         if self.router is None or self.middle_json is None:
             encoded = self._all(batches, None)
         else:
-            middle = avro.arrow_schema(StructType.fromJson(json.loads(self.middle_json)))
+            middle = arrow_schema(StructType.fromJson(json.loads(self.middle_json)))
             encoded = self.router(self._all(batches, middle))
         for batch in encoded:
             replaced = {}
@@ -863,7 +863,7 @@ class _EncodePass:
         statuses: list[dict[str, Any] | None] = [None] * len(bodies)
         failures: list[str | None] = [None] * len(bodies)
         if self.payload:
-            split = [split_clear(self.schema_format.schema_type, bodies[i]) for i in present]
+            split = [split_clear(self.schema_format, bodies[i]) for i in present]
             sealed, refused, failed, _ = self.payload.apply_all([payload for _, payload in split])
             for i, (clear, _), payload, status, failure in zip(
                 present, split, sealed, refused, failed, strict=True

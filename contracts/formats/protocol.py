@@ -10,7 +10,8 @@ engine does between those points is format-independent.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -120,3 +121,56 @@ class ParsedSchema(Protocol):
 
     @property
     def parsed(self) -> Any: ...
+
+
+# Optional members a format may have, read through the functions below (absent: their default).
+# The tagged-field walk of CEL_FIELD and ENCRYPT rules is `contracts.formats.fields.FieldWalking`.
+
+
+def presence_view(schema_format: SchemaFormat, parsed: Any) -> Callable[[Any], Any] | None:
+    """What turns a record into what CEL reads of it where a field's presence is not its being a
+    key (`presence_view(record, parsed)`, a `contracts.formats.markers.PresenceRecord`: Protobuf's);
+    None for a format whose records say presence by their keys (Avro's, JSON Schema's)."""
+    view = getattr(schema_format, "presence_view", None)
+    return None if view is None else functools.partial(view, parsed=parsed)
+
+
+def display_name(schema_format: SchemaFormat) -> str:
+    """How messages name the format's bodies (`display_name`; default: its schema type)."""
+    return str(getattr(schema_format, "display_name", schema_format.schema_type))
+
+
+def choose_record(schema_format: SchemaFormat, name: str) -> SchemaFormat:
+    """The format reading a schema's record as the type `name` names, for a format whose schema
+    declares several (`with_record(name)`: Protobuf's messages); ContractError for another."""
+    from contracts.errors import ContractError
+
+    with_record = getattr(schema_format, "with_record", None)
+    if with_record is None:
+        raise ContractError(
+            f"protobuf_message chooses the record among a Protobuf schema's messages, and this"
+            f" schema is {schema_format.schema_type.upper()}",
+            position="protobuf_message",
+        )
+    chosen: SchemaFormat = with_record(name)
+    return chosen
+
+
+def clear_length(schema_format: SchemaFormat, body: bytes) -> int:
+    """How many leading bytes of a body encoding rules leave in clear (`clear_length(body)`:
+    Protobuf's message indexes; default none); ValueError when the body is cut short there."""
+    measure = getattr(schema_format, "clear_length", None)
+    return 0 if measure is None else int(measure(body))
+
+
+def decodes_as_read_back(schema_format: SchemaFormat) -> bool:
+    """Whether `decode`'s records are those `read_struct` reads back from their Spark struct
+    (`decodes_as_read_back`; default False): then rules can run on them in the decode pass itself."""
+    return bool(getattr(schema_format, "decodes_as_read_back", False))
+
+
+def swaps_keep_schema(schema_format: SchemaFormat) -> bool:
+    """Whether a record stays a record of its schema when a string value is swapped for another
+    string and a bytes value for other bytes (`swaps_keep_schema`; default False: a JSON Schema's
+    string may have a pattern or a length): a transform doing only that needs no second check."""
+    return bool(getattr(schema_format, "swaps_keep_schema", False))

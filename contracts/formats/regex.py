@@ -1,4 +1,4 @@
-"""RE2 regular expressions, as every rule type and format matches them (docs/semantics.md §3.6):
+"""RE2 regular expressions, as every rule type and format matches them (docs/semantics.md §3.7):
 CEL `matches()`, JSON Schema `pattern` and `patternProperties`, JSONata regexes.
 
 RE2 decides in Python, in time linear in the text (`compiled`). In Spark, a pattern runs as a

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from actions.dlq.redaction import Redaction
 from actions.protocol import ActionContext, ActionPlan, Effect
 from contracts.errors import RuleError
 from contracts.formats.arrow_text import printable
 from contracts.model import Rule, RuleKind, RuleMode
-from executors.encrypt.redact import Redaction
 from executors.protocol import BatchStep, RuleContext, Step, condition_failure_message
 
 if TYPE_CHECKING:
@@ -204,6 +204,12 @@ class Plan:
             for passed, action in ((True, rule.on_success), (False, rule.on_failure))
             if action.effect is Effect.CONTINUE and action.topic is not None
         )
+
+    @property
+    def runnable(self) -> bool:
+        """Whether every rule's step may run as compiled (none was compiled read-only in a form
+        that must not run: `BatchStep.runnable`)."""
+        return all(rule.step is None or rule.step.runnable for rule in self.rules)
 
     @property
     def all_native(self) -> bool:

@@ -209,15 +209,12 @@ def _kek(spec: KeySpec, registry: DekRegistry, *, create: bool) -> Kek:
     except RegistryError as e:
         if not _not_found(e):
             raise EncryptionKeyError(f"could not get KEK {spec.kek_name!r}: {e}") from e
+        absent = f"no KEK named {spec.kek_name!r} for subject {spec.subject!r} in the DEK registry"
         if not create:
-            raise EncryptionKeyError(
-                f"no KEK {spec.kek_name!r} in the DEK registry{copy_note(registry)}"
-            ) from e
+            raise EncryptionKeyError(f"{absent}{copy_note(registry)}") from e
         if not spec.kms_type or not spec.kms_key_id:
             missing = "encrypt.kms.type" if not spec.kms_type else "encrypt.kms.key.id"
-            raise EncryptionKeyError(
-                f"no KEK {spec.kek_name!r} in the DEK registry and no {missing} to create it"
-            ) from e
+            raise EncryptionKeyError(f"{absent} and no {missing} to create it") from e
         try:
             kek = registry.register_kek(spec.kek_name, spec.kms_type, spec.kms_key_id, context=spec.context)
         except RegistryError as conflict:

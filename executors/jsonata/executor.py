@@ -42,7 +42,7 @@ class JsonataExecutor:
         _check_syntax(expr)
         migration = ctx.mode in MIGRATION_MODES
         batch = BatchStep(
-            JsonataBatch(expr, ctx.rule.kind, bounds(ctx.params), ctx.schema, migration, ctx.schema_format)
+            JsonataBatch(expr, ctx.rule.kind, bounds(ctx.params), ctx.schema, ctx.schema_format, migration)
         )
         try:
             build = compile_rule(parse(expr).ast, ctx, migration=migration)

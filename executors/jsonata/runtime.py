@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import jsonata
 
-from contracts import formats
 from contracts.bounded import BoundedCache
 from contracts.errors import SerializationError
 from contracts.formats.protocol import SchemaFormat
@@ -130,8 +129,8 @@ class JsonataBatch:
     kind: RuleKind
     bounds: Bounds
     schema: Any
+    schema_format: SchemaFormat
     migration: bool = False
-    schema_format: SchemaFormat = field(default_factory=lambda: formats.get("AVRO"))
 
     def __call__(self) -> BatchEvaluator:
         expression = parse(self.expr)

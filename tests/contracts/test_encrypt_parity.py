@@ -134,10 +134,10 @@ def test_rotated_deks_carry_their_version_both_ways(spark: Any) -> None:
     from executors.encrypt import EncryptExecutor
 
     contract = _contract(payload, registry, executors=[EncryptExecutor(clock=lambda: two_days_later)])
-    assert registry.get_dek("kek1", SUBJECT, "AES256_GCM", -1).version == 2
     ours = [
         bytes(row["value"]) for row in contract.serialize(_records(spark, contract)).orderBy("row").collect()
     ]
+    assert registry.get_dek("kek1", SUBJECT, "AES256_GCM", -1).version == 2  # made by the first write
     reader = ReferenceEncryption(payload, SECRET)
     reader.import_keys(registry, "kek1", "AES256_GCM", range(1, 3))
     assert [reader.deserialize(frame) for frame in ours + theirs] == RECORDS + RECORDS

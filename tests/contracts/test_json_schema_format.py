@@ -52,25 +52,37 @@ def test_the_json_format_is_registered() -> None:
     assert "JSON" in formats.known()
 
 
+OPTIONAL = {"presence": "in_document"}
+"""An optional property's presence: a null is its absence (docs/semantics.md §3.6)."""
+OPTIONAL_OR_NULL = {"presence": "in_document_or_null"}
+"""One accepting null: a null is its own unless the record's `_absent` lists it."""
+
+
 def test_records_have_the_spark_type_the_schema_implies() -> None:
     assert JSON.spark_type(parsed(ORDER)) == T.StructType(
         [
             T.StructField("id", T.LongType(), False),
             T.StructField("customer", T.StringType(), False),
-            T.StructField("email", T.StringType(), True),
+            T.StructField("email", T.StringType(), True, OPTIONAL_OR_NULL),
             T.StructField("amount", T.DoubleType(), False),
-            T.StructField("paid", T.BooleanType(), True),
-            T.StructField("tags", T.ArrayType(T.StringType(), False), True),
+            T.StructField("paid", T.BooleanType(), True, OPTIONAL),
+            T.StructField("tags", T.ArrayType(T.StringType(), False), True, OPTIONAL),
             T.StructField(
                 "address",
                 T.StructType(
-                    [T.StructField("city", T.StringType(), False), T.StructField("zip", T.StringType(), True)]
+                    [
+                        T.StructField("city", T.StringType(), False),
+                        T.StructField("zip", T.StringType(), True, OPTIONAL),
+                    ]
                 ),
                 True,
+                OPTIONAL,
             ),
-            T.StructField("extras", T.MapType(T.StringType(), T.LongType(), False), True),
-            T.StructField("status", T.StringType(), True),
-            T.StructField("note", T.StringType(), True),
+            T.StructField("extras", T.MapType(T.StringType(), T.LongType(), False), True, OPTIONAL),
+            T.StructField("status", T.StringType(), True, OPTIONAL),
+            T.StructField("note", T.StringType(), True, OPTIONAL_OR_NULL),
+            # Which of the nulls of `email` and `note` are absent properties.
+            T.StructField("_absent", T.ArrayType(T.StringType(), False), True, {"presence.absent": True}),
         ]
     )
 
@@ -150,9 +162,9 @@ def test_records_go_to_arrow_and_back_unchanged() -> None:
     record_type = arrow_type(JSON.spark_type(schema))
     column = JSON.to_struct([record(), None], schema, record_type)
     assert column.type == record_type
+    assert column.to_pylist()[0]["_absent"] == ["/note"]  # email is null, note absent
     read = JSON.read_struct(column, schema)
-    # A null field is left out unless its property accepts null (email and note do).
-    assert read.records == [{**record(), "note": None}, None]
+    assert read.records == [record(), None]
     assert read.unreadable == {}
 
 

@@ -173,7 +173,7 @@ def test_the_jvm_path_decodes_records_and_hostile_frames_as_the_python_decoder_d
     assert jvm[:2] == python[:2]
     # Valid: 2 compact, spaced, explicit null, 7.0, a duplicate key (the last wins), NaN (Python's
     # json reads it), the V1 frame, the tombstone, and 5 of json.dumps's layout. Not \n before `$`:
-    # patterns are RE2's, whose `$` is the end of the text (docs/semantics.md §3.6).
+    # patterns are RE2's, whose `$` is the end of the text (docs/semantics.md §3.7).
     assert len(python[0]) == 14
     reasons = [dict(headers)["__rule.exception"].decode() for _, _, headers in python[1]]
     assert len(reasons) == 27

@@ -1,6 +1,6 @@
 """CEL `matches()` never hangs a task or overflows the JVM's stack: Java gets only patterns it matches
 in linear time with a bounded stack (rewritten where that is exact), RE2 in Python decides the
-rest, and the answers are RE2's (docs/semantics.md §3.6)."""
+rest, and the answers are RE2's (docs/semantics.md §3.7)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fastavro import schemaless_reader, schemaless_writer
@@ -13,12 +13,14 @@ from fastavro.validation import ValidationError, validate
 
 from contracts.bounded import BoundedCache
 from contracts.formats.avro.dlq_value import read_dlq_value
+from contracts.formats.avro.fields import AvroFieldWalk, schema_tree
 from contracts.formats.avro.json_view import from_json_view, to_json_view
 from contracts.formats.avro.project import project
 from contracts.formats.avro.sizes import size_check
 from contracts.formats.avro.strict import StrictReader
 from contracts.formats.avro.types import AvroSchema, parse_schema, struct_type
 from contracts.formats.avro.values import chooses_union_branches, read_struct, records_to_struct
+from contracts.formats.fields import FieldTree, FieldVisit, Record
 from contracts.formats.protocol import Records, Reference
 
 if TYPE_CHECKING:
@@ -37,6 +39,9 @@ class AvroFormat:
     """The AVRO schema type (docs/semantics.md §1.4, §5.1, §8)."""
 
     schema_type = "AVRO"
+    display_name = "Avro"
+    decodes_as_read_back = True
+    swaps_keep_schema = True
 
     def parse(self, schema_str: str, references: Sequence[Reference]) -> AvroSchema:
         return parse_schema(schema_str, tuple(reference.schema_str for reference in references))
@@ -93,6 +98,22 @@ class AvroFormat:
         body = io.BytesIO()
         schemaless_writer(body, parsed, record, strict=True)
         return body.getvalue()
+
+    def field_tree(
+        self, parsed: AvroSchema, metadata_tags: Mapping[str, tuple[str, ...]]
+    ) -> FieldTree | None:
+        tree = schema_tree(parsed, metadata_tags)
+        return FieldTree(tree) if isinstance(tree, Record) else None
+
+    def field_walk(
+        self,
+        parsed: AvroSchema,
+        metadata_tags: Mapping[str, tuple[str, ...]],
+        rule_tags: frozenset[str],
+        visit: FieldVisit,
+        condition: bool = False,
+    ) -> Callable[[Any], Any]:
+        return AvroFieldWalk(schema_tree(parsed, metadata_tags), rule_tags, visit, condition)
 
     def read_dlq_value(self, value: Column, parsed: AvroSchema) -> Column:
         """Natively: `from_json`, then Column expressions for the values JSON holds as text (a

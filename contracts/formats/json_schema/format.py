@@ -3,9 +3,11 @@ reference clients hand to rules (dicts of plain values), bodies are UTF-8 JSON, 
 decoded, encoded or returned by a transform is validated against its schema with `jsonschema`,
 as the reference serializer and deserializer do by default.
 
-In Spark a property that is absent and one that is null are both a null field; read back, a null
-field is left out of the record unless the property's schema accepts null, so a record that was
-valid stays valid.
+In Spark a property that is absent and one that is null are both a null field. Read back, a null
+field is left out of the record (the property absent) unless the property's schema accepts null
+and it is required, or optional and not listed in the record's `ABSENT_FIELD` (the JSON pointers
+of the optional properties that accept null and are absent, docs/semantics.md §1.5): a record
+keeps what its document had, and a record that was valid stays valid.
 """
 
 from __future__ import annotations
@@ -17,8 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from contracts.bounded import BoundedCache
 from contracts.formats.arrow_text import lone_surrogate, printable, struct_values
+from contracts.formats.fields import FieldTree, FieldVisit
+from contracts.formats.json_schema.fields import JsonFieldWalk
+from contracts.formats.json_schema.layouts import absent_in_text
 from contracts.formats.json_schema.patterns import on_re2, re2_validator
 from contracts.formats.json_schema.types import JsonSchema, Shape, parse_json_schema
+from contracts.formats.markers import ABSENT_FIELD, pointer
 from contracts.formats.protocol import Records, Reference
 
 if TYPE_CHECKING:
@@ -53,7 +59,8 @@ class JsonSchemaFormat:
     def read_struct(self, column: pa.Array, parsed: JsonSchema, tagged: bool = False) -> Records:
         """Each struct as the JSON object it stands for (None for a null struct)."""
         values, unreadable = struct_values(column)
-        records = [None if value is None else _from_spark(value, parsed.shape) for value in values]
+        shape = parsed.shape
+        records = [None if value is None else _record_from_spark(value, shape) for value in values]
         return Records(records, unreadable)
 
     def needs_tags(self, parsed: JsonSchema) -> bool:
@@ -66,7 +73,10 @@ class JsonSchemaFormat:
 
         from contracts.errors import SerializationError
 
-        values = [None if record is None else _to_spark(record, parsed.shape) for record in records]
+        masked = parsed.shape.has_optional_nulls
+        values = [
+            None if record is None else _record_to_spark(record, parsed.shape, masked) for record in records
+        ]
         try:
             return pa.array(values, type=record_type)
         except (TypeError, ValueError, pa.ArrowException) as e:
@@ -111,14 +121,34 @@ class JsonSchemaFormat:
         validate(record, parsed)
         return json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
+    def field_tree(
+        self, parsed: JsonSchema, metadata_tags: Mapping[str, tuple[str, ...]]
+    ) -> FieldTree | None:
+        """None: the walk's branches (`oneOf`, a `type` list) are chosen by validating values."""
+        return None
+
+    def field_walk(
+        self,
+        parsed: JsonSchema,
+        metadata_tags: Mapping[str, tuple[str, ...]],
+        rule_tags: frozenset[str],
+        visit: FieldVisit,
+        condition: bool = False,
+    ) -> Callable[[Any], Any]:
+        return JsonFieldWalk(parsed.document, metadata_tags, rule_tags, visit, condition)
+
     def read_dlq_value(self, value: Column, parsed: JsonSchema) -> Column:
         """Natively, by `from_json`: the DLQ value is the record's own JSON document, whose every
         value (strings, numbers, booleans, objects, arrays; "NaN" and "Infinity" as strings) Spark
-        reads as the field's type. A document that does not fit fails the job (FAILFAST)."""
+        reads as the field's type. A document that does not fit fails the job (FAILFAST). The
+        properties it leaves out that accept null are its `ABSENT_FIELD` (docs/semantics.md §1.5)."""
         from pyspark.sql import functions as F
 
         text = value.cast("string")
-        return F.when(text.startswith("{"), F.from_json(text, parsed.struct_type(), {"mode": "FAILFAST"}))
+        record = F.from_json(text, parsed.struct_type(), {"mode": "FAILFAST"})
+        if parsed.shape.has_optional_nulls:
+            record = record.withField(ABSENT_FIELD, absent_in_text(text, parsed.shape))
+        return F.when(text.startswith("{"), record)
 
     def __repr__(self) -> str:
         return "JsonSchemaFormat()"
@@ -233,39 +263,72 @@ def _fits_double(value: int) -> bool:
     return True
 
 
-def _from_spark(value: Any, shape: Shape) -> Any:
-    """A Spark value (as pyarrow reads it) as the JSON value it stands for."""
+def _record_from_spark(value: Mapping[str, Any], shape: Shape) -> Any:
+    """A record's Spark value as its JSON object, the properties its `ABSENT_FIELD` lists left out."""
+    absent = value.get(ABSENT_FIELD)
+    return _from_spark(value, shape, "" if absent else None, frozenset(absent or ()))
+
+
+def _from_spark(value: Any, shape: Shape, at: str | None, absent: frozenset[str]) -> Any:
+    """A Spark value (as pyarrow reads it) as the JSON value it stands for: a null property is left
+    out unless it accepts null and is required, or is not among the `absent` JSON pointers (`at`
+    is the value's own pointer; None when no pointer is listed)."""
     if value is None:
         return None
     if shape.kind == "object":
         record = {}
-        for name, field, _ in shape.fields:
+        for name, field, required in shape.fields:
             item = value.get(name)
-            if item is not None or field.nullable:
-                record[name] = _from_spark(item, field)
+            if item is not None:
+                record[name] = _from_spark(item, field, None if at is None else pointer(at, name), absent)
+            elif field.nullable and (required or at is None or pointer(at, name) not in absent):
+                record[name] = None
         return record
     if shape.kind == "map":
         assert shape.item is not None
         pairs = value.items() if isinstance(value, Mapping) else value
-        return {key: _from_spark(item, shape.item) for key, item in pairs}
+        return {
+            key: _from_spark(item, shape.item, None if at is None else pointer(at, key), absent)
+            for key, item in pairs
+        }
     if shape.kind == "array":
         assert shape.item is not None
-        return [_from_spark(item, shape.item) for item in value]
+        return [
+            _from_spark(item, shape.item, None if at is None else pointer(at, str(i)), absent)
+            for i, item in enumerate(value)
+        ]
     return value
 
 
-def _to_spark(value: Any, shape: Shape) -> Any:
-    """A JSON value as pyarrow takes it for the shape's Spark type (a map as key-value pairs)."""
+def _record_to_spark(record: Any, shape: Shape, masked: bool) -> Any:
+    """A record as pyarrow takes it for its Spark type; `masked`: with `ABSENT_FIELD`, the
+    pointers of the optional properties that accept null and are absent (None when none are)."""
+    absent: list[str] = []
+    value = _to_spark(record, shape, "", absent if masked else None)
+    if masked and isinstance(value, dict):
+        value[ABSENT_FIELD] = absent or None
+    return value
+
+
+def _to_spark(value: Any, shape: Shape, at: str, absent: list[str] | None) -> Any:
+    """A JSON value at JSON pointer `at` as pyarrow takes it for the shape's Spark type (a map as
+    key-value pairs), adding to `absent` the optional properties that accept null and are absent."""
     if value is None:
         return None
     if shape.kind == "object" and isinstance(value, Mapping):
-        return {name: _to_spark(value.get(name), field) for name, field, _ in shape.fields}
+        out = {}
+        for name, field, required in shape.fields:
+            where = pointer(at, name)
+            if name not in value and absent is not None and field.nullable and not required:
+                absent.append(where)
+            out[name] = _to_spark(value.get(name), field, where, absent)
+        return out
     if shape.kind == "map" and isinstance(value, Mapping):
         assert shape.item is not None
-        return [(key, _to_spark(item, shape.item)) for key, item in value.items()]
+        return [(key, _to_spark(item, shape.item, pointer(at, key), absent)) for key, item in value.items()]
     if shape.kind == "array" and isinstance(value, list):
         assert shape.item is not None
-        return [_to_spark(item, shape.item) for item in value]
+        return [_to_spark(item, shape.item, pointer(at, str(i)), absent) for i, item in enumerate(value)]
     if shape.kind == "integer" and isinstance(value, float):
         return int(value)  # JSON Schema counts 1.0 as an integer
     if shape.kind == "number" and isinstance(value, int) and not isinstance(value, bool):

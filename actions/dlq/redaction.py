@@ -6,6 +6,8 @@ with its plaintext. Every string or bytes field an ENCRYPT rule of the version t
 "<REDACTED>" instead (docs/semantics.md §7.3, §11.4), unless the rule config's
 `dlq.redact.rule.types` says otherwise. The reference takes the union of the ENCRYPT rules' tags;
 an ENCRYPT rule without tags encrypts every string and bytes field, so here it redacts them all.
+The tagged fields are found by the record's format's field walk (`FieldWalking.field_walk`), the
+one ENCRYPT itself walks; a format without one has nothing to redact.
 A rule's failure reason may quote the record it evaluated (a CEL error quotes the value it could
 not convert): where that record held those fields in plaintext (a WRITE rule before encryption, a
 READ rule after decryption), each of their values is "<REDACTED>" in the reason too (`scrub`).
@@ -20,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.bounded import BoundedCache
+from contracts.formats.fields import FieldWalking, WalkedField, field_walking
+from contracts.formats.protocol import SchemaFormat
 from contracts.model import Rule
-from executors.cel_field.schema import Leaf
-from executors.encrypt.walk import field_walk
 
 REDACTED = "<REDACTED>"
 REDACTED_BYTES = REDACTED.encode("utf-8")
@@ -34,16 +36,17 @@ DEFAULT_REDACT_RULE_TYPES = "ENCRYPT,ENCRYPT_PAYLOAD"
 
 @dataclass(frozen=True)
 class Redaction:
-    """Replaces the tagged string and bytes fields of records of one Avro or JSON schema; picklable."""
+    """Replaces the tagged string and bytes fields of records of one schema; picklable."""
 
     tags: frozenset[str]
     """The tags whose fields are redacted; empty: every string and bytes field."""
     schema: Any = field(repr=False)
+    schema_format: FieldWalking = field(repr=False)
     metadata_tags: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
 
     def __call__(self, records: Sequence[Any]) -> list[Any]:
         """The records with those fields redacted (copies; None stays None)."""
-        walk = field_walk(self.schema, self.metadata_tags, self.tags, _redacted)
+        walk = self.schema_format.field_walk(self.schema, self.metadata_tags, self.tags, _redacted)
         return [None if record is None else walk(record) for record in records]
 
     def scrub(self, record: Any, text: str) -> str:
@@ -63,7 +66,9 @@ class _Collector:
 
     def __init__(self, redaction: Redaction) -> None:
         self.found: list[Any] | None = None
-        self.walk = field_walk(redaction.schema, redaction.metadata_tags, redaction.tags, self._visit)
+        self.walk = redaction.schema_format.field_walk(
+            redaction.schema, redaction.metadata_tags, redaction.tags, self._visit
+        )
         self.lock = threading.Lock()
 
     def collect(self, record: Any, into: list[Any]) -> None:
@@ -75,8 +80,8 @@ class _Collector:
             finally:
                 self.found = None
 
-    def _visit(self, leaf: Leaf, _field: Any, value: Any) -> Any:
-        if value is not None and leaf.type_name in ("STRING", "BYTES") and self.found is not None:
+    def _visit(self, walked: WalkedField, value: Any) -> Any:
+        if value is not None and walked.type_name in ("STRING", "BYTES") and self.found is not None:
             self.found.append(value)
         return value
 
@@ -106,12 +111,17 @@ def _quoted(value: Any) -> set[str]:
 def redaction_for(
     rules: Sequence[Rule],
     schema: Any,
+    schema_format: SchemaFormat,
     metadata_tags: Mapping[str, tuple[str, ...]],
     config: Mapping[str, str],
 ) -> Redaction | None:
     """The redaction the version's rules of the types `config` names (`dlq.redact.rule.types`,
     ENCRYPT and ENCRYPT_PAYLOAD by default) call for, whatever their mode, disabled or not, as the
-    reference looks at the whole list; None when there are none."""
+    reference looks at the whole list; None when there are none, or when the format walks no fields
+    (its records have no tagged fields to find)."""
+    walking = field_walking(schema_format)
+    if walking is None:
+        return None
     named = config.get(REDACT_RULE_TYPES, DEFAULT_REDACT_RULE_TYPES)
     types = {name.strip().upper() for name in named.split(",") if name.strip()}
     encrypting = [rule for rule in rules if rule.type.upper() in types]
@@ -119,14 +129,14 @@ def redaction_for(
         return None
     every_field = any(not rule.tags for rule in encrypting)
     tags = frozenset() if every_field else frozenset(tag for rule in encrypting for tag in rule.tags)
-    return Redaction(tags, schema, dict(metadata_tags))
+    return Redaction(tags, schema, walking, dict(metadata_tags))
 
 
-def _redacted(leaf: Leaf, _field: Any, value: Any) -> Any:
+def _redacted(field: WalkedField, value: Any) -> Any:
     if value is None:
         return None
-    if leaf.type_name == "STRING":
+    if field.type_name == "STRING":
         return REDACTED
-    if leaf.type_name == "BYTES":
+    if field.type_name == "BYTES":
         return REDACTED_BYTES
     return value
