@@ -45,12 +45,15 @@ demo-kafka: $(STAMP) $(JARS_STAMP)
 # decoder on the classic pass, spark-avro and `from_json` (the defaults, `auto`) on the Connect
 # pass, so each path runs the DataFrame suite; the differential tests run both paths on both passes.
 # Tests marked one_pass check what no session type changes: the Connect pass leaves them out.
+# Last, the tests marked cluster run on one local-cluster[2,1,1024] session (two executor JVMs
+# and their Python workers as separate processes), in a process of their own (tests/cluster).
 test: $(STAMP) $(JARS_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
-	SPARK_CONTRACTS_AVRO_PATH=python SPARK_CONTRACTS_JSON_PATH=python $(BIN)/pytest --durations=25
+	SPARK_CONTRACTS_AVRO_PATH=python SPARK_CONTRACTS_JSON_PATH=python $(BIN)/pytest -m 'not cluster' --durations=25
 	SPARK_REMOTE='local[2]' $(BIN)/pytest -m 'spark and not one_pass' --durations=25
+	$(BIN)/pytest -m cluster --durations=10
 
 # Every benchmark in benchmarks/ at a size that fits in about ten minutes on two idle cores, as one
 # table of ratios, each against its baseline measured in the same run (benchmarks/bench.py).

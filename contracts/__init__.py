@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from contracts.errors import ContractError, DataContractError, RegistryError, RuleError, SerializationError
+from contracts.errors import (
+    ContractError,
+    ContractWarning,
+    DataContractError,
+    RegistryError,
+    RuleError,
+    SerializationError,
+)
 from contracts.model import (
     Metadata,
     RegisteredSchema,
@@ -23,6 +30,7 @@ __all__ = [
     "ActionContext",
     "ActionPlan",
     "ContractError",
+    "ContractWarning",
     "DataContract",
     "DataContractError",
     "Dek",

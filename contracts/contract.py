@@ -5,27 +5,35 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import threading
 import uuid
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from actions.builtin import checked_topic
-from actions.dlq.local_topic import LocalTopicSink
+from actions.dlq.local_topic import DEFAULT_DLQ_DIR, LocalTopicSink
+from actions.dlq.redaction import Redaction, redaction_for
+from actions.dlq.replays import take
 from actions.dlq.sink import DlqSink, RunScopedSink, is_run_id
 from actions.protocol import Action, ActionContext, ActionPlan, Effect
 from contracts import keys
 from contracts.codes import VERSION_NOT_FOUND
 from contracts.engine import jvm_avro, jvm_json, python_pass, runner, serde
+from contracts.engine.conform import conformed
 from contracts.engine.counts import Gatherer
-from contracts.engine.frame import ORIGINAL, RECORD, STATUS, refuse_reserved_columns
+from contracts.engine.frame import ORIGINAL, RECORD, STATUS, WARNINGS, refuse_reserved_columns
 from contracts.engine.native_migration import NativeMigration, native_migration
 from contracts.engine.payload import PayloadRules
 from contracts.engine.reasons import NativeReasons, with_exact_reasons
 from contracts.engine.routing import DlqLayout, Router, route_rejected
 from contracts.engine.serde import WriterVersion
-from contracts.errors import ContractError, RegistryError
+from contracts.engine.workers import check_workers
+from contracts.errors import ContractError, ContractWarning, RegistryError
+from contracts.formats.markers import ABSENT_MARK
+from contracts.formats.protocol import SchemaFormat
 from contracts.formats.wire import SchemaRef, encode_prefix, schema_id_header
 from contracts.metrics import CollectMetrics, RuleMetrics, metrics_of, new_metrics, with_metrics
 from contracts.model import RegisteredSchema, RuleMode
@@ -34,18 +42,14 @@ from contracts.planning.plan import Plan, SkippedRuleSet, build_plan
 from contracts.plugins import ACTION_GROUP, EXECUTOR_GROUP, PluginRegistry, load_group, with_overrides
 from contracts.registry import Registry
 from contracts.registry.guid import canonical_guid
-from contracts.replay import RuleSkippingRegistry, replay
+from contracts.replay import RuleSkippingRegistry, VersionSchema, check_replay, replay, taken_frame
 from contracts.streaming import MicroBatchWriter
 from executors import as_executor
 from executors.config import RuleConfig
-from executors.encrypt.redact import Redaction, redaction_for
-from executors.encrypt.walk import walkable
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
-
-DEFAULT_DLQ_DIR = "dlq-topics"
 
 
 def _headers_field() -> Any:
@@ -112,11 +116,14 @@ class _ContractPlanner:
             )
         return planned
 
-    def plan(self, mode: RuleMode) -> Plan:
+    def plan(self, mode: RuleMode, read_only: bool = False) -> Plan:
+        """The target's plan for `mode`; `read_only` compiles it to be shown, creating nothing."""
         version = self.target
         rules = loader.rules_for(version, mode, self.executors)
         keys = self.keys if self.keys is not None else self.registry
-        compiled = loader.compile_rules(version, mode, rules, self.executors, None, keys, self.rule_config)
+        compiled = loader.compile_rules(
+            version, mode, rules, self.executors, None, keys, self.rule_config, read_only
+        )
         skipped = tuple(rule.name for rule in loader.skipped_rules(version, mode, self.executors))
         where = (version.subject, version.version, mode, version.spark_type)
         note = SkippedRuleSet(version.schema.rules.enable_at, skipped) if skipped else None
@@ -124,13 +131,21 @@ class _ContractPlanner:
             (rule.name, why)
             for rule, why in loader.left_out_rules(version.schema.rules.domain_rules, mode, self.executors)
         ]
-        return build_plan(*where, compiled, self.resolve_action, skipped=note, left_out=left_out)
+        redaction = _redaction(version, self.rule_config)
+        return build_plan(
+            *where, compiled, self.resolve_action, skipped=note, left_out=left_out, redaction=redaction
+        )
 
-    def payload(self, version: loader.ContractVersion, mode: RuleMode) -> PayloadRules:
-        """The encoding rules of `version` in WRITE or READ, compiled and planned (§11.5)."""
+    def payload(
+        self, version: loader.ContractVersion, mode: RuleMode, read_only: bool = False
+    ) -> PayloadRules:
+        """The encoding rules of `version` in WRITE or READ, compiled and planned (§11.5);
+        `read_only` as for `plan`."""
         rules = loader.encoding_rules_for(version, mode, self.executors)
         keys = self.keys if self.keys is not None else self.registry
-        compiled = loader.compile_rules(version, mode, rules, self.executors, None, keys, self.rule_config)
+        compiled = loader.compile_rules(
+            version, mode, rules, self.executors, None, keys, self.rule_config, read_only
+        )
         where = (version.subject, version.version, mode, version.spark_type)
         return PayloadRules(build_plan(*where, compiled, self.resolve_action))
 
@@ -153,19 +168,19 @@ class _ContractPlanner:
             # A deleted version in between fails only the records whose migration crosses it.
             failure = f"cannot migrate from version {writer} to {target}: {e}"
             loaded = self.load(writer)
-            return WriterVersion(writer, loaded.avro_schema, loaded.format, failure=failure)
+            return WriterVersion(writer, loaded.parsed, loaded.format, failure=failure)
         except ContractError as e:
             if e.position != "protobuf_message":
                 raise
             # A version without the chosen message fails only the records whose migration crosses it.
             failure = f"cannot read version {writer}'s records as version {target}'s: {e}"
             loaded = loader.load_version(self.registry, registered)  # its first message: never decoded
-            return WriterVersion(writer, loaded.avro_schema, loaded.format, failure=failure)
+            return WriterVersion(writer, loaded.parsed, loaded.format, failure=failure)
         plans = migration.migration_plans(versions, writer, target, self.executors, self.resolve_action)
         native = native_migration(versions, writer, target, self.executors, self.resolve_action)
         loaded = versions[writer]
         payload = self.payload(loaded, RuleMode.READ)
-        return WriterVersion(writer, loaded.avro_schema, loaded.format, plans, native, payload=payload)
+        return WriterVersion(writer, loaded.parsed, loaded.format, plans, native, payload=payload)
 
     def versions(self) -> list[RegisteredSchema]:
         """Every version of the subject, as the registry holds them now."""
@@ -175,6 +190,57 @@ class _ContractPlanner:
         """Every version of the subject (or of `versions`) by schema id, prefetched on the driver."""
         chosen = self.versions() if versions is None else versions
         return {registered.schema_id: self.writer(registered) for registered in chosen}
+
+
+class _Plans:
+    """A contract's plans, each compiled once, when first needed (docs/semantics.md §11.2). A plan
+    is first compiled read-only (to check the contract at load, and to show it), creating nothing;
+    a mode's plan whose steps cannot run as compiled read-only (ENCRYPT's WRITE, which looks for
+    no DEK) is compiled again when the mode first runs, so a reader never creates a writer's keys.
+    Shared by the copies of a contract that pin a run id, and by threads."""
+
+    def __init__(self, compiler: _ContractPlanner) -> None:
+        self._compiler = compiler
+        self._lock = threading.Lock()
+        self._rules: dict[tuple[RuleMode, bool], Plan] = {}
+        self._encoding: dict[tuple[RuleMode, bool], PayloadRules] = {}
+
+    def rules(self, mode: RuleMode, run: bool = True) -> Plan:
+        """The domain rules' plan of `mode`: the one that runs, or (not `run`) one to show."""
+        return self._once(
+            self._rules, mode, run, lambda read_only: self._compiler.plan(mode, read_only), lambda p: p
+        )
+
+    def encoding(self, mode: RuleMode, run: bool = True) -> PayloadRules:
+        """The target's encoding rules of `mode` (§11.5), as `rules` compiles them."""
+        target = self._compiler.target
+        return self._once(
+            self._encoding,
+            mode,
+            run,
+            lambda read_only: self._compiler.payload(target, mode, read_only),
+            lambda payload: payload.plan,
+        )
+
+    def _once(
+        self,
+        cache: dict[tuple[RuleMode, bool], Any],
+        mode: RuleMode,
+        run: bool,
+        compile: Callable[[bool], Any],
+        plan_of: Callable[[Any], Plan],
+    ) -> Any:
+        with self._lock:
+            running = cache.get((mode, True))
+            if running is not None:
+                return running
+            shown = cache.get((mode, False))
+            if shown is None:
+                shown = cache[(mode, False)] = compile(True)
+            if not run:
+                return shown
+            cache[(mode, True)] = running = shown if plan_of(shown).runnable else compile(False)
+            return running
 
 
 class DataContract:
@@ -196,6 +262,8 @@ class DataContract:
     `protobuf_message` chooses a Protobuf contract's record by its message's full name
     (`acme.Refund`, a nested `acme.Outer.Inner`) in every version, where the schema declares
     several, as Confluent's clients are given the message class; by default the file's first.
+    `warnings_column=True` adds `_contract_warnings` to the valid rows of `apply`, `write`, `read`
+    and `deserialize`: the names of the rules the row failed whose action let it go on (NONE).
     """
 
     def __init__(
@@ -210,6 +278,7 @@ class DataContract:
         collect_metrics: CollectMetrics = True,
         rule_config: Mapping[str, str] | None = None,
         protobuf_message: str | None = None,
+        warnings_column: bool = False,
     ) -> None:
         if collect_metrics not in (True, False, "observe"):
             raise ContractError(
@@ -217,6 +286,7 @@ class DataContract:
             )
         self.registry = registry
         self.collect_metrics = collect_metrics
+        self.warnings_column = warnings_column
         self.subject = subject
         registered = loader.resolve(registry, subject, version, use_latest_with_metadata)
         self.target = loader.load_version(registry, registered, protobuf_message)
@@ -233,23 +303,55 @@ class DataContract:
         self._dlq_sink = dlq_sink
         self._run_id: str | None = None
         self._resolved: dict[int, NativeMigration | None] = {}
-        self._plans = {mode: self._compiler.plan(mode) for mode in (RuleMode.WRITE, RuleMode.READ)}
-        self._encoding = self._compiler.payload(self.target, RuleMode.WRITE)
+        self._plans = _Plans(self._compiler)
+        # Both modes compiled read-only now: a contract that cannot run fails at load (§9.9).
+        for mode in (RuleMode.WRITE, RuleMode.READ):
+            self._plans.rules(mode, run=False)
+        self._plans.encoding(RuleMode.WRITE, run=False)
         self._redaction = _redaction(self.target, self._compiler.rule_config)
+        shown = (self._plans.rules(mode, run=False) for mode in (RuleMode.WRITE, RuleMode.READ))
+        for plan in (*shown, self._plans.encoding(RuleMode.WRITE, run=False).plan):
+            for rule in plan.rules:
+                if rule.step is None:
+                    warnings.warn(rule.unhandled(), ContractWarning, stacklevel=2)
 
     @property
     def spark_schema(self) -> StructType:
-        """The Spark type of the target version's record."""
-        return self.target.spark_type
+        """The Spark type of the target version's record: its fields, the columns a DataFrame gives
+        the contract. A JSON Schema record's `_absent` mask (docs/semantics.md §1.5) is not among
+        them: `deserialize` adds it after them, and a DataFrame may leave it out."""
+        from pyspark.sql.types import StructType
+
+        fields = [f for f in self.target.spark_type.fields if not f.metadata.get(ABSENT_MARK)]
+        return (
+            StructType(fields) if len(fields) < len(self.target.spark_type.fields) else self.target.spark_type
+        )
 
     @property
     def version(self) -> int:
         return self.target.version
 
     @property
+    def parsed(self) -> Any:
+        """The target version's schema as its format parsed it (an Avro schema, a JSON Schema, a
+        compiled Protobuf schema), e.g. to read a DLQ topic's records back."""
+        return self.target.parsed
+
+    @property
     def avro_schema(self) -> Any:
-        """The target version's parsed Avro schema (e.g. to read a DLQ topic's records back)."""
-        return self.target.avro_schema
+        """Deprecated: `parsed`, which every format has (the name dates from Avro-only contracts)."""
+        warnings.warn(
+            "DataContract.avro_schema is deprecated: use DataContract.parsed",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.target.parsed
+
+    @property
+    def schema_format(self) -> SchemaFormat:
+        """The format of the target version's schema type: with `parsed`, what reads its records
+        back from a DLQ topic (`decode_dlq(dlq, contract)`)."""
+        return self.target.format
 
     @property
     def schema_id(self) -> int:
@@ -261,9 +363,17 @@ class DataContract:
             self._dlq_sink = LocalTopicSink(os.path.abspath(DEFAULT_DLQ_DIR))
         return self._dlq_sink
 
+    def conform(self, df: DataFrame) -> DataFrame:
+        """`df` with the record's columns cast and reordered to `spark_schema` where no value
+        changes (int to long or double, a wider decimal, struct fields by name, a missing nullable
+        field as null), its other columns after them; a ContractError naming the column, both types
+        and why, for one that cannot be (contracts.engine.conform)."""
+        return conformed(df, self.spark_schema, self.subject, self.version)
+
     def plan(self, mode: str | RuleMode = RuleMode.WRITE) -> Plan:
-        """The compiled plan for WRITE or READ; `print(contract.plan("WRITE"))` explains it."""
-        return self._plans[_mode(mode)]
+        """The compiled plan for WRITE or READ; `print(contract.plan("WRITE"))` explains it. Before
+        the mode has run, a plan compiled to be shown, which changes nothing (docs/semantics.md §11.2)."""
+        return self._plans.rules(_mode(mode), run=False)
 
     def explain(self, mode: str | RuleMode = RuleMode.WRITE, writer_version: int | None = None) -> str:
         """What the engine decided for `mode`: each rule in running order with its actions, how it
@@ -273,7 +383,7 @@ class DataContract:
         serialized payload, in `serialize` and `deserialize`) come last, when the target has any."""
         chosen = _mode(mode)
         plan = self.plan(chosen).explain()
-        encoding = self._encoding if chosen is RuleMode.WRITE else self._compiler.payload(self.target, chosen)
+        encoding = self._plans.encoding(chosen, run=False)
         if encoding:
             lines = encoding.plan.explain().splitlines()[1:]
             where = (
@@ -300,10 +410,12 @@ class DataContract:
 
     def apply(self, df: DataFrame, mode: str | RuleMode = RuleMode.WRITE) -> RuleResult:
         """Run the rules of `mode` lazily: nothing executes until an action on the result."""
-        plan = self.plan(mode)
+        plan = self._plans.rules(_mode(mode))
+        check_workers(df.sparkSession)
         metrics, gatherer = self._metrics(plan, df, runs_on_input=True)
-        staged = runner.stage(plan, df, gatherer)
-        valid = _output(plan, staged.filter(_status().isNull()), _valid_columns(df, plan), gatherer)
+        warn = self._warnings_for(df)
+        staged = runner.stage(plan, df, gatherer, keep_outcomes=warn)
+        valid = _output(plan, staged.filter(_status().isNull()), _valid_columns(df, plan), gatherer, warn)
         rejected = with_exact_reasons(staged.filter(_status().isNotNull()), plan)
         return RuleResult(
             valid=with_metrics(valid, metrics),
@@ -319,8 +431,10 @@ class DataContract:
         when this is called, so the rerun of a job that failed half-way leaves no duplicates
         (README, "Dead-letter sinks").
         """
-        plan = self.plan(RuleMode.WRITE)
-        return self._enforced(plan, df, self._start_run(df, run_id), _valid_columns(df, plan))
+        plan = self._plans.rules(RuleMode.WRITE)
+        check_workers(df.sparkSession)
+        columns = _valid_columns(df, plan)
+        return self._enforced(plan, df, self._start_run(df, run_id), columns, warn=self._warnings_for(df))
 
     def read(
         self, df: DataFrame, writer_version: int | None = None, *, run_id: str | None = None
@@ -330,9 +444,11 @@ class DataContract:
         `run_id` names the DLQ output as in `write`."""
         from pyspark.sql import functions as F
 
-        plan = self.plan(RuleMode.READ)
+        plan = self._plans.rules(RuleMode.READ)
+        check_workers(df.sparkSession)
+        warn = self._warnings_for(df)
         if writer_version is None or writer_version == self.version:
-            return self._enforced(plan, df, self._start_run(df, run_id), _valid_columns(df, plan))
+            return self._enforced(plan, df, self._start_run(df, run_id), _valid_columns(df, plan), warn=warn)
         writer = self._compiler.writer(self.registry.get_version(self.subject, writer_version))
         if writer.failure is not None:
             raise ContractError(writer.failure, subject=self.subject, version=self.version)
@@ -348,13 +464,13 @@ class DataContract:
         else:
             migrated = serde.migrate_decoded(packed, writer, self.target)
         metrics, gatherer = self._metrics(plan, df, runs_on_input=False)
-        staged = runner.run(plan, migrated, gatherer)
+        staged = runner.run(plan, migrated, gatherer, keep_outcomes=warn)
         layout = DlqLayout(record_column=ORIGINAL, schema=writer.schema, schema_format=self.target.format)
         reasons = _migration_reasons({ORIGINAL: native})
         run = self._start_run(df, run_id)
         routed = self._route(staged, layout, plan, run, migrations=writer.migrations, reasons=reasons)
-        columns = _record_then_passthrough(df, writer_plan.spark_type, self.spark_schema)
-        return with_metrics(_output(plan, routed, columns, gatherer), metrics)
+        columns = _record_then_passthrough(df, writer_plan.spark_type, self.target.spark_type)
+        return with_metrics(_output(plan, routed, columns, gatherer, warn), metrics)
 
     def deserialize(
         self,
@@ -392,6 +508,7 @@ class DataContract:
         if decode_dlq_topic is not None:
             checked_topic(decode_dlq_topic, "decode_dlq_topic", subject=self.subject, version=self.version)
         refuse_reserved_columns(df, self.subject, self.version)
+        check_workers(df.sparkSession)
         df = serde.tombstone_filter(df, value_col, tombstones)
         is_key = value_col == "key" if is_key is None else is_key
         policy = serde.DecodePolicy(on_decode_error, decode_dlq_topic)
@@ -405,7 +522,7 @@ class DataContract:
         decoded_keys = key_pass._decode(
             framed, key_column, keys.RAW_KEY, policy, keys.key_run_id(run_id), True, dlq_value=value_col
         )
-        nested = keys.nest_decoded_key(decoded_keys, key.spark_schema, key_column, df.columns)
+        nested = keys.nest_decoded_key(decoded_keys, key.target.spark_type, key_column, df.columns)
         decoded = self._decode(nested, value_col, keys.RAW_KEY, policy, run_id, is_key)
         return with_metrics(decoded.drop(keys.RAW_KEY), metrics_of(decoded), metrics_of(decoded_keys))
 
@@ -423,6 +540,7 @@ class DataContract:
         bytes of `dlq_value` (default: `value_col`)."""
         from pyspark.sql import functions as F
 
+        warn = self._warnings_for(df)
         versions = self._compiler.versions()
         writers = self._compiler.writers(versions)
         natives = self._natives(writers.values(), df)
@@ -432,8 +550,8 @@ class DataContract:
         decoder = serde.Decoder(
             subject=self.subject,
             target_version=self.version,
-            target_schema=self.target.avro_schema,
-            target_type_json=self.spark_schema.json(),
+            target_schema=self.target.parsed,
+            target_type_json=self.target.spark_type.json(),
             writers=writers,
             late=serde.LateWriters(self.registry, self.subject, self._compiler.writer),
             policy=policy,
@@ -444,10 +562,10 @@ class DataContract:
             headers_column=kafka_headers,
             id_header=schema_id_header(is_key),
         )
-        plan = self.plan(RuleMode.READ)
+        plan = self._plans.rules(RuleMode.READ)
         layout = DlqLayout(
             record_column=RECORD,
-            schema=self.target.avro_schema,
+            schema=self.target.parsed,
             schema_format=self.target.format,
             value_column=dlq_value or value_col,
             key_column=key_col,
@@ -478,14 +596,14 @@ class DataContract:
             decoded = native.apply(decoded, column, unreadable, otherwise=F.col(RECORD))
         metrics, gatherer = self._metrics(plan, df, runs_on_input=False)
         staged = serde.release_tombstones(
-            runner.run(plan, decoded, gatherer, leading_ran=leading is not None)
+            runner.run(plan, decoded, gatherer, leading_ran=leading is not None, keep_outcomes=warn)
         )
         reasons = _migration_reasons({serde.writer_column(v): native for v, native in natives.items()})
         migrations = natives.values()
         routed = self._route(staged, layout, plan, run, migrations, reasons, route_always=unreadable_dlq)
         passthrough = [name for name in df.columns if name != value_col]
-        columns = _record_then_passthrough_names(passthrough, self.spark_schema)
-        return with_metrics(_output(plan, routed, columns, gatherer), metrics)
+        columns = _record_then_passthrough_names(passthrough, self.target.spark_type)
+        return with_metrics(_output(plan, routed, columns, gatherer, warn), metrics)
 
     def serialize(
         self,
@@ -513,12 +631,13 @@ class DataContract:
         Confluent's producer does; a row they reject goes to its DLQ and goes no further
         (`metrics_of(result, key=True)` gives its counts; its DLQ output is named `<run_id>-key`).
         The key's schema is named as `schema_id_serializer` says (a `__key_schema_id` header)."""
+        check_workers(df.sparkSession)
         if key is None:
             return self._encode(df, run_id, schema_id_serializer, is_key)
         key_column = keys.key_column_of(df, key_col, key.subject, key.version)
         keys.check_free(df, self.subject, self.version)
-        keys.check_key_struct(df, key_column, key.spark_schema, key.subject, key.version)
-        unpacked, lifted = keys.unpack_key_fields(df, key.spark_schema, key_column)
+        keys.check_key_struct(df, key_column, key.target.spark_type, key.subject, key.version)
+        unpacked, lifted = keys.unpack_key_fields(df, key.target.spark_type, key_column)
         pinned = run_id is None and self._run_id is not None
         key_pass = key._with_run_id(f"{self._run_id}-key") if pinned else key
         encoded_keys = key_pass._encode(
@@ -541,8 +660,8 @@ class DataContract:
         from pyspark.sql.types import BinaryType, StructField, StructType
 
         schema_ref = self._schema_ref(schema_id_serializer)
-        plan = self.plan(RuleMode.WRITE)
-        record_fields = set(self.spark_schema.fieldNames())
+        plan = self._plans.rules(RuleMode.WRITE)
+        record_fields = set(self.target.spark_type.fieldNames())
         passthrough = [f for f in df.schema.fields if f.name not in record_fields and f.name != "value"]
         in_header = self._schema_id_headers(df, schema_id_serializer, schema_ref, schema_id_header(is_key))
         added = [] if in_header is None or in_header.from_input else [_headers_field()]
@@ -551,7 +670,7 @@ class DataContract:
         needed = [*[F.col(f"`{f.name}`") for f in passthrough], F.col(RECORD)]
         run = self._start_run(df, run_id)
         enforced = self._enforced(plan, df, run, needed, absent)
-        schema = self.target.avro_schema
+        schema = self.target.parsed
         # Rows the encoding rules reject carry their serialized body to the DLQ, as the reference's.
         layout = DlqLayout(
             record_column=RECORD,
@@ -562,7 +681,7 @@ class DataContract:
             headers_column=_present(df, "headers"),
             topic_column=_present(df, "topic"),
         )
-        payload = (self._encoding, Router(run.sink, run.run_id, layout, stage="encode"))
+        payload = (self._plans.encoding(RuleMode.WRITE), Router(run.sink, run.run_id, layout, stage="encode"))
         encoded = jvm_avro.encode(
             enforced, schema, schema_ref, output, self.target.format, in_header, payload
         )
@@ -594,11 +713,11 @@ class DataContract:
     ) -> serde.SchemaIdHeaders | None:
         """What `serialize` does to the `headers` column: adds the schema id header ("header"),
         drops the input's own schema id headers, or (no Kafka headers to touch) nothing."""
-        present = "headers" in df.columns and "headers" not in self.spark_schema.fieldNames()
+        present = "headers" in df.columns and "headers" not in self.target.spark_type.fieldNames()
         kafka = present and serde.is_kafka_headers(df.schema["headers"].dataType)
         if schema_id_serializer != "header":
             return serde.SchemaIdHeaders("headers", header, None, True) if kafka else None
-        if "headers" in self.spark_schema.fieldNames() or (present and not kafka):
+        if "headers" in self.target.spark_type.fieldNames() or (present and not kafka):
             what = (
                 "is a field of the record"
                 if not present
@@ -639,11 +758,23 @@ class DataContract:
         each record skips the rule its `__rule.name` header names, as Confluent's clients do, and
         one that fails again goes back to a DLQ topic as the result is computed (contracts.replay).
 
-        `dlq` is a topic of this contract's LocalTopicSink, or a DataFrame with `key`, `value` and
-        `headers` (`LocalTopicSink.read_df`, or a Kafka DLQ topic read with includeHeaders).
-        `apply` is "write" for WRITE-side records (JSON values) or "deserialize" for read-side ones
-        (wire-format frames; `options` go to `deserialize`). `run_id` names the DLQ output as in
-        `write`; each part of the replay appends `-<n>` to it."""
+        `dlq` is a topic of this contract's LocalTopicSink, of which the replay takes the records
+        no other replay took, for good (a rerun with the same `run_id`, which a topic needs, takes
+        them again: the way to finish a replay that failed), or a DataFrame with
+        `key`, `value` and `headers` (`LocalTopicSink.read_df`, or a Kafka DLQ topic read with
+        includeHeaders), replayed whole. `apply` is "write" for WRITE-side records (JSON values),
+        "read" for those `read` rejected (JSON values; `writer_version=` as `read` was given it),
+        or "deserialize" for read-side ones (wire-format frames; `options` go to `deserialize`).
+        `run_id` (default for a DataFrame: a new one) names the DLQ output as in `write`; each part
+        of the replay appends `-<n>` to it."""
+        if isinstance(dlq, str) and run_id is None:
+            raise ContractError(
+                f"replaying topic {dlq!r} needs a run_id: the records the replay takes are its own, and"
+                " a replay that fails is finished by a rerun with the same run_id",
+                subject=self.subject,
+            )
+        run_id = run_id or uuid.uuid4().hex
+        check_replay(self, apply, run_id, options)
         if isinstance(dlq, str):
             sink = self.dlq_sink
             if not isinstance(sink, LocalTopicSink):
@@ -654,8 +785,13 @@ class DataContract:
                 )
             from pyspark.sql import SparkSession
 
-            dlq = sink.read_df(spark or SparkSession.active(), dlq)
+            dlq = taken_frame(spark or SparkSession.active(), dlq, take(sink, dlq, run_id))
         return replay(self, dlq, apply, run_id, options)
+
+    def _version_schema(self, version: int | None) -> VersionSchema:
+        """Version `version`'s record (None: the target's): its format, parsed schema, Spark type."""
+        loaded = self.target if version is None or version == self.version else self._compiler.load(version)
+        return VersionSchema(loaded.format, loaded.parsed, loaded.spark_type)
 
     def _skipping(self, rule: str) -> DataContract:
         """This contract with every rule named `rule` disabled in every version: the contract a DLQ
@@ -667,8 +803,9 @@ class DataContract:
         variant.target = loader.load_version(registry, registered, self._compiler.protobuf_message)
         variant._compiler = dataclasses.replace(self._compiler, registry=registry, target=variant.target)
         variant._resolved = {}
-        variant._plans = {mode: variant._compiler.plan(mode) for mode in (RuleMode.WRITE, RuleMode.READ)}
-        variant._encoding = variant._compiler.payload(variant.target, RuleMode.WRITE)
+        variant._plans = _Plans(variant._compiler)
+        for mode in (RuleMode.WRITE, RuleMode.READ):
+            variant._plans.rules(mode, run=False)
         return variant
 
     def _with_run_id(self, run_id: str) -> DataContract:
@@ -715,18 +852,37 @@ class DataContract:
         return _Run(sink.begin_run(run_id), run_id)
 
     def _enforced(
-        self, plan: Plan, df: DataFrame, run: _Run, columns: list[Column], absent: str | None = None
+        self,
+        plan: Plan,
+        df: DataFrame,
+        run: _Run,
+        columns: list[Column],
+        absent: str | None = None,
+        warn: bool = False,
     ) -> DataFrame:
-        """`plan` run on `df` with its rejected rows routed, as `columns`, answering `metrics_of`;
-        rows where column `absent` is true hold no record and skip every rule."""
+        """`plan` run on `df` with its rejected rows routed, as `columns` (and, with `warn`, the
+        `_contract_warnings` column), answering `metrics_of`; rows where column `absent` is true
+        hold no record and skip every rule."""
         metrics, gatherer = self._metrics(plan, df, runs_on_input=absent is None)
         if absent is None:
-            staged = runner.stage(plan, df, gatherer)
+            staged = runner.stage(plan, df, gatherer, keep_outcomes=warn)
         else:
             packed = serde.without_record(runner.pack(plan, df), absent, self.subject, self.version)
-            staged = serde.release_tombstones(runner.run(plan, packed, gatherer))
+            staged = serde.release_tombstones(runner.run(plan, packed, gatherer, keep_outcomes=warn))
         routed = self._route(staged, self._json_layout(df, plan), plan, run)
-        return with_metrics(_output(plan, routed, columns, gatherer), metrics)
+        return with_metrics(_output(plan, routed, columns, gatherer, warn), metrics)
+
+    def _warnings_for(self, df: DataFrame) -> bool:
+        """Whether this call adds `_contract_warnings` (the contract's `warnings_column`); a
+        ContractError when `df` holds that column already (a valid output applied again)."""
+        if self.warnings_column and WARNINGS in df.columns:
+            raise ContractError(
+                f"the DataFrame already has column {WARNINGS!r}, which the contract adds to its valid"
+                f" rows; drop it first: df.drop({WARNINGS!r})",
+                subject=self.subject,
+                version=self.version,
+            )
+        return self.warnings_column
 
     def _metrics(
         self, plan: Plan, df: DataFrame, runs_on_input: bool
@@ -743,7 +899,7 @@ class DataContract:
         return DlqLayout(
             redact=self._redaction if plan.mode is RuleMode.WRITE else None,
             record_column=ORIGINAL if plan.has_transforms else RECORD,
-            schema=self.target.avro_schema,
+            schema=self.target.parsed,
             schema_format=self.target.format,
             key_column=_present(df, "key"),
             headers_column=_present(df, "headers"),
@@ -784,10 +940,8 @@ def _executor_registry(executors: Iterable[Any] | Mapping[str, Any] | None) -> P
 def _redaction(target: loader.ContractVersion, config: Mapping[str, str]) -> Redaction | None:
     """What a WRITE-side DLQ value of `target` redacts: the fields its ENCRYPT rules tag, unless
     the rule config's `dlq.redact.rule.types` names other types (or none)."""
-    if not walkable(target.avro_schema):
-        return None  # ENCRYPT rules walk Avro, JSON and Protobuf records only: another format has none
     rules = target.schema.rules.domain_rules
-    return redaction_for(rules, target.avro_schema, target.metadata_tags, config)
+    return redaction_for(rules, target.parsed, target.format, target.metadata_tags, config)
 
 
 def _mode(mode: str | RuleMode) -> RuleMode:
@@ -800,11 +954,16 @@ def _mode(mode: str | RuleMode) -> RuleMode:
     return chosen
 
 
-def _output(plan: Plan, frame: DataFrame, columns: list[Column], gatherer: Gatherer | None) -> DataFrame:
-    """`frame` as `columns`, observed with the per-rule counts when the plan counts them on its
-    output (runner.counts_at_output): its outcome columns carried to the top and dropped there."""
+def _output(
+    plan: Plan, frame: DataFrame, columns: list[Column], gatherer: Gatherer | None, warn: bool = False
+) -> DataFrame:
+    """`frame` as `columns` (with `warn`, then `_contract_warnings` from its outcome columns),
+    observed with the per-rule counts when the plan counts them on its output
+    (runner.counts_at_output): its outcome columns carried to the top and dropped there."""
     from pyspark.sql import functions as F
 
+    if warn:
+        columns = [*columns, runner.warnings_column(plan).alias(WARNINGS)]
     if gatherer is None or not runner.counts_at_output(plan, gatherer):
         return frame.select(*columns)
     carried = frame.select(*columns, *(F.col(name) for name in runner.outcome_columns(plan)))

@@ -7,6 +7,11 @@ class DataContractError(Exception):
     """Root of every error raised by spark-data-contracts."""
 
 
+class ContractWarning(UserWarning):
+    """A contract that loads but will not do what it seems to: e.g. a rule no executor handles,
+    which fails every record (docs/semantics.md §2.1)."""
+
+
 class ContractError(DataContractError):
     """A contract that cannot run: bad JSON, an unknown kind/mode/type, a bad expression.
 
@@ -105,3 +110,10 @@ class RuleError(DataContractError):
         super().__init__(
             f"Rule {rule!r} failed in {mode} on subject {subject!r} version {version}: {message}"
         )
+
+
+def in_one_line(error: BaseException) -> str:
+    """`Type: message`, the message's lines joined on one line: the text a job fails with when the
+    engine raises where rows are processed, as the native path fails it (docs/semantics.md §9.9)."""
+    text = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__

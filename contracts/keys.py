@@ -90,12 +90,19 @@ def unpack_key_fields(df: DataFrame, key_type: StructType, key_col: str) -> tupl
     """The key's record as top-level columns, the LIFTED columns that are no key field, ABSENT,
     and every other column packed in REST, for the key's encode pass; and the lifted names."""
     from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
 
     names = set(key_type.fieldNames())
     lifted = [c for c in LIFTED if c in df.columns and c not in names]
     rest = [c for c in df.columns if c != key_col and c not in lifted]
     key = F.col(f"`{key_col}`")
-    fields = [key.getField(f.name).alias(f.name) for f in key_type.fields]
+    given = df.schema[key_col].dataType
+    held = set(given.fieldNames()) if isinstance(given, StructType) else set()
+    # A field the key's struct leaves out is null (a JSON key's absent-property mask, §1.5).
+    fields = [
+        (key.getField(f.name) if f.name in held else F.lit(None).cast(f.dataType)).alias(f.name)
+        for f in key_type.fields
+    ]
     packed = F.struct(*[F.col(f"`{c}`") for c in rest]).alias(REST)
     return df.select(*fields, *lifted, packed, key.isNull().alias(ABSENT)), lifted
 

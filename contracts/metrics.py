@@ -17,11 +17,11 @@ from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from contracts.engine.counts import CountOnDemand, Gatherer, rule_counts
+from contracts.engine.counts import CountOnDemand, Gatherer, Observed, rule_counts
 from contracts.errors import ContractError
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, Observation, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     from contracts.planning.plan import Plan
 
@@ -56,12 +56,14 @@ class RuleMetrics:
     one aggregate job over the same input and rules, so the call's own query stays as fast as the
     rules alone (its input must read the same rows again, as Spark's sources, caches and
     checkpoints do; a non-deterministic input wants `collect_metrics="observe"`). Other batch calls
-    gather them with Spark's `observe()` during the first action on the result.
+    gather them with Spark's `observe()` during the first action on the result; asked before one,
+    those whose rules read the call's input and have no side effect (rules run in Python: `apply`,
+    `write`, `read` without migration, `serialize`) count on demand too, as native rules do.
     On a streaming DataFrame each micro-batch reports its own counts: they appear in the query's
     progress under `observedMetrics[metrics.name]`, and `get(query.lastProgress)` reads them.
     """
 
-    def __init__(self, plan: Plan, name: str, source: Observation | CountOnDemand | None) -> None:
+    def __init__(self, plan: Plan, name: str, source: Observed | CountOnDemand | None) -> None:
         self._plan = plan
         self._name = name
         self._source = source
@@ -80,8 +82,10 @@ class RuleMetrics:
 
         Counted on demand: computed by the first call (one Spark job), then kept.
         Observed batch: the counts of the first Spark action on the result. When no action has
-        finished within `timeout` seconds (raise it to wait for one running in another thread) this
-        is a ContractError, where Spark's own `Observation.get` would wait forever.
+        finished within `timeout` seconds (raise it to wait for one running in another thread) they
+        are counted on demand where the rules may run again; otherwise (a decode or migration pass,
+        a custom action's callback, `collect_metrics="observe"`) this is a ContractError, where
+        Spark's own `Observation.get` would wait forever.
         Streaming: the counts of the micro-batch whose `progress` (e.g. `query.lastProgress`) is given.
         """
         if not self._plan.rules:
@@ -164,21 +168,33 @@ class RuleMetrics:
             return dict(zip(names, values["values"], strict=True))
         return values
 
-    def _first_action(self, observation: Observation, timeout: float) -> Mapping[str, Any]:
-        """The observation's counts, waiting at most `timeout` seconds. A classic session's
+    def _first_action(self, observed: Observed, timeout: float) -> Mapping[str, Any]:
+        """The counts of the first action on the result, waiting at most `timeout` seconds for it;
+        else, where the rules may run again, counted on demand (and kept). A classic session's
         `Observation.get` blocks until an action finishes, so it waits in a background thread,
         one per RuleMetrics however often it is asked; Spark Connect's answers an empty dict."""
         with self._lock:
             if self._waiting is None:
-                self._waiting = _in_background(lambda: observation.get)
+                self._waiting = _in_background(lambda: observed.observation.get)
             waiting = self._waiting
         wait([waiting], timeout=timeout)
-        observed = waiting.result() if waiting.done() else {}
-        if observed:
-            return observed
+        lost = waiting.done() and waiting.exception() is not None
+        answer = waiting.result() if waiting.done() and not lost else {}
+        if answer and not (observed.fallback is not None and observed.fallback.counted):
+            return answer
+        if observed.fallback is not None:
+            return observed.fallback.counts()
         with self._lock:
-            if self._waiting is waiting and waiting.done():
+            if self._waiting is waiting and waiting.done() and not lost:
                 self._waiting = None  # Connect's empty answer: ask again next time
+        if lost:
+            raise ContractError(
+                "the first Spark action on the result lost the per-rule counts (a grouping of no"
+                " rows: Spark's adaptive execution dropped the stage that observed them); run a"
+                " count, collect or write on the result itself first",
+                subject=self._plan.subject,
+                version=self._plan.version,
+            ) from waiting.exception()
         raise ContractError(
             f"no Spark action on the result has finished within {timeout:g} s, and the per-rule"
             " counts are gathered by the first one: run an action (count, collect, a write) on the"
@@ -270,8 +286,12 @@ def new_metrics(
     if how is True and runs_on_input and plan.all_native:
         on_demand = CountOnDemand(plan.rules)
         return RuleMetrics(plan, name, on_demand), on_demand
-    observation = Observation(name)
-    return RuleMetrics(plan, name, observation), observation
+    # Rules run in Python may run again to count on demand when no action has counted them: they
+    # are pure, unless a custom action calls back or a copy is routed with the counts.
+    pure = not plan.copies and not any(rule.has_callbacks for rule in plan.rules)
+    fallback = CountOnDemand(plan.rules) if how is True and runs_on_input and pure else None
+    observed = Observed(Observation(name), fallback)
+    return RuleMetrics(plan, name, observed), observed
 
 
 def _in_background(call: Callable[[], Mapping[str, Any]]) -> Future[Mapping[str, Any]]:

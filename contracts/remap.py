@@ -34,6 +34,7 @@ from contracts.formats.wire import (
 )
 from contracts.model import RegisteredSchema, Schema, SchemaReference
 from contracts.registry import LocalRegistry, Registry
+from contracts.registry.references import referenced_schemas
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -211,7 +212,7 @@ class _Remapper:
             subject = self._subject(topic, is_key, schema)
             try:
                 with _held(self.destination):
-                    known = _DESTINATION_IDS.put(key, self._copy(subject, schema, ()).schema_id)
+                    known = _DESTINATION_IDS.put(key, self._copy(subject, schema).schema_id)
             except RegistryError as e:
                 raise RegistryError(
                     f"cannot register source schema id {source_id} under destination subject"
@@ -228,25 +229,35 @@ class _Remapper:
             raise SerializationError(f"{self.strategy.value} needs a topic and the row's topic is null")
         return self.strategy.subject(topic or "", is_key=is_key, record_name=_record_name(schema))
 
-    def _copy(self, subject: str, schema: Schema, chain: tuple[tuple[str, int], ...]) -> RegisteredSchema:
-        """Register `schema` under `subject` in the destination unless it is there already, its
-        references first (each under its own subject), pointed at their destination versions."""
-        references = tuple(self._copied_reference(ref, chain) for ref in schema.references)
+    def _copy(self, subject: str, schema: Schema) -> RegisteredSchema:
+        """Register `schema` under `subject` in the destination unless it is there already, the
+        schemas it references first (each under its own subject, each version once:
+        contracts/registry/references.py), pointed at their destination versions."""
+        copied: dict[tuple[str, int], int] = {}  # a source (subject, version): its destination version
+
+        def fetch(ref: SchemaReference) -> Schema:
+            return self.source.get_version(ref.subject, ref.version).schema
+
+        for found in referenced_schemas(schema, fetch):
+            link = (found.reference.subject, found.reference.version)
+            if link not in copied:
+                copied[link] = self._copy_one(link[0], found.schema, copied).version
+        return self._copy_one(subject, schema, copied)
+
+    def _copy_one(self, subject: str, schema: Schema, copied: dict[tuple[str, int], int]) -> RegisteredSchema:
+        """`schema` registered under `subject` (unless there already), its references pointed at
+        the destination versions in `copied`."""
+        references = tuple(
+            SchemaReference(ref.name, ref.subject, copied[(ref.subject, ref.version)])
+            for ref in schema.references
+        )
         # Only what a register request carries: an answer's other keys (ts, schemaTags, …) stay behind.
-        copied = Schema(schema.schema_str, schema.schema_type, references, schema.metadata, schema.rule_set)
-        found = _find(self.destination, subject, copied)
+        target = Schema(schema.schema_str, schema.schema_type, references, schema.metadata, schema.rule_set)
+        found = _find(self.destination, subject, target)
         if found is not None:
             return found
-        self.destination.register_schema(subject, copied)
-        return self.destination.lookup_schema(subject, copied)
-
-    def _copied_reference(self, ref: SchemaReference, chain: tuple[tuple[str, int], ...]) -> SchemaReference:
-        link = (ref.subject, ref.version)
-        if link in chain:
-            raise SerializationError(f"circular schema reference to {ref.subject!r} version {ref.version}")
-        referenced = self.source.get_version(ref.subject, ref.version)
-        copied = self._copy(ref.subject, referenced.schema, (*chain, link))
-        return SchemaReference(ref.name, ref.subject, copied.version)
+        self.destination.register_schema(subject, target)
+        return self.destination.lookup_schema(subject, target)
 
 
 def _unremappable(batch: pa.RecordBatch, row: int, is_key: bool, error: Exception) -> SerializationError:

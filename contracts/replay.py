@@ -7,7 +7,8 @@ the contract's rules run through a copy of the contract with that rule disabled 
 as the reference skips a rule by name wherever it runs), the others through the contract itself,
 and the valid rows of all parts are one DataFrame. A record that fails again goes to its DLQ
 topic with its headers, the new `__rule.*` ones last: nothing is lost, and a second replay skips
-the rule it failed on this time.
+the rule it failed on this time. A local topic replayed by name gives the replay only the records
+no other replay took (actions.dlq.replays), so replays never multiply a record.
 """
 
 from __future__ import annotations
@@ -17,24 +18,36 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import TYPE_CHECKING, Any, Protocol
 
-from actions.dlq.frame import last_header
-from actions.dlq.json_record import record_column
+from actions.dlq import replays
+from actions.dlq.frame import decode_dlq, last_header, read_local_topic, record_column
+from actions.dlq.sink import is_run_id
 from contracts.codes import NOT_REGISTERED
 from contracts.errors import ContractError, RegistryError
 from contracts.model import RegisteredSchema, RuleMode, Schema
 from contracts.registry import Registry
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
+    from contracts.formats.protocol import SchemaFormat
     from contracts.planning.plan import Plan
 
-APPLY = ("write", "deserialize")
+APPLY = ("write", "read", "deserialize")
 RULE_NAME = "__rule.name"
 RULE_TOPIC = "__rule.topic"
 MAX_RUN_ID = 96
 """A replay's run id, plus `-<part>`, names each part's DLQ output within the 100 characters allowed."""
+
+
+@dataclass(frozen=True)
+class VersionSchema:
+    """One version's record: its format, its schema as the format parsed it and its Spark type
+    (a ParsedSchema: what reads its DLQ values back)."""
+
+    schema_format: SchemaFormat
+    parsed: Any
+    spark_type: StructType
 
 
 class Replayable(Protocol):
@@ -46,15 +59,13 @@ class Replayable(Protocol):
     @property
     def version(self) -> int: ...
 
-    @property
-    def avro_schema(self) -> Any: ...
-
-    @property
-    def spark_schema(self) -> StructType: ...
-
     def plan(self, mode: str | RuleMode = ...) -> Plan: ...
 
     def write(self, df: DataFrame, *, run_id: str | None = None) -> DataFrame: ...
+
+    def read(
+        self, df: DataFrame, writer_version: int | None = None, *, run_id: str | None = None
+    ) -> DataFrame: ...
 
     def deserialize(
         self, df: DataFrame, *args: Any, run_id: str | None = None, **kwargs: Any
@@ -62,71 +73,93 @@ class Replayable(Protocol):
 
     def _skipping(self, rule: str) -> Replayable: ...
 
+    def _version_schema(self, version: int | None) -> VersionSchema: ...
 
-def replay(
-    contract: Replayable, dlq: DataFrame, apply: str, run_id: str | None, options: dict[str, Any]
-) -> DataFrame:
-    """The valid rows of `dlq`'s records run through `contract` again (`apply`: "write" for JSON
-    values, "deserialize" for wire-format ones), each skipping the rule its `__rule.name` names;
-    the records that fail again go to their DLQ topics as the result is computed."""
-    from pyspark.sql import functions as F
 
+def taken_frame(spark: SparkSession, topic: str, taken: replays.Taken) -> DataFrame:
+    """The records a replay took of local `topic` (actions.dlq.replays.take) as a DLQ frame."""
+    return decode_dlq(read_local_topic(spark, topic, taken.files))
+
+
+def check_replay(contract: Replayable, apply: str, run_id: str, options: dict[str, Any]) -> None:
+    """ContractError for replay arguments that cannot be used, before anything is read or taken."""
     if apply not in APPLY:
         raise ContractError(
             f"apply must be one of {', '.join(APPLY)}, not {apply!r}", subject=contract.subject
         )
-    if run_id is not None and len(run_id) > MAX_RUN_ID:
+    if not is_run_id(run_id) or len(run_id) > MAX_RUN_ID:
         raise ContractError(
-            f"a replay's run_id is at most {MAX_RUN_ID} characters (each part adds '-<n>'),"
-            f" not {len(run_id)}",
+            f"a replay's run_id is 1-{MAX_RUN_ID} ASCII letters, digits, '_' or '-' (each part adds"
+            f" '-<n>'), not {run_id!r}",
             subject=contract.subject,
             version=contract.version,
         )
-    if apply == "write" and options:
+    accepted = {"write": set(), "read": {"writer_version"}}.get(apply)
+    if accepted is not None and set(options) - accepted:
+        takes = f"only {', '.join(sorted(accepted))}" if accepted else "no options"
         raise ContractError(
-            f"write takes no options, got {', '.join(sorted(options))}", subject=contract.subject
+            f"{apply} takes {takes}, got {', '.join(sorted(set(options) - accepted))}",
+            subject=contract.subject,
         )
+
+
+def replay(
+    contract: Replayable, dlq: DataFrame, apply: str, run_id: str, options: dict[str, Any]
+) -> DataFrame:
+    """The valid rows of `dlq`'s records run through `contract` again (`apply`: "write" or "read"
+    for JSON values, "deserialize" for wire-format ones), each skipping the rule its `__rule.name`
+    names; the records that fail again go to their DLQ topics, part `n` under run id
+    `<run_id>-<n>`, as the result is computed. The arguments are those `check_replay` accepts."""
+    from pyspark.sql import functions as F
+
     rule = last_header(RULE_NAME)
     names = _rule_names(contract, apply)
     parts: list[tuple[Replayable, Column]] = [
         (contract._skipping(name), rule == F.lit(name)) for name in names
     ]
     parts.append((contract, rule.isNull() | ~rule.isin(*names) if names else F.lit(True)))
+    writer_version = options.get("writer_version")
+    schema = None if apply == "deserialize" else contract._version_schema(writer_version)
     outputs = []
     for number, (variant, chosen) in enumerate(parts):
-        part_id = None if run_id is None else f"{run_id}-{number}"
+        part_id = f"{run_id}-{number}"
         records = dlq.filter(chosen)
-        if apply == "write":
-            outputs.append(variant.write(_json_records(records, contract), run_id=part_id))
-        else:
+        if schema is None:
             outputs.append(variant.deserialize(_wire_records(records), run_id=part_id, **options))
+            continue
+        json_records = _json_records(records, schema, contract.subject)
+        if apply == "write":
+            outputs.append(variant.write(json_records, run_id=part_id))
+        else:
+            outputs.append(variant.read(json_records, writer_version, run_id=part_id))
     return reduce(lambda left, right: left.unionByName(right), outputs)
 
 
 def _rule_names(contract: Replayable, apply: str) -> list[str]:
     """The names of the rules the replayed records may have failed on: the WRITE rules for
-    "write"; the READ rules and every version's migration rules for "deserialize"."""
+    "write"; the READ rules and every version's migration rules for "read" and "deserialize"."""
     mode = RuleMode.WRITE if apply == "write" else RuleMode.READ
     names = {planned.rule.name for planned in contract.plan(mode).rules}
-    if apply == "deserialize":
+    if apply != "write":
         for number in contract.registry.get_versions(contract.subject):
             rule_set = contract.registry.get_version(contract.subject, number).schema.rule_set
             names.update(rule.name for rule in (rule_set.migration_rules if rule_set else ()))
     return sorted(names)
 
 
-def _json_records(dlq: DataFrame, contract: Replayable) -> DataFrame:
-    """The records of WRITE-side DLQ values as the record's columns, with the DLQ record's `key`
-    and `headers`, and `topic`: the topic the record was first bound for (its `__rule.topic`).
-    A value holding no JSON record fails the job, naming where it is and what to do."""
+def _json_records(dlq: DataFrame, schema: VersionSchema, subject: str) -> DataFrame:
+    """The records of DLQ values holding a record as JSON, read back by the record's format, as the
+    record's columns, with the DLQ record's `key` and `headers`, and `topic`: the topic the record
+    was first bound for (its `__rule.topic`). A value holding no record fails the job, naming
+    where it is and what to do."""
     from pyspark.sql import functions as F
 
-    record = record_column(F.col("value"), contract.avro_schema)
+    record = record_column(schema)
     position = [F.col(name).cast("string") for name in ("topic", "writer", "offset") if name in dlq.columns]
     missing = F.raise_error(
         F.concat_ws(
             " ",
-            F.lit(f"a DLQ record replayed on {contract.subject!r} holds no JSON record"),
+            F.lit(f"a DLQ record replayed on {subject!r} holds no JSON record"),
             F.lit("(topic, writer, offset:"),
             *position,
             F.lit(
@@ -135,7 +168,7 @@ def _json_records(dlq: DataFrame, contract: Replayable) -> DataFrame:
         )
     )
     checked = dlq.withColumn("__replayed", F.when(record.isNull(), missing).otherwise(record))
-    fields = contract.spark_schema.fieldNames()
+    fields = schema.spark_type.fieldNames()
     extra = {
         "key": F.col("key"),
         "headers": F.col("headers"),

@@ -30,6 +30,7 @@ import os
 import shutil
 import sys
 import uuid
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from pyspark.sql import functions as F
 
 from actions.dlq.kafka_topic import KafkaTopicSink
 from contracts import DataContract, LocalRegistry, SchemaRegistryClient, metrics_of
+from contracts.cli.session import PANDAS_WARNING, spark_output_discarded
 from contracts.registry import Registry
 
 HERE = Path(__file__).resolve().parent
@@ -249,12 +251,14 @@ def main() -> None:
     output = Path(os.environ.get("OUTPUT_PATH", HERE / "out" / "kafka"))
     shutil.rmtree(output, ignore_errors=True)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
+    warnings.filterwarnings("ignore", PANDAS_WARNING, FutureWarning)
+    builder = (
         SparkSession.builder.appName("orders-kafka")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
     )
+    with spark_output_discarded():  # Spark's start-up lines and logs stay out of the output
+        spark = builder.getOrCreate()
     print_summary(run(spark, contract_registry(), kafka_client_config(), output))
     spark.stop()
 

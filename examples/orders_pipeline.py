@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import sys
+import warnings
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -28,6 +29,7 @@ from pyspark.sql import functions as F
 
 from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, metrics_of
+from contracts.cli.session import PANDAS_WARNING, spark_output_discarded
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
@@ -36,16 +38,19 @@ MAJOR = "application.major.version"
 
 
 def spark_session() -> SparkSession:
+    """A local session whose start-up lines and logs stay out of the example's output."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    return (
+    warnings.filterwarnings("ignore", PANDAS_WARNING, FutureWarning)
+    builder = (
         SparkSession.builder.master("local[2]")
         .appName("orders-pipeline")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
     )
+    with spark_output_discarded():
+        return builder.getOrCreate()
 
 
 def generated_orders(spark: SparkSession, first: int, n: int, version: int) -> DataFrame:

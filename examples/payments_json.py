@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import warnings
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -24,6 +25,7 @@ from pyspark.sql.types import StructField, StructType
 
 from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, SubjectNameStrategy, metrics_of
+from contracts.cli.session import PANDAS_WARNING, spark_output_discarded
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out" / "json"
@@ -31,16 +33,19 @@ TOPIC = "payments"
 
 
 def spark_session() -> SparkSession:
+    """A local session whose start-up lines and logs stay out of the example's output."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    return (
+    warnings.filterwarnings("ignore", PANDAS_WARNING, FutureWarning)
+    builder = (
         SparkSession.builder.master("local[2]")
         .appName("payments-json")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
     )
+    with spark_output_discarded():
+        return builder.getOrCreate()
 
 
 def generated_payments(spark: SparkSession, value: DataContract, key: DataContract, n: int) -> DataFrame:
@@ -76,7 +81,9 @@ def run(spark: SparkSession, out: Path, n: int = 60) -> dict[str, int]:
     )
     value_counts, key_counts = metrics_of(read), metrics_of(read, key=True)
     if value_counts is not None and key_counts is not None:
+        print(f"READ rule outcomes of the values ({value.subject}):")
         value_counts.show()
+        print(f"READ rule outcomes of the keys ({key.subject}):")
         key_counts.show()
     counts = {"valid": valid, **{topic: sink.count(topic) for topic in sink.topics()}}
     for name, count in counts.items():

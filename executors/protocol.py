@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import enum
 import traceback
+from collections import ChainMap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from contracts import formats
 from contracts.formats.protocol import Reference, SchemaFormat
 from contracts.model import Rule, RuleKind, RuleMode
 
@@ -30,24 +30,34 @@ class RuleContext:
     subject: str
     version: int
     mode: RuleMode
-    schema: Mapping[str, Any] | str
+    schema: Any
+    """The record's schema as its format parsed it (`schema_format.parse`)."""
     spark_type: StructType
+    schema_format: SchemaFormat
+    """The format `schema` is parsed by (its registry schemaType): records, JSON view, bodies, and
+    the record's field walk and presence."""
     metadata_tags: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     properties: Mapping[str, str] = field(default_factory=dict)
+    """The metadata properties of the version the rule runs for (the reference's target: the rule's
+    own version, or for a DOWNGRADE migration the version it migrates to)."""
     named_schemas: tuple[Reference, ...] = ()
-    schema_format: SchemaFormat = field(default_factory=lambda: formats.get("AVRO"))
-    """The format `schema` is parsed by (its registry schemaType): records, JSON view, bodies."""
     # The contract's registry, for executors keeping state there (ENCRYPT's DEKs), and its
     # rule_config (secrets included: never printed; executors/config.py).
     registry: Any = field(default=None, repr=False, compare=False)
     rule_config: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     read_only: bool = False
-    """Compile only to check the rule (`spark-contracts lint`): change nothing the rule reaches (no
-    key created in a registry); the step is never run."""
+    """Compile only to check or show the rule (`spark-contracts lint`, a plan shown before its mode
+    has run): change nothing the rule reaches (no key created in a registry); the step is never run."""
+    lint: bool = False
+    """Compiled by `spark-contracts lint` (read-only too): a rule that would fail every record (an
+    ENCRYPT rule whose KEK cannot be had) is a ContractError rather than a failure per record."""
 
     @property
     def params(self) -> Mapping[str, str]:
-        return self.rule.params
+        """The rule's parameters, then the metadata properties of the version the rule runs for,
+        as the reference's `get_parameter` looks a parameter up (a rule param wins, an empty one
+        too; docs/semantics.md §1.2)."""
+        return ChainMap(dict(self.rule.params), dict(self.properties))
 
 
 @dataclass(frozen=True)
@@ -95,6 +105,8 @@ class NativeStep:
     native: bool = field(default=True, init=False)
     explain: str | None = None
     """What `explain()` adds about this rule, e.g. the fields a CEL_FIELD rule touches."""
+    runnable: bool = True
+    """As for BatchStep."""
 
 
 class BatchEvaluator(Protocol):
@@ -116,6 +128,9 @@ class BatchStep:
     keeps_schema: bool = False
     """A TRANSFORM whose results are records of the schema whenever its input records are (ENCRYPT
     on Avro swaps strings for strings, bytes for bytes): the engine does not check them again."""
+    runnable: bool = True
+    """False for a step compiled `read_only` that must not run as it is (ENCRYPT's WRITE, which
+    found no DEK so as to create none): the engine compiles the rule again before its mode runs."""
 
 
 Step = NativeStep | BatchStep
@@ -227,6 +242,19 @@ class _PartialEvaluator:
 
     def __call__(self) -> BatchEvaluator:
         return _RecordEvaluator(self.executor, self.ctx)
+
+
+def same_tag_transforms(rule: Rule, other: Rule) -> bool:
+    """The reference's field rules (CEL_FIELD, ENCRYPT): a TRANSFORM is superseded by another of
+    the same type and mode with the same non-empty tags that runs before it (docs/semantics.md §4.5)."""
+    return (
+        bool(rule.tags)
+        and rule.kind is RuleKind.TRANSFORM
+        and other.kind is RuleKind.TRANSFORM
+        and rule.mode is other.mode
+        and rule.type == other.type
+        and tuple(rule.tags) == tuple(other.tags)
+    )
 
 
 def condition_failure_message(rule: Rule) -> str:

@@ -4,27 +4,40 @@ with the Spark connectors `make jars` fetched on its classpath."""
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import settings
 from hypothesis_profiles import chosen_profile
+from spark_settings import LOAD_TOLERANT_CONFS
 
 from tools.jars import spark_jars_setting
 
 settings.load_profile(chosen_profile())
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that uses the `spark` fixture, so the Connect pass can select them, and
-    every test that uses the Kafka broker (tests/kafka/conftest.py) `kafka`."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that uses the `spark` fixture, so the Connect pass can select them, every
+    test that uses the Kafka broker (tests/kafka/conftest.py) `kafka`, and every test on the
+    local-cluster session (tests/cluster/conftest.py) `cluster`: those run only when chosen
+    (`-m cluster`), in a process of their own, as no other session may exist beside theirs."""
+    chosen = "cluster" in config.option.markexpr and "not cluster" not in config.option.markexpr
+    alone = pytest.mark.skip(
+        reason="the local-cluster tests run in a process of their own: pytest -m cluster"
+    )
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         if "spark" in fixtures:
             item.add_marker(pytest.mark.spark)
         if "kafka_broker" in fixtures:
             item.add_marker(pytest.mark.kafka)
+        if "cluster" in fixtures:
+            item.add_marker(pytest.mark.cluster)
+            if not chosen:
+                item.add_marker(alone)
 
 
 @pytest.fixture(scope="session")
@@ -42,6 +55,8 @@ def spark() -> Iterator[object]:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
     )
+    for key, value in LOAD_TOLERANT_CONFS.items():
+        builder = builder.config(key, value)
     # spark-sql-kafka and spark-avro (tools/maven/spark-connectors): static, so set before the JVM
     # (classic) or the local Connect server starts.
     connectors = spark_jars_setting()
@@ -49,6 +64,8 @@ def spark() -> Iterator[object]:
         builder = builder.config("spark.jars", connectors)
     if os.environ.get("SPARK_REMOTE"):
         builder = builder.remote(os.environ["SPARK_REMOTE"])
+        if os.environ["SPARK_REMOTE"].startswith("local"):
+            builder = _on_a_free_port(builder)
     else:
         # JVM options are fixed when the JVM starts; a Connect session cannot set them (it warns).
         builder = (
@@ -59,3 +76,18 @@ def spark() -> Iterator[object]:
     session = builder.getOrCreate()
     yield session
     session.stop()
+
+
+def _on_a_free_port(builder: Any) -> Any:
+    """A local Connect server on a free port instead of the fixed 15002, so two suites on one
+    machine do not meet on it ("Failed to bind to address 0.0.0.0:15002"). PySpark's local
+    `remote("local[N]")` always dials `sc://localhost` on the default port, and only its own test
+    mode (SPARK_TESTING, which changes much else) picks another: the client's default port is
+    pointed at the chosen one instead."""
+    from pyspark.sql.connect.client import DefaultChannelBuilder
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    DefaultChannelBuilder.default_port = staticmethod(lambda: port)  # type: ignore[method-assign]
+    return builder.config("spark.connect.grpc.binding.port", str(port))

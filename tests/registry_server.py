@@ -2,9 +2,9 @@
 
 It speaks the REST shapes and JSON error bodies of Confluent Schema Registry, records every
 request (method, path, query, headers, body), can require basic or bearer auth, serves HTTPS
-(optionally mutual TLS) with throwaway certificates, and plays a queue of injected faults (canned
+(optionally mutual TLS) with throwaway certificates, plays a queue of injected faults (canned
 replies, stalls, hang-ups, answers trickled a byte at a time, endless bodies) before behaving
-normally again.
+normally again, and can answer a path with a fixed reply every time (`override`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import json
 import re
 import socket
 import ssl
+import sys
 import threading
 import time
 from collections import deque
@@ -131,6 +132,7 @@ class RegistryServer:
     tls: ssl.SSLContext | None = None
     requests: list[RecordedRequest] = field(default_factory=list)
     _faults: deque[Fault] = field(default_factory=deque)
+    _overrides: dict[str, Reply] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _http: ThreadingHTTPServer | None = None
 
@@ -144,6 +146,12 @@ class RegistryServer:
         """Play these faults, one per request, on the next requests; then behave normally."""
         with self._lock:
             self._faults.extend(faults)
+
+    def override(self, path: str, reply: Reply) -> None:
+        """Answer every request for `path` with `reply` (after any queued fault), e.g. a version
+        answered for another version than the one asked for."""
+        with self._lock:
+            self._overrides[path] = reply
 
     def count(self, method: str | None = None, path: str | None = None) -> int:
         """How many requests arrived (optionally only with this method and/or path)."""
@@ -159,7 +167,7 @@ class RegistryServer:
             self.requests.clear()
 
     def start(self) -> None:
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._http = _QuietServer(("127.0.0.1", 0), _Handler)
         self._http.daemon_threads = True
         if self.tls is not None:
             self._http.socket = self.tls.wrap_socket(self._http.socket, server_side=True)
@@ -176,10 +184,10 @@ class RegistryServer:
             self._http = None
 
     def _arrived(self, request: RecordedRequest) -> Fault | None:
-        """Log a request and hand out the next fault, if any is queued."""
+        """Log a request and hand out the next fault, if any is queued, else its path's override."""
         with self._lock:
             self.requests.append(request)
-            return self._faults.popleft() if self._faults else None
+            return self._faults.popleft() if self._faults else self._overrides.get(request.path)
 
     def _authorized(self, headers: dict[str, str]) -> bool:
         given = headers.get("authorization", "")
@@ -297,6 +305,14 @@ def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> str:
         )
     )
     return str(path)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """Says nothing when a client hangs up mid-connection (a client refusing an answer does)."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from contracts import DataContract, LocalRegistry
 
@@ -49,3 +54,16 @@ def test_the_json_example_routes_bad_keys_and_values_and_masks_pii(spark: Any, t
     assert counts == {"valid": 23, "payments-bad-keys": 3, "payments-rejected": 4}
     (row,) = spark.read.parquet(str(tmp_path / "topic")).where("key is not null").limit(1).collect()
     assert row["value"][0] == 0 and row["key"][0] == 0
+
+
+@pytest.mark.one_pass  # the example's own process and session
+def test_an_example_prints_its_own_output_only_no_spark_start_up_lines_or_warnings(tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parent.parent / "examples" / "payments_json.py"
+    env = {key: value for key, value in os.environ.items() if key not in ("SPARK_REMOTE", "PYSPARK_PYTHON")}
+    ran = subprocess.run(
+        [sys.executable, str(example)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert ran.stderr == ""
+    assert "READ rule outcomes of the values (payments-value):" in ran.stdout
+    assert "READ rule outcomes of the keys (payments-key):" in ran.stdout

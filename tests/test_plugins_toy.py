@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,9 +16,10 @@ from pyspark import cloudpickle
 
 from actions.dlq.sink import DlqRecord, DlqSink, DlqWriter
 from actions.protocol import ActionContext, ActionPlan, Effect
-from contracts import DataContract, RegisteredSchema, RegistryError, Schema, formats
+from contracts import DataContract, RegisteredSchema, RegistryError, Schema, decode_dlq, formats
 from contracts.codes import SCHEMA_NOT_FOUND, SUBJECT_NOT_FOUND, VERSION_NOT_FOUND
 from contracts.errors import ContractError, SerializationError
+from contracts.formats.fields import ConditionFailed, FieldVisit, FieldWalking, WalkedField, selects, tags_of
 from contracts.formats.protocol import Records
 from contracts.formats.wire import decode_frame
 from executors.protocol import BatchStep, MigrationResult, Outcome, RuleContext, Step
@@ -96,6 +97,43 @@ class ToyFormat:
 
     def dlq_value(self, record: Any, parsed: dict[str, str]) -> bytes:
         return json.dumps(record, sort_keys=True).encode()
+
+    def read_dlq_value(self, value: Any, parsed: dict[str, str]) -> Any:
+        from pyspark.sql import functions as F
+
+        text = value.cast("string")
+        return F.when(text.startswith("{"), F.from_json(text, self.spark_type(parsed)))
+
+    # The tagged-field walk (contracts.formats.fields.FieldWalking): CEL_FIELD and ENCRYPT rules.
+
+    def field_tree(self, parsed: dict[str, str], metadata_tags: Mapping[str, tuple[str, ...]]) -> None:
+        return None  # no native form: CEL_FIELD rules run the walk below, in Python
+
+    def field_walk(
+        self,
+        parsed: dict[str, str],
+        metadata_tags: Mapping[str, tuple[str, ...]],
+        rule_tags: frozenset[str],
+        visit: FieldVisit,
+        condition: bool = False,
+    ) -> Callable[[Any], Any]:
+        """Each field of a record is a leaf named `Toy.<field>`, tagged by the metadata's paths."""
+
+        def walk(record: Any) -> Any:
+            walked = dict(record)
+            for name, kind in parsed.items():
+                tags = tags_of(f"Toy.{name}", (), metadata_tags)
+                if walked.get(name) is None or not selects(rule_tags, tags):
+                    continue
+                field = WalkedField(name, f"Toy.{name}", tags, walked, kind.upper())
+                result = visit(field, walked[name])
+                if condition and result is False:
+                    raise ConditionFailed
+                if not condition:
+                    walked[name] = result
+            return record if condition else walked
+
+        return walk
 
 
 @dataclass
@@ -227,11 +265,14 @@ def toy_format() -> ToyFormat:
     return toy
 
 
-def _contract(tmp_path: Path, rules: list[dict[str, Any]]) -> tuple[DataContract, JsonFileSink, Path]:
+def _contract(
+    tmp_path: Path, rules: list[dict[str, Any]], tags: dict[str, list[str]] | None = None
+) -> tuple[DataContract, JsonFileSink, Path]:
     registry = ToyRegistry()
     payload = {
         "schemaType": "TOY",
         "schema": json.dumps({"fields": {"id": "long", "name": "string"}}),
+        "metadata": {"tags": tags or {}},
         "ruleSet": {"domainRules": rules},
     }
     registry.register("people-value", Schema.from_dict(payload))
@@ -276,6 +317,13 @@ def test_a_toy_format_executor_action_and_sink_run_a_contract(
     (rejected,) = _dlq(sink)
     assert rejected["topic"] == "bad" and json.loads(rejected["value"]) == {"id": -3, "name": "cy"}
     assert rejected["headers"]["__rule.name"] == "positive"
+    # Read back by the format, as a DLQ topic on Kafka would be.
+    kafka_like = spark.createDataFrame(
+        [(rejected["value"].encode(), [("__rule.name", b"positive")])],
+        "value binary, headers array<struct<key: string, value: binary>>",
+    )
+    (back,) = decode_dlq(kafka_like, contract).collect()
+    assert (back.rule, back.record.id, back.record.name) == ("positive", -3, "cy")
 
 
 def test_a_toy_format_frames_records_and_reads_them_back(
@@ -290,6 +338,31 @@ def test_a_toy_format_frames_records_and_reads_them_back(
     assert [
         tuple(row) for row in reader.deserialize(contract.serialize(df)).select("id", "name").collect()
     ] == [(1, "ANN")]
+
+
+def test_a_toy_format_with_a_field_walk_runs_cel_field_rules(
+    spark: Any, tmp_path: Path, toy_format: ToyFormat
+) -> None:
+    """CEL_FIELD reaches fields through the format's walk alone: the executor knows no TOY."""
+    assert isinstance(toy_format, FieldWalking)
+    rules = [
+        _rule("mask", "TRANSFORM", "CEL_FIELD", expr="typeName == 'STRING' ; value + '*'", tags=["PII"]),
+        _rule(
+            "small",
+            "CONDITION",
+            "CEL_FIELD",
+            expr="typeName == 'LONG' ; value < 10",
+            onFailure="DLQ",
+            params={"dlq.topic": "big"},
+        ),
+    ]
+    contract, _, _ = _contract(tmp_path, rules, tags={"Toy.name": ["PII"], "Toy.*": ["ALL"]})
+    assert "no native field walk for TOY records" in contract.explain("WRITE")
+    df = spark.createDataFrame([(1, "ann"), (20, "bob")], "id long, name string")
+    result = contract.apply(df, "WRITE")
+    assert [tuple(row) for row in result.valid.collect()] == [(1, "ann*")]
+    (rejected,) = result.rejected.collect()
+    assert (rejected["id"], rejected["_contract"]["rule"]) == (20, "small")
 
 
 def test_a_schema_type_without_a_format_fails_at_load_naming_the_known_ones(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """DLQ topics as Spark DataFrames: a local topic read with `spark.read`, and the columns that make
-any DLQ record readable — its `__rule.*` headers and, given the schema, its JSON value as the
-record (docs/semantics.md §7).
+any DLQ record readable — its `__rule.*` headers and, given the record's parsed schema, its value
+read back as the record by the schema's format (docs/semantics.md §7.7).
 
 The frame has the shape of Spark's Kafka source (`key`, `value`, `topic`, `offset`, `timestamp`,
 `headers` as an array of key/value structs), so a DLQ topic read from Kafka with
@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from actions.dlq.json_record import record_column
 from actions.dlq.record import RULE_EXCEPTION, RULE_MODE, RULE_NAME, RULE_SUBJECT, RULE_TOPIC
-from contracts.formats.avro.types import AvroSchema
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
+
+    from contracts.formats.protocol import ParsedSchema
 
 RULE_HEADERS = {
     "rule": RULE_NAME,
@@ -78,17 +78,30 @@ def read_local_topic(spark: SparkSession, topic: str, files: Sequence[str]) -> D
     )
 
 
-def decode_dlq(dlq: DataFrame, schema: AvroSchema | None = None) -> DataFrame:
+def decode_dlq(dlq: DataFrame, schema: ParsedSchema | None = None) -> DataFrame:
     """`dlq` (Kafka-shaped, with `headers`) plus `rule`, `mode`, `subject`, `source_topic` and
-    `reason` from its `__rule.*` headers, and, given the record's Avro `schema`, `record`: the
-    value parsed as that record where it is a JSON object (null for the wire bytes of a
-    deserialize reject)."""
+    `reason` from its `__rule.*` headers, and, given the record's `schema` (a DataContract: its
+    target version's), `record`: the value read back as that record by the schema's format where
+    it holds one (null for the frame of a read-side reject)."""
     columns = {name: last_header(header) for name, header in RULE_HEADERS.items()}
     if schema is not None:
-        from pyspark.sql import functions as F
-
-        columns[RECORD_COLUMN] = record_column(F.col("value"), schema)
+        columns[RECORD_COLUMN] = record_column(schema)
     return dlq.withColumns(columns)
+
+
+def record_column(schema: ParsedSchema) -> Column:
+    """The record the DLQ `value` column holds, read by `schema`'s format (null where it holds
+    none); TypeError for a schema that says nothing of its format."""
+    from pyspark.sql import functions as F
+
+    from contracts.formats.protocol import ParsedSchema
+
+    if not isinstance(schema, ParsedSchema):
+        raise TypeError(
+            "a DLQ value is read back by the record's format: give the record's parsed schema with its"
+            f" format (a DataContract, or a ParsedSchema), not {type(schema).__name__}"
+        )
+    return schema.schema_format.read_dlq_value(F.col("value"), schema.parsed)
 
 
 def last_header(name: str, headers: str = "headers") -> Column:

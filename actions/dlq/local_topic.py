@@ -37,9 +37,11 @@ from actions.dlq.sink import DlqError, DlqRecord, DlqWriter, in_run, is_run_id, 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from contracts.formats.avro.types import AvroSchema
+    from contracts.formats.protocol import ParsedSchema
 
 SUFFIX = ".jsonl"
+DEFAULT_DLQ_DIR = "dlq-topics"
+"""The root of a contract's LocalTopicSink unless it is given another, in the working directory."""
 # A leading '.' is what hides temporary files, so a writer id cannot start with one; 200 characters
 # leave room for the temporary name's prefix and random suffix within a 255-byte file name.
 _WRITER_ID = re.compile(r"[a-zA-Z0-9_-][a-zA-Z0-9._-]{0,199}")
@@ -69,7 +71,7 @@ class LocalTopicSink:
             raise DlqError("run id must be 1-100 ASCII letters, digits, '_' or '-'", writer_id=str(run_id))
         run = LocalRunSink(self.root, run_id, uuid.uuid4().hex[:16])
         try:
-            _replace_durably(run.marker, run.generation)
+            replace_durably(run.marker, run.generation)
             for topic in _subdirectories(self.root):
                 _remove(self._files(topic), lambda name: in_run(_GENERATION.sub("", name), run_id))
         except OSError as e:
@@ -82,30 +84,35 @@ class LocalTopicSink:
 
     def read(self, topic: str) -> list[DlqRecord]:
         """Every committed record of `topic`, ordered by file name then line; empty for an unknown topic."""
-        return [
-            _decode(topic, line, path, number)
-            for path in self._files(validate_topic(topic))
-            for number, line in _lines(path)
-        ]
+        return [record for _, _, record in self.scan(topic)]
 
-    def read_df(self, spark: SparkSession, topic: str, schema: AvroSchema | None = None) -> DataFrame:
+    def scan(self, topic: str) -> Iterator[tuple[str, int, DlqRecord]]:
+        """Each committed record of `topic` with the path of the file holding it and its offset
+        there, file by file, line by line, read as it is consumed."""
+        for path in self.files(topic):
+            for number, line in _lines(path):
+                yield path, number - 1, _decode(topic, line, path, number)
+
+    def read_df(self, spark: SparkSession, topic: str, schema: ParsedSchema | None = None) -> DataFrame:
         """`topic` as a DataFrame read by Spark from the topic's files: `key`, `value`, `topic`,
         `writer`, `offset`, `timestamp`, `headers` (Kafka-shaped, bytes decoded), the `__rule.*`
         headers as `rule`, `mode`, `subject`, `source_topic` and `reason`, and, given the record's
-        Avro `schema` (e.g. `contract.avro_schema`), `record`: the value as that record where it
-        holds one as JSON (actions.dlq.frame). The files are those committed when this is called."""
-        files = self._files(validate_topic(topic))
+        `schema` (a DataContract), `record`: the value read back as that record where it holds one
+        (actions.dlq.frame). The files are those committed when this is called."""
+        files = self.files(topic)
         return frame.decode_dlq(frame.read_local_topic(spark, topic, files), schema)
 
     def count(self, topic: str, run_id: str | None = None) -> int:
         """How many committed records `topic` holds (those of run `run_id`, given one), without
         decoding them."""
-        paths = self._files(validate_topic(topic))
+        paths = self.files(topic)
         if run_id is not None:
-            paths = [
-                p for p in paths if in_run(_GENERATION.sub("", os.path.basename(p)[: -len(SUFFIX)]), run_id)
-            ]
+            paths = [p for p in paths if in_run(writer_of(p), run_id)]
         return sum(1 for path in paths for _ in _lines(path))
+
+    def files(self, topic: str) -> list[str]:
+        """The paths of `topic`'s committed record files, sorted by name; none for an unknown topic."""
+        return self._files(validate_topic(topic))
 
     def _files(self, topic: str) -> list[str]:
         directory = os.path.join(self.root, topic)
@@ -226,12 +233,16 @@ class LocalTopicWriter(DlqWriter):
         )
 
     def abort(self) -> None:
-        """Remove the temporary files; a writer already committed keeps its records."""
+        """Remove the temporary files; a writer already committed keeps its records.
+
+        Closing a file flushes what it buffers, which fails again on a full disk: the file is closed
+        all the same, and removed, whatever the close said (the error that aborted is the one raised)."""
         if self._outcome == "committed":
             return
         self._outcome = "aborted"
         for file in self._files.values():
-            file.handle.close()
+            with contextlib.suppress(OSError):
+                file.handle.close()
             with contextlib.suppress(FileNotFoundError):
                 os.remove(file.temporary)
 
@@ -268,6 +279,12 @@ class LocalTopicWriter(DlqWriter):
             _sync_directory(directory)
 
 
+def writer_of(path: str) -> str:
+    """The writer id that committed the record file at `path` (its name without the run's
+    generation and SUFFIX)."""
+    return _GENERATION.sub("", os.path.basename(path)[: -len(SUFFIX)])
+
+
 def _checked_writer_id(writer_id: str) -> str:
     if not isinstance(writer_id, str) or not _WRITER_ID.fullmatch(writer_id):
         raise DlqError(
@@ -291,15 +308,21 @@ def _remove(paths: Iterable[str], chosen: Callable[[str], bool]) -> None:
         _sync_directory(directory)
 
 
-def _replace_durably(path: str, text: str) -> None:
-    """Write `text` to `path` in one atomic rename, durably."""
+def replace_durably(path: str, text: str) -> None:
+    """Write `text` to `path` in one atomic rename, durably; on failure (a full disk) the temporary
+    file is removed and `path` is as it was."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     temporary = f"{path}.{uuid.uuid4().hex}.tmp"
-    with open(temporary, "x", encoding="ascii") as file:
-        file.write(text)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "x", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(temporary)
+        raise
     _sync_directory(os.path.dirname(path))
 
 

@@ -92,13 +92,21 @@ def _root_cause(error: BaseException) -> str | None:
 
 
 def _worker_exception(text: str) -> str | None:
-    """The exception a Python worker's traceback ends with (`RuleError: …`), if `text` holds one."""
+    """The exception a Python worker's traceback ends with (`RuleError: …`), its message's lines
+    joined on one line, if `text` holds one (Spark's own lines after it, e.g. its JVM stack trace
+    past a blank line, are left out)."""
     start = text.rfind(_TRACEBACK)
     if start < 0:
         return None
-    for line in text[start + len(_TRACEBACK) :].splitlines():
+    lines = text[start + len(_TRACEBACK) :].splitlines()
+    for at, line in enumerate(lines):
         if line.strip() and not line[0].isspace():
-            return _MODULE_PATH.sub("", line.strip())
+            message = [line.strip()]
+            for more in lines[at + 1 :]:
+                if not more.strip() or more.startswith("JVM stacktrace:"):
+                    break
+                message.append(more.strip())
+            return _MODULE_PATH.sub("", " ".join(message))
     return None
 
 

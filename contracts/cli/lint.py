@@ -194,7 +194,7 @@ def _readable(target: loader.ContractVersion, problems: list[Problem], path: str
     if schema_type == "JSON":
         return json.loads(target.schema.schema_str)  # it loaded, so it is JSON
     if schema_type == "PROTOBUF":
-        return target.avro_schema  # the parsed schema: protoc compiled it when it loaded
+        return target.parsed  # the parsed schema: protoc compiled it when it loaded
     if schema_type != "AVRO":
         return None
     named: dict[str, Any] = {}
@@ -287,7 +287,7 @@ def _rule_errors(
                 try:
                     # Read-only: the registry is asked (an ENCRYPT rule's KEK), never changed.
                     compiled = loader.compile_rules(
-                        target, mode, [rule], executors, record=record, registry=registry, read_only=True
+                        target, mode, [rule], executors, record=record, registry=registry, lint=True
                     )
                     build_plan(
                         target.subject,

@@ -3,8 +3,9 @@
     spark-contracts --version
     spark-contracts lint DIR | --registry URL [--subject S ...] [--protobuf-message NAME]
     spark-contracts apply --registry DIR_OR_URL --subject S [--version N] --mode WRITE|READ
-                          --input PATH --format parquet|json|avro-parquet|avro-json --output PATH
-                          [--protobuf-message NAME]
+                          --input PATH --format parquet|json|csv|avro-parquet|avro-json | --table NAME
+                          --output PATH [--output-mode error|overwrite|append]
+                          [--unreadable-dlq TOPIC] [--protobuf-message NAME]
                           [--dlq-dir DIR] [--run-id ID] [--allow-unknown-rule-types]
                           [--executor MODULE:ATTR ...] [--action MODULE:ATTR ...]
                           [--rule-config-file PATH] [--rule-config-env NAME]
@@ -23,7 +24,9 @@ Each command also takes --debug. Exit status: 0 success, 1 problems found or som
 2 a usage error (also a plugin of --executor/--action that does not load, or a rule config that
 cannot be used: --rule-config-file/--rule-config-env hold a JSON object of strings, whose values
 are never printed). `apply --dry-run` (record formats only) runs the rules and writes nothing,
-printing the counts and a sample of rejected rows; --output is then optional.
+printing the counts and a sample of rejected rows; --output is then optional. A registry URL's
+credentials come in the URL, or from --registry-auth-file/--registry-auth-env (KEY:SECRET), which
+keep them off the command line.
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-import os
 import sys
 import traceback
 import warnings
@@ -39,18 +41,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from actions.dlq.local_topic import DEFAULT_DLQ_DIR
 from contracts import __version__
-from contracts.cli.apply import DEFAULT_SAMPLE, FORMATS, ApplyJob, RejectLimit, run_apply
+from contracts.cli.apply import DEFAULT_SAMPLE, OUTPUT_MODES, ApplyJob, RejectLimit, prepare_apply, run_apply
 from contracts.cli.dlq import add_dlq_command
 from contracts.cli.errors import UsageError, is_user_error, one_line
-from contracts.cli.lint import lint_directory, lint_registry
+from contracts.cli.inputs import FORMATS, local_absolute
 from contracts.cli.message import add_protobuf_message_argument
 from contracts.cli.plugins import add_plugin_arguments, load_plugins
-from contracts.cli.registry import open_registry
+from contracts.cli.registry import add_registry_auth_arguments, open_registry, registry_auth
 from contracts.cli.rule_config import add_rule_config_arguments, load_rule_config
+from contracts.cli.session import PANDAS_WARNING, new_session
 from contracts.cli.sync import pull, push
-from contracts.contract import DEFAULT_DLQ_DIR
-from contracts.errors import RegistryError
+from contracts.errors import ContractWarning, RegistryError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -60,9 +63,7 @@ _USAGE_ERROR = 2
 
 def main(argv: list[str] | None = None) -> int:
     """The console script: run one subcommand and return its exit status."""
-    # PySpark 4 warns that pandas 3 is not fully supported; this project only uses Arrow paths,
-    # where it works (README), so a command's output is not cluttered with it.
-    warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
+    warnings.filterwarnings("ignore", PANDAS_WARNING, FutureWarning)
     return run(argv)
 
 
@@ -84,8 +85,13 @@ def run(
             args = parser.parse_args(argv)
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else _USAGE_ERROR
+    if isinstance(getattr(args, "output", None), str):
+        args.output = local_absolute(args.output)  # where the given session (or ours) writes it
     try:
-        with _logging(args.debug, err):
+        with _logging(args.debug, err), warnings.catch_warnings():
+            # A rule type no executor handles is the commands' own to report: `apply` names it and
+            # refuses to run, `lint` lists it.
+            warnings.simplefilter("ignore", ContractWarning)
             return int(args.handler(args, spark, out, err))
     except UsageError as error:
         if args.debug:
@@ -124,6 +130,8 @@ def _logging(debug: bool, err: TextIO) -> Iterator[None]:
 
 
 def _lint(args: argparse.Namespace, spark: Any, out: TextIO, err: TextIO) -> int:
+    from contracts.cli.lint import lint_directory, lint_registry
+
     if (args.directory is None) == (args.registry is None):
         raise UsageError("give a directory or --registry, not both")
     if args.directory is not None and args.subject:
@@ -131,7 +139,7 @@ def _lint(args: argparse.Namespace, spark: Any, out: TextIO, err: TextIO) -> int
     if args.directory is not None:
         problems = lint_directory(Path(args.directory), args.protobuf_message)
     else:
-        registry = open_registry(args.registry)
+        registry = open_registry(args.registry, auth=registry_auth(args))
         problems = lint_registry(registry, args.subject or None, protobuf_message=args.protobuf_message)
     for problem in problems:
         print(problem.line(), file=out)
@@ -154,13 +162,19 @@ def _pairs(texts: list[str]) -> tuple[tuple[str, str], ...]:
 def _apply(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, err: TextIO) -> int:
     plugins = load_plugins(args)
     rule_config = load_rule_config(args)
+    if args.format is None and args.table is None:
+        raise UsageError("--format is required with --input")
     try:
         job = ApplyJob(
             registry=args.registry,
             subject=args.subject,
             mode=args.mode,
             input=args.input,
-            format=args.format,
+            table=args.table,
+            format=args.format or "parquet",
+            output_mode=args.output_mode,
+            unreadable_dlq=args.unreadable_dlq,
+            registry_auth=registry_auth(args),
             output=args.output,
             dlq_dir=args.dlq_dir,
             version=args.version,
@@ -178,10 +192,13 @@ def _apply(args: argparse.Namespace, spark: SparkSession | None, out: TextIO, er
         )
     except ValueError as error:
         raise UsageError(str(error)) from error
+    prepared = prepare_apply(job, err)  # before Spark starts: a mistake costs seconds, not a session
+    if prepared is None:
+        return 1
     own = spark is None
-    session = _session() if spark is None else spark
+    session = new_session() if spark is None else spark
     try:
-        return run_apply(job, session, out, err)
+        return run_apply(prepared, session, out, err)
     finally:
         if own:
             session.stop()
@@ -209,31 +226,12 @@ def _push(args: argparse.Namespace, spark: Any, out: TextIO, err: TextIO) -> int
         # Checked before the destination is opened: a new local destination would be created.
         what = "is not a directory" if source.exists() else "does not exist"
         raise RegistryError(f"the contracts directory {str(source)!r} {what}")
-    return push(source, open_registry(args.registry, must_exist=False), out)
+    return push(source, open_registry(args.registry, must_exist=False, auth=registry_auth(args)), out)
 
 
 def _pull(args: argparse.Namespace, spark: Any, out: TextIO, err: TextIO) -> int:
-    return pull(open_registry(args.registry), Path(args.directory), args.subject or None, out)
-
-
-def _session() -> SparkSession:
-    """A session for the CLI: Spark Connect when SPARK_REMOTE is set, else SPARK_MASTER (local[2]).
-
-    Spark's own log is off unless SPARK_LOG_LEVEL says otherwise: the CLI prints the progress,
-    the summary and the first line of a failure itself.
-    """
-    from pyspark.sql import SparkSession
-
-    # Local Python workers must run this interpreter, the one with the project installed.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = (
-        SparkSession.builder.appName("spark-contracts")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.log.level", os.environ.get("SPARK_LOG_LEVEL", "OFF"))
-    )
-    if os.environ.get("SPARK_REMOTE"):
-        return builder.remote(os.environ["SPARK_REMOTE"]).getOrCreate()
-    return builder.master(os.environ.get("SPARK_MASTER", "local[2]")).getOrCreate()
+    registry = open_registry(args.registry, auth=registry_auth(args))
+    return pull(registry, Path(args.directory), args.subject or None, out)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -256,6 +254,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     lint.add_argument("directory", nargs="?", help="a LocalRegistry directory (<subject>/<version>.json)")
     lint.add_argument("--registry", help="a registry URL (or directory) instead of DIR")
+    add_registry_auth_arguments(lint)
     lint.add_argument("--subject", action="append", help="a subject to lint (repeatable; default: all)")
     add_protobuf_message_argument(lint)  # Protobuf subjects' versions only
     lint.set_defaults(handler=_lint)
@@ -263,11 +262,18 @@ def _parser() -> argparse.ArgumentParser:
     apply = commands.add_parser(
         "apply",
         parents=[common],
-        help="run a contract's rules over a file dataset, writing valid rows and the DLQ",
-        description="Valid rows are written as Parquet to --output, rejected rows to the DLQ topics.",
+        help="run a contract's rules over a dataset or table, writing valid rows and the DLQ",
+        description="Valid rows are written as Parquet to --output, rejected rows to the DLQ topics."
+        " The contract is loaded and checked before Spark starts.",
     )
     apply.add_argument("--registry", required=True, help="a LocalRegistry directory or a registry URL")
-    apply.add_argument("--subject", required=True)
+    add_registry_auth_arguments(apply)
+    apply.add_argument(
+        "--subject",
+        required=True,
+        help="the subject whose contract runs, as the registry names it (e.g. orders-value for topic"
+        " orders' values)",
+    )
     apply.add_argument("--version", type=int, help="the contract version (default: the latest)")
     apply.add_argument(
         "--use-latest-with-metadata",
@@ -277,14 +283,34 @@ def _parser() -> argparse.ArgumentParser:
         help="target the latest version whose metadata properties hold KEY=VALUE (repeatable), as"
         " Confluent's use.latest.with.metadata",
     )
-    apply.add_argument("--mode", required=True, type=str.upper, choices=("WRITE", "READ"))
-    apply.add_argument("--input", required=True, help="the input dataset path")
+    apply.add_argument(
+        "--mode",
+        required=True,
+        type=str.upper,
+        choices=("WRITE", "READ"),
+        help="which rules run: WRITE (as a producer runs them before writing a record) or READ (as a"
+        " consumer does after reading one, with migrations from the writer's version)",
+    )
+    apply.add_argument("--input", help="the input dataset: a file, a directory or a glob")
+    apply.add_argument(
+        "--table",
+        metavar="NAME",
+        help="a table of Spark's catalog (e.g. a Delta table) to read instead of --input",
+    )
     apply.add_argument(
         "--format",
-        required=True,
         choices=FORMATS,
-        help="parquet / json (JSON lines): records as columns; avro-parquet / avro-json: Confluent"
-        " wire-format frames in a binary `value` column (base64 in JSON lines), read with --mode READ",
+        help="parquet / json (JSON lines) / csv (with a header line): records as columns;"
+        " avro-parquet / avro-json: Confluent wire-format frames in a binary `value` column (base64"
+        " in JSON lines), read with --mode READ; required with --input (default with --table: parquet,"
+        " its rows as records)",
+    )
+    apply.add_argument(
+        "--unreadable-dlq",
+        metavar="TOPIC",
+        help="send each input line that does not parse as a record (json, csv) and each frame that"
+        " does not decode (avro-*) to this DLQ topic, the line or frame as its value; by default the"
+        " first one fails the run, naming it",
     )
     apply.add_argument(
         "--key-subject",
@@ -293,7 +319,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_protobuf_message_argument(apply)
     apply.add_argument("--output", help="where the valid rows go (Parquet); required unless --dry-run")
-    apply.add_argument("--dlq-dir", default=DEFAULT_DLQ_DIR, help="the local DLQ topics directory")
+    apply.add_argument(
+        "--output-mode",
+        choices=OUTPUT_MODES,
+        default="error",
+        help="when --output exists: error (the default: stop before Spark starts), overwrite it, or"
+        " append to it",
+    )
+    apply.add_argument(
+        "--dlq-dir",
+        default=DEFAULT_DLQ_DIR,
+        help=f"the local DLQ topics directory, one subdirectory per topic (default: ./{DEFAULT_DLQ_DIR})",
+    )
     apply.add_argument(
         "--run-id",
         help="rerun the run of this id (printed when a run fails): its DLQ records and --output are"
@@ -312,7 +349,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run the rules but write nothing (no output, no DLQ records): print the per-rule"
         " summary, the valid and rejected rows per DLQ topic and a sample of rejected rows"
-        " (parquet and json input only)",
+        " (record input only: parquet, json, csv, a table)",
     )
     apply.add_argument(
         "--sample",
@@ -337,6 +374,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     push_.add_argument("directory", help="a LocalRegistry directory")
     push_.add_argument("--registry", required=True, help="the registry URL")
+    add_registry_auth_arguments(push_)
     push_.set_defaults(handler=_push)
 
     pull_ = commands.add_parser(
@@ -347,8 +385,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     pull_.add_argument("directory", help="the directory to write")
     pull_.add_argument("--registry", required=True, help="the registry URL")
+    add_registry_auth_arguments(pull_)
     pull_.add_argument("--subject", action="append", help="a subject to export (repeatable; default: all)")
     pull_.set_defaults(handler=_pull)
 
-    add_dlq_command(commands, [common], _session)
+    add_dlq_command(commands, [common], new_session)
     return parser

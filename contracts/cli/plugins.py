@@ -22,7 +22,6 @@ from typing import Any
 
 from actions.protocol import Action
 from contracts.cli.errors import UsageError, one_line
-from executors import as_executor
 
 _EXECUTOR = "an executor: it needs a str `type` and `compile(ctx)` or `transform(ctx, message)`"
 _ACTION = "an action: it needs a str `name` and `plan(ctx)`"
@@ -111,6 +110,8 @@ def _by_value_if_local(module: ModuleType) -> None:
 
 def _is_executor(obj: Any) -> bool:
     """Whether `obj` is an Executor (type + compile) or a RecordExecutor (type + transform)."""
+    from executors import as_executor
+
     try:
         as_executor(obj)
     except TypeError:

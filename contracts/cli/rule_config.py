@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contracts.cli.errors import UsageError
-from executors.config import RuleConfig
+from contracts.cli.secrets import read_secret_file, read_secret_variable
+
+if TYPE_CHECKING:
+    from executors.config import RuleConfig
 
 _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
 
@@ -40,6 +42,8 @@ def add_rule_config_arguments(parser: argparse.ArgumentParser) -> None:
 def load_rule_config(args: argparse.Namespace) -> RuleConfig:
     """The rule config of --rule-config-file, then --rule-config-env over it (empty without either);
     UsageError naming the file or variable, and never a value, when one cannot be used."""
+    from executors.config import RuleConfig
+
     values: dict[str, str] = {}
     if args.rule_config_file is not None:
         values |= _from_file(args.rule_config_file)
@@ -50,22 +54,12 @@ def load_rule_config(args: argparse.Namespace) -> RuleConfig:
 
 def _from_file(path: str) -> dict[str, str]:
     where = f"--rule-config-file {path}"
-    try:
-        with open(path, encoding="utf-8") as file:
-            text = file.read()
-    except OSError as error:
-        raise UsageError(f"{where}: cannot read it: {error.strerror or type(error).__name__}") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"{where}: is not UTF-8 text") from None
-    return _parse(text, where)
+    return _parse(read_secret_file(path, where), where)
 
 
 def _from_environment(name: str) -> dict[str, str]:
     where = f"--rule-config-env {name}"
-    text = os.environ.get(name)
-    if text is None:
-        raise UsageError(f"{where}: the environment variable {name} is not set")
-    return _parse(text, where)
+    return _parse(read_secret_variable(name, where), where)
 
 
 def _parse(text: str, where: str) -> dict[str, str]:
@@ -77,6 +71,8 @@ def _parse(text: str, where: str) -> dict[str, str]:
         raise UsageError(
             f"{where}: not JSON ({error.msg} at line {error.lineno} column {error.colno})"
         ) from None
+    except RecursionError:
+        raise UsageError(f"{where}: nested too deeply to be a JSON object of strings") from None
     if not isinstance(data, dict):
         raise UsageError(f"{where}: must hold a JSON object of strings, not {_kind(data)}")
     for key, value in data.items():

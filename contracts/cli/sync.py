@@ -112,7 +112,7 @@ def pull(remote: Registry, directory: Path, subjects: Iterable[str] | None, out:
             configured.add(subject)
             failures += _pull_config(remote, directory, folders, subject, out)
     try:
-        LocalRegistry(directory)
+        LocalRegistry(directory, create=True)
     except DataContractError as error:
         failures += 1
         print(f"pull: the directory does not load as a LocalRegistry: {error}", file=out)

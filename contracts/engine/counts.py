@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from contracts.engine.frame import OUTCOME_PREFIX
@@ -35,6 +36,11 @@ class CountOnDemand:
         """Count on `frame`, which holds the outcome column of every rule."""
         self._frame = frame
 
+    @property
+    def counted(self) -> bool:
+        """Whether `counts()` has computed them (and keeps them)."""
+        return self._counts is not None
+
     def counts(self) -> Mapping[str, Any]:
         """The counts `metric_columns` name, computed by one aggregate job the first time."""
         with self._lock:
@@ -46,8 +52,19 @@ class CountOnDemand:
             return self._counts
 
 
-Gatherer: TypeAlias = "Observation | str | CountOnDemand"
-"""What gathers a call's counts: an Observation (batch, first action), the name a streaming query's
+@dataclass(frozen=True)
+class Observed:
+    """Counts observed by the first action on the result; `fallback`, where computing the rules
+    again has no effect but time, counts them on demand when asked before an action has given them
+    (or after one lost them: Spark's adaptive execution drops a finished stage, and the counts
+    observed in it, below a grouping of no rows)."""
+
+    observation: Observation
+    fallback: CountOnDemand | None = None
+
+
+Gatherer: TypeAlias = "Observed | str | CountOnDemand"
+"""What gathers a call's counts: an observation (batch, first action), the name a streaming query's
 progress reports them under, or a CountOnDemand."""
 
 
@@ -56,6 +73,10 @@ def gather(frame: DataFrame, rules: Sequence[PlannedRule], gatherer: Gatherer) -
     if isinstance(gatherer, CountOnDemand):
         gatherer.attach(frame)
         return frame
+    if isinstance(gatherer, Observed):
+        if gatherer.fallback is not None:
+            gatherer.fallback.attach(frame)
+        return frame.observe(gatherer.observation, *metric_columns(rules))
     return frame.observe(gatherer, *metric_columns(rules))
 
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from contracts.errors import ContractError
+from contracts.formats.markers import ABSENT_MARK
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -26,6 +29,8 @@ FAILURE = "__contract_failure"
 ERRED = "__contract_erred"
 """True on a row a native rule rejected because evaluating it raised an error: only the rule's
 Python twin knows that error's text, the row's exact reason (docs/semantics.md §2.2)."""
+WARNINGS = "_contract_warnings"
+"""With `warnings_column`, a valid row's rules that failed with an action that let it go on (NONE)."""
 PARTITION = "__contract_partition"
 """The input partition of each row going into a routing pass: it names the pass's DLQ writer, as one
 task may compute several input partitions (a `coalesce` after the contract)."""
@@ -53,6 +58,22 @@ def failure_field() -> StructField:
     from pyspark.sql.types import StringType, StructField
 
     return StructField(FAILURE, StringType(), True)
+
+
+def failed_batch(batch: pa.RecordBatch, output: pa.Schema, failure: str) -> pa.RecordBatch:
+    """`batch` as a pass's `output` with every row marked to fail the job with `failure` (for
+    `raise_failures`): an error a Python pass met on the batch fails the job natively, as one line
+    (docs/semantics.md §9.9), not as a Python worker's traceback. The columns the pass adds or
+    changes the type of (a migrated record) are null."""
+    columns = []
+    for field in output:
+        if field.name == FAILURE:
+            columns.append(pa.array([failure] * batch.num_rows, type=field.type))
+        elif field.name in batch.schema.names and batch.schema.field(field.name).type == field.type:
+            columns.append(batch.column(field.name))
+        else:
+            columns.append(pa.nulls(batch.num_rows, type=field.type))
+    return pa.RecordBatch.from_arrays(columns, schema=output)
 
 
 def raise_failures(staged: DataFrame) -> DataFrame:
@@ -93,10 +114,13 @@ def refuse_reserved_columns(df: DataFrame, subject: str, version: int) -> None:
 
 def check_record_columns(df: DataFrame, record_type: StructType, subject: str, version: int) -> list[str]:
     """The record's field names, after checking the DataFrame has each with the schema's type and
-    no column the engine adds (`refuse_reserved_columns`)."""
+    no column the engine adds (`refuse_reserved_columns`). A JSON record's absent-property mask
+    (`ABSENT_FIELD`) may be left out: then no property is absent (`record_columns`)."""
     refuse_reserved_columns(df, subject, version)
     present = {f.name: f.dataType for f in df.schema.fields}
     for expected in record_type.fields:
+        if expected.name not in present and expected.metadata.get(ABSENT_MARK):
+            continue
         if expected.name not in present:
             raise ContractError(
                 f"the DataFrame has no column {expected.name!r}, a field of the contract's schema"
@@ -109,12 +133,24 @@ def check_record_columns(df: DataFrame, record_type: StructType, subject: str, v
         if present[expected.name].simpleString() != expected.dataType.simpleString():
             raise ContractError(
                 f"column {expected.name!r} is {present[expected.name].simpleString()} but the schema"
-                f" says {expected.dataType.simpleString()}",
+                f" says {expected.dataType.simpleString()} (DataContract.conform(df) casts what can be"
+                " cast without loss)",
                 subject=subject,
                 version=version,
                 position=expected.name,
             )
     return [f.name for f in record_type.fields]
+
+
+def record_columns(df: DataFrame, record_type: StructType) -> dict[str, Column]:
+    """The record's fields as the DataFrame's columns, by name (after `check_record_columns`); a
+    mask the DataFrame leaves out is null (docs/semantics.md §1.5)."""
+    from pyspark.sql import functions as F
+
+    return {
+        f.name: F.col(quote_name(f.name)) if f.name in df.columns else F.lit(None).cast(f.dataType)
+        for f in record_type.fields
+    }
 
 
 def quote_name(name: str) -> str:

@@ -31,6 +31,7 @@ from contracts.engine.frame import RECORD
 from contracts.engine.routing import Router, with_partition
 from contracts.errors import ContractError
 from contracts.formats.json_schema import layouts, native
+from contracts.formats.markers import ABSENT_FIELD, ABSENT_MARK
 from contracts.formats.wire import encode_prefix
 
 if TYPE_CHECKING:
@@ -54,10 +55,12 @@ def chosen_path() -> str:
 
 @dataclass(frozen=True)
 class JsonJvmDecode:
-    """The JVM half of a JSON decode: the target's prefixes (V0 id, V1 GUID) and Spark type."""
+    """The JVM half of a JSON decode: the target's prefixes (V0 id, V1 GUID) and Spark type,
+    without its absent-property mask (`ABSENT_FIELD`), which `decode` computes (§1.5)."""
 
     prefixes: tuple[bytes, ...]
     spark_type: Any
+    masked: bool = False
 
     @classmethod
     def plan(cls, decoder: serde.Decoder, spark: SparkSession) -> JsonJvmDecode | None:
@@ -72,7 +75,9 @@ class JsonJvmDecode:
             return None
         prefixes = [encode_prefix(i) for i in ids]
         prefixes += [encode_prefix(_uuid(guid)) for guid, i in decoder.guids.items() if i in ids]
-        return cls(tuple(prefixes), StructType.fromJson(json.loads(decoder.target_type_json)))
+        target = StructType.fromJson(json.loads(decoder.target_type_json))
+        properties = StructType([f for f in target.fields if not f.metadata.get(ABSENT_MARK)])
+        return cls(tuple(prefixes), properties, masked=len(properties.fields) < len(target.fields))
 
     def decode(self, df: DataFrame, decoder: serde.Decoder, router: Router, keep_value: bool) -> DataFrame:
         """`serde.decode`'s result in one scan of `df`, no row crossing to Python whole: `from_json`
@@ -103,6 +108,11 @@ class JsonJvmDecode:
         staged = staged.withColumn(_TRUSTED, trusted)
         by_python = value.isNotNull() & ~F.col(_TRUSTED)
         kept = [name for name in df.columns if keep_value or name != decoder.value_column]
+        if self.masked:
+            # A trusted text left out every null struct field: each null optional property is absent.
+            parsed = parsed.withField(
+                ABSENT_FIELD, layouts.absent_pointers(parsed, decoder.target_schema.shape)
+            )
         out = python_rows.decode_rest(
             staged, decoder, router, by_python, F.lit(False), {RECORD: parsed}, kept
         )

@@ -133,12 +133,12 @@ def projection(source: StructType, target: ContractVersion, source_schema: Any =
     """The projection of records of Spark type `source` onto `target`: the writer's records as they
     are when `source_schema` is its Avro schema, else a JSONata result (whose fields copied from
     the record say their Avro type in metadata); raises _Inexact where only Python is exact."""
-    named = _named(target.avro_schema)
+    named = _named(target.parsed)
     available = {f.name: f for f in source.fields}
-    wanted_types = _field_types(target.avro_schema)
+    wanted_types = _field_types(target.parsed)
     writer_types = _field_types(source_schema) if source_schema is not None else {}
     fields = []
-    for avro_field, spark_field in zip(target.avro_schema["fields"], target.spark_type.fields, strict=True):
+    for avro_field, spark_field in zip(target.parsed["fields"], target.spark_type.fields, strict=True):
         name = avro_field["name"]
         widen = may_be_null = False
         if name in available:
@@ -364,13 +364,13 @@ def native_migration(
     rules = [(version, mode, rule) for version, mode, step_rules in steps for rule in step_rules]
     source, goal = versions[writer], versions[target]
     try:
-        unchanged = projection(source.spark_type, goal, source.avro_schema)
+        unchanged = projection(source.spark_type, goal, source.parsed)
     except _Inexact:
         unchanged = None
     if not rules:
         if unchanged is None:
             return None
-        return NativeMigration(source.spark_type, source.avro_schema, goal, None, unchanged)
+        return NativeMigration(source.spark_type, source.parsed, goal, None, unchanged)
     if len(rules) > 1:
         return None
     version, mode, rule = rules[0]
@@ -389,4 +389,4 @@ def native_migration(
     continues = planned.on_failure.effect is Effect.CONTINUE
     result_view = result is MigrationResult.JSON_VIEW
     kept = unchanged if continues else None
-    return NativeMigration(source.spark_type, source.avro_schema, goal, planned, kept, result_view)
+    return NativeMigration(source.spark_type, source.parsed, goal, planned, kept, result_view)

@@ -16,18 +16,16 @@ from typing import Any
 
 from contracts.engine.python_pass import act, evaluator_for
 from contracts.errors import ContractError, SerializationError
-from contracts.formats.protobuf.indexes import read_indexes
+from contracts.formats.protocol import SchemaFormat, clear_length
 from contracts.model import RuleKind, RuleMode
 from contracts.planning.plan import Plan
 from executors.protocol import Outcome
 
 
-def split_clear(schema_type: str, body: bytes) -> tuple[bytes, bytes]:
-    """The body as the part encoding rules leave in clear and the payload they run on: a Protobuf
-    body's message indexes, then the message's bytes; ValueError when the indexes are cut short."""
-    if schema_type != "PROTOBUF":
-        return b"", body
-    _, start = read_indexes(body)
+def split_clear(schema_format: SchemaFormat, body: bytes) -> tuple[bytes, bytes]:
+    """The body as the part encoding rules leave in clear and the payload they run on (a Protobuf
+    body's message indexes, then the message's bytes; ValueError when the indexes are cut short)."""
+    start = clear_length(schema_format, body)
     return body[:start], body[start:]
 
 

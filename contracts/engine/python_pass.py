@@ -18,10 +18,18 @@ import pyarrow as pa
 
 from actions.protocol import ActionContext, ActionPlan, Effect
 from contracts.bounded import BoundedCache
-from contracts.engine.frame import FAILURE, OUTCOME_PREFIX, RECORD, STATUS, failure_field, raise_failures
+from contracts.engine.frame import (
+    FAILURE,
+    OUTCOME_PREFIX,
+    RECORD,
+    STATUS,
+    failed_batch,
+    failure_field,
+    raise_failures,
+)
 from contracts.engine.gc_pause import gc_paused
-from contracts.errors import ContractError, SerializationError
-from contracts.formats import avro
+from contracts.errors import ContractError, DataContractError, SerializationError, in_one_line
+from contracts.formats.arrow_types import arrow_schema
 from contracts.model import RuleKind
 from contracts.planning.plan import Plan, PlannedRule
 from executors.protocol import BatchEvaluator, BatchStep, NativeStep, Outcome
@@ -60,10 +68,17 @@ class _BatchPass:
         from pyspark.sql.types import StructType
 
         output = StructType.fromJson(json.loads(self.output_json))
-        arrow_schema = avro.arrow_schema(output)
+        output_arrow = arrow_schema(output)
         for batch in batches:
-            with gc_paused():
-                ruled = _RowsInFlight(self, batch).run(arrow_schema)
+            try:
+                with gc_paused():
+                    ruled = _RowsInFlight(self, batch).run(output_arrow)
+            except DataContractError as error:
+                if not batch.num_rows:
+                    raise
+                # The job fails on these rows natively, with the one line a native failure has
+                # (raise_failures), not with a Python worker's traceback (docs/semantics.md §9.9).
+                ruled = failed_batch(batch, output_arrow, in_one_line(error))
             yield ruled
 
 
@@ -224,7 +239,11 @@ def run_rule(
     changed = False
     for i, result in zip(active, results, strict=True):
         if validate_against is not None:
-            result = _conforming(rule, result, validate_against)
+            try:
+                result = _conforming(rule, result, validate_against)
+            except SerializationError as error:
+                failures[i] = in_one_line(error)  # fails the job natively, cause included
+                continue
         outcome[i] = result.passed
         if result.passed and rule.rule.kind is RuleKind.TRANSFORM:
             records[i] = result.record
@@ -290,8 +309,30 @@ def _run_callback(rule: PlannedRule, action: ActionPlan, record: Any, reason: st
 
 
 def evaluator_for(plan_id: str, rule: PlannedRule) -> BatchEvaluator:
-    """The rule's evaluator, built once per Python worker (a native step's Python twin if needed)."""
-    return _EVALUATORS.get_or_make((plan_id, rule.index), lambda: python_step(rule).factory())
+    """The rule's evaluator, built once per Python worker (a native step's Python twin if needed),
+    its failure reasons as the rule carries them (`PlannedRule.reason_text`)."""
+    return _EVALUATORS.get_or_make(
+        (plan_id, rule.index), lambda: _Reasoned(python_step(rule).factory(), rule)
+    )
+
+
+@dataclass(frozen=True)
+class _Reasoned:
+    """An evaluator whose failed outcomes carry their reason and cause as `rule.reason_text` makes
+    them, for the record each came from: here, where reasons are made, so every pass, twin and
+    error message gets the same text."""
+
+    evaluator: BatchEvaluator
+    rule: PlannedRule
+
+    def __call__(self, records: Sequence[Any]) -> Sequence[Outcome]:
+        outcomes = list(self.evaluator(records))
+        for i, (record, outcome) in enumerate(zip(records, outcomes, strict=True)):
+            if not outcome.passed and (outcome.reason is not None or outcome.cause is not None):
+                reason = self.rule.reason_text(record, outcome.reason)
+                cause = self.rule.reason_text(record, outcome.cause)
+                outcomes[i] = Outcome(outcome.passed, outcome.record, reason, cause)
+        return outcomes
 
 
 def python_step(rule: PlannedRule) -> BatchStep:

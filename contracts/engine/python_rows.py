@@ -27,14 +27,15 @@ from contracts.engine.frame import (
     PARTITION,
     RECORD,
     STATUS,
+    failed_batch,
     failure_field,
     raise_failures,
     status_literal,
     status_type,
 )
 from contracts.engine.routing import Router
-from contracts.errors import SerializationError
-from contracts.formats import avro
+from contracts.errors import DataContractError, SerializationError, in_one_line
+from contracts.formats.arrow_types import arrow_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -113,7 +114,7 @@ class PythonRows:
 
     @cached_property
     def _arrow_type(self) -> pa.StructType:
-        return pa.struct(list(avro.arrow_schema(self._spark_type)))
+        return pa.struct(list(arrow_schema(self._spark_type)))
 
     @cached_property
     def _added(self) -> list[pa.Field]:
@@ -122,7 +123,7 @@ class PythonRows:
 
         middle = self._spark_type.fields[1:-1]
         fields = [*middle, StructField(STATUS, status_type(), True), failure_field()]
-        return list(avro.arrow_schema(StructType(fields)))
+        return list(arrow_schema(StructType(fields)))
 
     def __call__(self, arrays: Iterator[pa.Array]) -> Iterator[pa.Array]:
         pending: deque[tuple[pa.Array, pa.RecordBatch]] = deque()
@@ -140,9 +141,18 @@ class PythonRows:
 
     def _decoded(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """`batch` (the given rows) with the decoder's columns added: suspects are judged, the
-        other rows decoded, each rejected row given its status."""
-        decoder = self.decoder
+        other rows decoded, each rejected row given its status; an error met on the way marks
+        every row to fail the job with it, natively, as one line."""
         output = pa.schema([*batch.schema, *self._added])
+        try:
+            return self._judged_and_decoded(batch, output)
+        except DataContractError as error:
+            if not batch.num_rows:
+                raise
+            return failed_batch(batch, output, in_one_line(error))
+
+    def _judged_and_decoded(self, batch: pa.RecordBatch, output: pa.Schema) -> pa.RecordBatch:
+        decoder = self.decoder
         suspect = pc.fill_null(batch.column(SUSPECT), False)
         if not pc.any(suspect).as_py():
             return serde.decode_batch(decoder, batch, output)

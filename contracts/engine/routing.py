@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -22,7 +22,6 @@ import pyarrow.compute as pc
 
 from actions.dlq.record import RecordValues, Redact, as_bytes, incoming_headers, rule_headers
 from actions.dlq.sink import DlqRecord, DlqSink, DlqWriter, writer_id
-from contracts import formats
 from contracts.engine.frame import (
     ERRED,
     OUTCOME_PREFIX,
@@ -34,6 +33,7 @@ from contracts.engine.frame import (
 )
 from contracts.engine.reasons import NativeReasons
 from contracts.engine.runner import marks_errors
+from contracts.formats.arrow_text import text_values
 from contracts.formats.protocol import SchemaFormat
 from contracts.planning.plan import CopyAction, Plan
 
@@ -58,7 +58,7 @@ class DlqLayout:
 
     record_column: str
     schema: Any
-    schema_format: SchemaFormat = field(default_factory=lambda: formats.get("AVRO"))
+    schema_format: SchemaFormat
     value_column: str | None = None
     key_column: str | None = None
     headers_column: str | None = None
@@ -270,8 +270,8 @@ def _writer_id(run_id: str, stage: str | None, input_partition: int) -> str:
 
 def _column(batch: pa.RecordBatch, name: str | None) -> list[Any]:
     """A key, headers or topic column's values; a string column as its bytes, which Spark does not
-    require to be UTF-8 and a DLQ record carries as they are anyway."""
+    require to be UTF-8 and a DLQ record carries as they are anyway (a header key, as text)."""
     if name is None or name not in batch.schema.names:
         return [None] * batch.num_rows
     column = batch.column(name)
-    return (column.cast(pa.binary()) if pa.types.is_string(column.type) else column).to_pylist()
+    return column.cast(pa.binary()).to_pylist() if pa.types.is_string(column.type) else text_values(column)

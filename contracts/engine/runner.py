@@ -22,6 +22,7 @@ from contracts.engine.frame import (
     STATUS,
     check_record_columns,
     quote_name,
+    record_columns,
     status_literal,
     status_type,
 )
@@ -79,12 +80,15 @@ def record_field(plan: Plan, name: str) -> Column:
     return F.col(RECORD).getField(name)
 
 
-def stage(plan: Plan, df: DataFrame, gatherer: Gatherer | None = None) -> DataFrame:
+def stage(
+    plan: Plan, df: DataFrame, gatherer: Gatherer | None = None, keep_outcomes: bool = False
+) -> DataFrame:
     """Run every rule lazily: the record packed into one struct column, plus `_contract`;
-    `gatherer` as in `run`."""
+    `gatherer` and `keep_outcomes` as in `run`."""
     groups = plan.groups()
     as_fields = bool(groups and field_columns(plan)) and native_transforms(groups[0])
-    return _run(plan, pack(plan, df, as_fields), gatherer, packed_as_fields=as_fields)
+    packed = pack(plan, df, as_fields)
+    return _run(plan, packed, gatherer, packed_as_fields=as_fields, keep_outcomes=keep_outcomes)
 
 
 def pack(plan: Plan, df: DataFrame, as_fields: bool = False) -> DataFrame:
@@ -96,12 +100,10 @@ def pack(plan: Plan, df: DataFrame, as_fields: bool = False) -> DataFrame:
 
     record_names = check_record_columns(df, plan.record_type, plan.subject, plan.version)
     passthrough = [F.col(quote_name(name)) for name in df.columns if name not in record_names]
-    record = F.struct(*[F.col(quote_name(name)) for name in record_names])
+    fields = record_columns(df, plan.record_type)
+    record = F.struct(*[column.alias(name) for name, column in fields.items()])
     if as_fields:
-        columns = [
-            *passthrough,
-            *(F.col(quote_name(name)).alias(c) for c, name in field_columns(plan).items()),
-        ]
+        columns = [*passthrough, *(fields[name].alias(c) for c, name in field_columns(plan).items())]
     else:
         columns = [*passthrough, record.alias(RECORD)]
     if has_transforms(plan.rules):
@@ -111,15 +113,36 @@ def pack(plan: Plan, df: DataFrame, as_fields: bool = False) -> DataFrame:
 
 
 def run(
-    plan: Plan, staged: DataFrame, gatherer: Gatherer | None = None, leading_ran: bool = False
+    plan: Plan,
+    staged: DataFrame,
+    gatherer: Gatherer | None = None,
+    leading_ran: bool = False,
+    keep_outcomes: bool = False,
 ) -> DataFrame:
     """Apply the rules to a packed DataFrame; rows whose `_contract` is already set are skipped.
 
     `gatherer` gathers the per-rule counts (contracts.engine.counts). When the plan
     `counts_at_output` it is not used here: the outcome columns stay, for `observe_output` on
-    the caller's output (which drops them). `leading_ran`: the plan's first run of rules has run
-    already, in the decode pass (python_pass.LeadingRules), which left its outcome columns."""
-    return _run(plan, staged, gatherer, packed_as_fields=False, skipped=1 if leading_ran else 0)
+    the caller's output (which drops them); `keep_outcomes` keeps them too, for `warnings_column`.
+    `leading_ran`: the plan's first run of rules has run already, in the decode pass
+    (python_pass.LeadingRules), which left its outcome columns."""
+    skipped = 1 if leading_ran else 0
+    return _run(plan, staged, gatherer, packed_as_fields=False, skipped=skipped, keep_outcomes=keep_outcomes)
+
+
+def warnings_column(plan: Plan) -> Column:
+    """The names of the rules a row failed whose failure action let it go on (NONE), in running
+    order; read from the outcome columns `run` kept (docs/semantics.md §2.6)."""
+    from pyspark.sql import functions as F
+
+    names = [
+        F.when(~F.col(OUTCOME_PREFIX + str(rule.index)), F.lit(rule.rule.name))
+        for rule in plan.rules
+        if rule.on_failure.effect is Effect.CONTINUE
+    ]
+    if not names:
+        return F.array().cast("array<string>")
+    return F.filter(F.array(*names), lambda name: name.isNotNull())
 
 
 def marks_errors(plan: Plan) -> bool:
@@ -137,7 +160,12 @@ def _marks_errors(rule: PlannedRule) -> bool:
 
 
 def _run(
-    plan: Plan, staged: DataFrame, gatherer: Gatherer | None, packed_as_fields: bool, skipped: int = 0
+    plan: Plan,
+    staged: DataFrame,
+    gatherer: Gatherer | None,
+    packed_as_fields: bool,
+    skipped: int = 0,
+    keep_outcomes: bool = False,
 ) -> DataFrame:
     from pyspark.sql import functions as F
 
@@ -158,7 +186,8 @@ def _run(
     if gatherer is not None and plan.rules:
         staged = gather(staged, plan.rules, gatherer)
     # A copy action's rows are told by their rule's outcome, which the routing pass reads.
-    return staged.drop(*outcome_columns(plan)) if plan.rules and not plan.copies else staged
+    keep = keep_outcomes or bool(plan.copies)
+    return staged.drop(*outcome_columns(plan)) if plan.rules and not keep else staged
 
 
 def _apply_native_run(

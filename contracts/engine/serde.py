@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from contracts import formats
 from contracts.codes import NOT_REGISTERED
 from contracts.engine import migrate
 from contracts.engine.frame import (
@@ -32,6 +31,7 @@ from contracts.engine.frame import (
     PARTITION,
     RECORD,
     STATUS,
+    failed_batch,
     failure_field,
     raise_failures,
     status_literal,
@@ -42,9 +42,10 @@ from contracts.engine.native_migration import NativeMigration
 from contracts.engine.payload import PayloadRefused, PayloadRules, split_clear
 from contracts.engine.python_pass import LeadingRules
 from contracts.engine.routing import Router, with_partition
-from contracts.errors import RegistryError, SerializationError
-from contracts.formats import avro
-from contracts.formats.protocol import SchemaFormat
+from contracts.errors import DataContractError, RegistryError, SerializationError, in_one_line
+from contracts.formats.arrow_text import printable, text_values
+from contracts.formats.arrow_types import arrow_schema
+from contracts.formats.protocol import SchemaFormat, decodes_as_read_back, display_name
 from contracts.formats.wire import (
     VALUE_SCHEMA_ID_HEADER,
     SchemaRef,
@@ -144,6 +145,8 @@ class Decoder:
     late: LateWriters
     policy: DecodePolicy
     value_column: str
+    schema_format: SchemaFormat
+    """The format of the subject's schemas, which decodes their bodies."""
     guids: Mapping[str, int] = field(default_factory=dict)
     """The schema id of each prefetched writer's GUID (lower-case, hyphenated), where the registry
     gave one: a V1 frame finds its writer through it."""
@@ -151,12 +154,11 @@ class Decoder:
     """The rows' Kafka headers (array<struct<key: string, value: binary>>), when they have them."""
     id_header: str = VALUE_SCHEMA_ID_HEADER
     """The header that, when a row has it, names the writer's schema; its payload is the bare body."""
-    schema_format: SchemaFormat = field(default_factory=lambda: formats.get("AVRO"))
-    """The format of the subject's schemas, which decodes their bodies."""
     native_types: Mapping[int, str] = field(default_factory=dict)
     """Writer versions migrated natively after the pass, with their Spark record types (JSON):
     their records leave the pass in their own shape, in `writer_column(version)`."""
     _cache: dict[SchemaRef, WriterVersion] = field(default_factory=dict, compare=False, repr=False)
+    _missing: dict[SchemaRef, SerializationError] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def tombstone_status(self) -> dict[str, Any]:
@@ -180,12 +182,25 @@ class Decoder:
         )
 
     def writer(self, schema: SchemaRef) -> WriterVersion:
-        """The writer version a frame's schema id or GUID names: prefetched, else resolved once."""
+        """The writer version a frame's schema id or GUID names: prefetched, else resolved once; one
+        that cannot be resolved is asked about once per batch (docs/semantics.md §8.2)."""
         schema_id = self.guids.get(str(schema)) if isinstance(schema, uuid.UUID) else schema
         known = (None if schema_id is None else self.writers.get(schema_id)) or self._cache.get(schema)
-        if known is None:
+        if known is not None:
+            return known
+        missing = self._missing.get(schema)
+        if missing is not None:
+            raise SerializationError(str(missing)) from missing.__cause__
+        try:
             known = self._cache[schema] = self.late.resolve(schema)
+        except SerializationError as e:
+            self._missing[schema] = e
+            raise
         return known
+
+    def next_batch(self) -> None:
+        """Forget which ids and GUIDs the last batch could not resolve: a new batch asks again."""
+        self._missing.clear()
 
 
 def writer_column(version: int) -> str:
@@ -280,9 +295,10 @@ def decode(
 def fuses(decoder: Decoder, leading: LeadingRules | None) -> LeadingRules | None:
     """`leading` when the decode pass can run it: no writer is migrated after the pass (the rules
     must see every record in the target's shape) and the decoded records are what a rules pass
-    would read back from Spark, as for Avro records whose unions tell their branches by value
-    (a Python pass reads them untagged; JSON and Protobuf records are shaped by their readers)."""
-    if leading is None or decoder.native_types or decoder.schema_format.schema_type != "AVRO":
+    would read back from Spark (the format `decodes_as_read_back`: Avro's, whose unions tell their
+    branches by value, a Python pass reading them untagged; JSON and Protobuf records are shaped
+    by their readers)."""
+    if leading is None or decoder.native_types or not decodes_as_read_back(decoder.schema_format):
         return None
     return None if decoder.schema_format.needs_tags(decoder.target_schema) else leading
 
@@ -298,7 +314,7 @@ class _DecodePass:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.types import StructType
 
-        decoded = avro.arrow_schema(StructType.fromJson(json.loads(self.decoded_json)))
+        decoded = arrow_schema(StructType.fromJson(json.loads(self.decoded_json)))
         leading = self.leading
         routed = self.router(self._decoded(batch, decoded) for batch in batches)
         tombstone = pa.scalar(self.decoder.tombstone_status, type=decoded.field(STATUS).type)
@@ -311,8 +327,13 @@ class _DecodePass:
             yield batch.select(self.output_names)
 
     def _decoded(self, batch: pa.RecordBatch, decoded: pa.Schema) -> pa.RecordBatch:
-        with gc_paused():
-            return decode_batch(self.decoder, batch, decoded, self.leading)
+        try:
+            with gc_paused():
+                return decode_batch(self.decoder, batch, decoded, self.leading)
+        except DataContractError as error:
+            if not batch.num_rows:
+                raise
+            return failed_batch(batch, decoded, in_one_line(error))  # fails the job as one line
 
 
 def _mark_tombstones(batch: pa.RecordBatch, value_column: str, tombstone: pa.Scalar) -> pa.RecordBatch:
@@ -331,6 +352,7 @@ def decode_batch(
     """`batch` with the decoded columns `output` adds after its own (writers, RECORD, STATUS,
     FAILURE, and with `leading` rules their outcomes and RULE_STATUS); a null frame is skipped
     (the callers mark tombstones)."""
+    decoder.next_batch()
     frames = batch.column(decoder.value_column).to_pylist()
     id_headers = schema_id_headers(batch, decoder.headers_column, decoder.id_header)
     records: list[Any] = [None] * len(frames)
@@ -463,7 +485,7 @@ def schema_id_headers(
     entries = pc.list_flatten(headers)
     if not len(entries) or not pc.any(pc.equal(entries.field("key"), header)).as_py():
         return None
-    return [_last_header(row, header) for row in headers.to_pylist()]
+    return [_last_header(row, header) for row in text_values(headers)]
 
 
 def _last_header(row: list[dict[str, Any]] | None, header: str) -> bytes | None:
@@ -489,10 +511,10 @@ def read_frame(decoder: Decoder, frame: Any, id_header: bytes | None) -> tuple[W
     schema_format = decoder.schema_format
     if writer.payload:
         try:
-            clear, payload = split_clear(schema_format.schema_type, body)
+            clear, payload = split_clear(schema_format, body)
         except ValueError as e:
             raise SerializationError(
-                f"{schema_format.schema_type} body of {describe(schema_id)} cannot be decoded: {e}"
+                f"{display_name(schema_format)} body of {describe(schema_id)} cannot be decoded: {e}"
             ) from e
         body = clear + writer.payload.apply(payload)
     reader = decoder.target_schema if writer.version == decoder.target_version else None
@@ -500,7 +522,7 @@ def read_frame(decoder: Decoder, frame: Any, id_header: bytes | None) -> tuple[W
     try:
         return writer, schema_format.decode(body, writer.schema, reader, tagged)
     except Exception as e:
-        kind = {"AVRO": "Avro"}.get(schema_format.schema_type, schema_format.schema_type)
+        kind = display_name(schema_format)
         raise SerializationError(f"{kind} body of {describe(schema_id)} cannot be decoded: {e}") from e
 
 
@@ -535,14 +557,15 @@ def _migrate_rows(
 def undecodable_status(decoder: Decoder, batch: pa.RecordBatch, i: int, error: Exception) -> dict[str, Any]:
     """The status of a row the policy sends to the DLQ; under ERROR, the job fails here."""
     where = _position(batch, i)
+    reason = printable(str(error))  # a decoder's message may quote text no UTF-8 holds (§8.6)
     if decoder.policy.action == "ERROR":
-        message = f"cannot deserialize the record{where} of subject {decoder.subject!r}: {error}"
+        message = f"cannot deserialize the record{where} of subject {decoder.subject!r}: {reason}"
         raise SerializationError(message) from error
     return {
         "rule": DECODE_RULE,
         "mode": "READ",
         "action": "DLQ",
-        "reason": str(error),
+        "reason": reason,
         "topic": decoder.policy.topic,
         "subject": decoder.subject,
         "version": decoder.target_version,
@@ -613,7 +636,7 @@ def migrate_decoded(packed: DataFrame, writer: WriterVersion, target: ContractVe
             failure_field(),
         ]
     )
-    return raise_failures(packed.mapInArrow(_MigratePass(writer, target.avro_schema, output.json()), output))
+    return raise_failures(packed.mapInArrow(_MigratePass(writer, target.parsed, output.json()), output))
 
 
 @dataclass(frozen=True)
@@ -625,41 +648,50 @@ class _MigratePass:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.types import StructType
 
-        output = avro.arrow_schema(StructType.fromJson(json.loads(self.output_json)))
+        output = arrow_schema(StructType.fromJson(json.loads(self.output_json)))
         rows_before = 0
         for batch in batches:
-            read = self.writer.schema_format.read_struct(batch.column(RECORD), self.writer.schema)
-            records = read.records
-            statuses: list[dict[str, Any] | None] = batch.column(STATUS).to_pylist()
-            failures: list[str | None] = [None] * batch.num_rows
-            made_by = migrate.migrate(self.writer.migrations, records, statuses, failures, read.unreadable)
-            _refuse_unread(batch, rows_before, read.unreadable, statuses, failures, "migrated")
+            try:
+                yield self._migrated(batch, output, rows_before)
+            except DataContractError as error:
+                if not batch.num_rows:
+                    raise
+                yield failed_batch(batch, output, in_one_line(error))  # fails the job as one line
             rows_before += batch.num_rows
-            projected: list[Any] = [None] * batch.num_rows
-            for i, (record, status) in enumerate(zip(records, statuses, strict=True)):
-                if status is not None or failures[i] is not None:
-                    continue
-                try:
-                    projected[i] = migrate.project(
-                        record, self.target_schema, self.writer.schema_format, made_by[i]
-                    )
-                except SerializationError as e:
-                    failures[i] = str(e)  # the job fails with why, as a native migration fails it
-            target_type = output.field(RECORD).type
-            record_column = self.writer.schema_format.to_struct(projected, self.target_schema, target_type)
-            columns = [
-                record_column
-                if f.name == RECORD
-                else batch.column(RECORD)
-                if f.name == ORIGINAL
-                else pa.array(statuses, type=f.type)
-                if f.name == STATUS
-                else pa.array(failures, type=f.type)
-                if f.name == FAILURE
-                else batch.column(f.name)
-                for f in output
-            ]
-            yield pa.RecordBatch.from_arrays(columns, schema=output)
+
+    def _migrated(self, batch: pa.RecordBatch, output: pa.Schema, rows_before: int) -> pa.RecordBatch:
+        """The batch's records migrated and projected onto the target, with their statuses and failures."""
+        read = self.writer.schema_format.read_struct(batch.column(RECORD), self.writer.schema)
+        records = read.records
+        statuses: list[dict[str, Any] | None] = batch.column(STATUS).to_pylist()
+        failures: list[str | None] = [None] * batch.num_rows
+        made_by = migrate.migrate(self.writer.migrations, records, statuses, failures, read.unreadable)
+        _refuse_unread(batch, rows_before, read.unreadable, statuses, failures, "migrated")
+        projected: list[Any] = [None] * batch.num_rows
+        for i, (record, status) in enumerate(zip(records, statuses, strict=True)):
+            if status is not None or failures[i] is not None:
+                continue
+            try:
+                projected[i] = migrate.project(
+                    record, self.target_schema, self.writer.schema_format, made_by[i]
+                )
+            except SerializationError as e:
+                failures[i] = str(e)  # the job fails with why, as a native migration fails it
+        target_type = output.field(RECORD).type
+        record_column = self.writer.schema_format.to_struct(projected, self.target_schema, target_type)
+        columns = [
+            record_column
+            if f.name == RECORD
+            else batch.column(RECORD)
+            if f.name == ORIGINAL
+            else pa.array(statuses, type=f.type)
+            if f.name == STATUS
+            else pa.array(failures, type=f.type)
+            if f.name == FAILURE
+            else batch.column(f.name)
+            for f in output
+        ]
+        return pa.RecordBatch.from_arrays(columns, schema=output)
 
 
 def _refuse_unread(
@@ -802,11 +834,11 @@ class _EncodePass:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.types import StructType
 
-        output = avro.arrow_schema(StructType.fromJson(json.loads(self.output_json)))
+        output = arrow_schema(StructType.fromJson(json.loads(self.output_json)))
         if self.router is None or self.middle_json is None:
             encoded = self._all(batches, None)
         else:
-            middle = avro.arrow_schema(StructType.fromJson(json.loads(self.middle_json)))
+            middle = arrow_schema(StructType.fromJson(json.loads(self.middle_json)))
             encoded = self.router(self._all(batches, middle))
         for batch in encoded:
             replaced = {}
@@ -831,7 +863,7 @@ class _EncodePass:
         statuses: list[dict[str, Any] | None] = [None] * len(bodies)
         failures: list[str | None] = [None] * len(bodies)
         if self.payload:
-            split = [split_clear(self.schema_format.schema_type, bodies[i]) for i in present]
+            split = [split_clear(self.schema_format, bodies[i]) for i in present]
             sealed, refused, failed, _ = self.payload.apply_all([payload for _, payload in split])
             for i, (clear, _), payload, status, failure in zip(
                 present, split, sealed, refused, failed, strict=True

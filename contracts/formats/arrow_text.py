@@ -1,12 +1,37 @@
 """Arrow arrays as Spark hands them to Python: strings that may not be UTF-8 (Spark does not
-require it) and null-typed children pyarrow casts at the wrong length. Shared by the formats."""
+require it) and null-typed children pyarrow casts at the wrong length; and Python strings that
+are not Unicode text, which no Arrow or Spark string holds. Shared by the formats."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """`text` with each lone surrogate written as its escape (`\\ud800`): text a reason, a header
+    or an Arrow string can carry as UTF-8, whatever a value or an expression put in it."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def lone_surrogate(text: str) -> str | None:
+    """Why `text` is not Unicode text a Spark string can hold: the first lone surrogate in it (a
+    JSON `\\ud800` escape without its pair decodes to one), escaped; None for any other text."""
+    found = _SURROGATE.search(text)
+    if found is None:
+        return None
+    start = max(found.start() - 8, 0)
+    return (
+        f"a string holding a lone surrogate, U+{ord(found.group()):04X}, which is not Unicode text"
+        f" (at character {found.start()}: {text[start : found.start() + 8]!r})"
+    )
 
 
 def invalid_utf8_rows(array: pa.Array | pa.ChunkedArray) -> Iterator[tuple[int, UnicodeDecodeError]]:
@@ -36,6 +61,15 @@ def valid_utf8(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
         children = [valid_utf8(child) for child in array.flatten()]
         return pa.StructArray.from_arrays(children, fields=list(kind), mask=mask)
     return array
+
+
+def text_values(array: pa.Array | pa.ChunkedArray) -> list[Any]:
+    """The array's values, with the bytes of nested strings that are not UTF-8 as U+FFFD: the keys
+    of Kafka headers, which a DataFrame may hold as any bytes, read without failing the pass."""
+    try:
+        return array.to_pylist()
+    except UnicodeDecodeError:
+        return valid_utf8(array).to_pylist()
 
 
 def sound_nulls(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:

@@ -18,6 +18,7 @@ from contracts.codes import SCHEMA_NOT_FOUND
 from contracts.errors import RegistryError, SerializationError
 from contracts.model import Schema
 from contracts.registry import Registry
+from contracts.registry.local import copy_note
 
 MAGIC_BYTE_V0 = 0
 MAGIC_BYTE_V1 = 1
@@ -113,7 +114,11 @@ def writer_schema(registry: Registry, schema: SchemaRef) -> Schema:
         return registry.get_schema(schema)
     except RegistryError as e:
         if e.error_code == SCHEMA_NOT_FOUND:
-            raise SerializationError(f"unknown {describe(schema)}: the registry has no such schema") from e
+            # A GUID names no order, so whether a copy could lack it for being a copy is unknown.
+            note = "" if isinstance(schema, uuid.UUID) else copy_note(registry, schema)
+            raise SerializationError(
+                f"unknown {describe(schema)}: the registry has no such schema{note}"
+            ) from e
         raise
 
 

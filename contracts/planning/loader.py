@@ -9,16 +9,16 @@ record (docs/semantics.md §2.1), and so does the plan.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from contracts import formats
 from contracts.errors import ContractError, RegistryError
-from contracts.formats.protobuf import ProtobufFormat
-from contracts.formats.protocol import Reference, SchemaFormat
-from contracts.model import RegisteredSchema, Rule, RuleMode, Schema
+from contracts.formats.protocol import Reference, SchemaFormat, choose_record
+from contracts.model import RegisteredSchema, Rule, RuleMode, Schema, SchemaReference
 from contracts.plugins import PluginRegistry
 from contracts.registry import Registry
+from contracts.registry.references import referenced_schemas
 from executors.protocol import Executor, RuleContext, Step, supersedes_rule
 
 if TYPE_CHECKING:
@@ -27,17 +27,17 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ContractVersion:
-    """One registered version of a subject, parsed by its format: the parsed schema (`avro_schema`
-    for the AVRO format, whatever the format's `parse` returns for another), Spark type and rules."""
+    """One registered version of a subject, parsed by its format: the parsed schema (whatever the
+    format's `parse` returns), Spark type and rules."""
 
     subject: str
     version: int
     schema_id: int
     schema: Schema
-    avro_schema: Any
+    parsed: Any
     named_schemas: tuple[Reference, ...]
     spark_type: StructType
-    format: SchemaFormat = field(default_factory=lambda: formats.get("AVRO"))
+    format: SchemaFormat
     guid: str | None = None
     """The schema's GUID, when the registry gave one."""
 
@@ -92,7 +92,7 @@ def load_version(
         version=registered.version,
         schema_id=registered.schema_id,
         schema=schema,
-        avro_schema=parsed,
+        parsed=parsed,
         named_schemas=named,
         spark_type=spark_type,
         format=schema_format,
@@ -101,39 +101,29 @@ def load_version(
 
 
 def _format(schema_type: str, protobuf_message: str | None) -> SchemaFormat:
-    """The format of `schema_type`, choosing the Protobuf record message when one is named."""
+    """The format of `schema_type`, choosing the record (a Protobuf message) when one is named."""
     schema_format = formats.get(schema_type)
-    if protobuf_message is None:
-        return schema_format
-    if not isinstance(schema_format, ProtobufFormat):
-        raise ContractError(
-            f"protobuf_message chooses the record among a Protobuf schema's messages, and this"
-            f" schema is {schema_type.upper()}",
-            position="protobuf_message",
-        )
-    return ProtobufFormat(protobuf_message)
+    return schema_format if protobuf_message is None else choose_record(schema_format, protobuf_message)
 
 
-def _referenced_schemas(
-    registry: Registry, schema: Schema, seen: frozenset[str] = frozenset()
-) -> list[Reference]:
-    """The schemas this schema references, theirs too, dependencies first."""
-    texts: list[Reference] = []
-    for reference in schema.references:
-        key = f"{reference.subject}:{reference.version}"
-        if key in seen:
-            continue
+def _referenced_schemas(registry: Registry, schema: Schema) -> list[Reference]:
+    """The schemas this schema references, theirs too, dependencies first, each (subject, version)
+    fetched once and within the bounds of contracts/registry/references.py (docs/semantics.md §1.1)."""
+
+    def fetch(reference: SchemaReference) -> Schema:
         try:
-            referenced = registry.get_version(reference.subject, reference.version).schema
+            return registry.get_version(reference.subject, reference.version).schema
         except RegistryError as e:
             raise ContractError(
                 f"reference {reference.name!r} to {reference.subject} version {reference.version}"
                 f" cannot be resolved: {e}",
                 position="references",
             ) from e
-        texts.extend(_referenced_schemas(registry, referenced, seen | {key}))
-        texts.append(Reference(reference.name, referenced.schema_str))
-    return texts
+
+    return [
+        Reference(found.reference.name, found.schema.schema_str)
+        for found in referenced_schemas(schema, fetch)
+    ]
 
 
 def rules_for(version: ContractVersion, mode: RuleMode, executors: PluginRegistry[Executor]) -> list[Rule]:
@@ -252,25 +242,29 @@ def rule_context(
     registry: Registry | None = None,
     rule_config: Mapping[str, str] | None = None,
     read_only: bool = False,
+    lint: bool = False,
+    target: ContractVersion | None = None,
 ) -> RuleContext:
     """The context of `rule`, registered in `version`, over records of `record` (by default the
     version's own; a migration rule runs on the record it migrates), with the contract's registry
-    and rule config."""
+    and rule config; its parameters fall back to the metadata properties of `target` (by default
+    `version`; a DOWNGRADE step's the version it leads to, as the reference's)."""
     shape = record or version
     return RuleContext(
         rule=rule,
         subject=version.subject,
         version=version.version,
         mode=mode,
-        schema=shape.avro_schema,
+        schema=shape.parsed,
         spark_type=shape.spark_type,
         metadata_tags=version.metadata_tags,
-        properties=version.properties,
+        properties=(target or version).properties,
         named_schemas=shape.named_schemas,
         schema_format=shape.format,
         registry=registry,
         rule_config=rule_config if rule_config is not None else {},
         read_only=read_only,
+        lint=lint,
     )
 
 
@@ -283,15 +277,20 @@ def compile_rules(
     registry: Registry | None = None,
     rule_config: Mapping[str, str] | None = None,
     read_only: bool = False,
+    lint: bool = False,
+    target: ContractVersion | None = None,
 ) -> list[tuple[RuleContext, Step | None]]:
     """Compile each rule once with the executor for its name or type; None where there is none.
 
     `record` is the version whose records the rules receive, when not `version`'s own: a
     migration rule runs on the record of the version it migrates from. `read_only` compiles to
-    check only, changing nothing in the registry (lint)."""
+    check or show only, changing nothing in the registry; `lint` (read-only too) also refuses a
+    rule that would fail every record. `target` is as for `rule_context`."""
     compiled: list[tuple[RuleContext, Step | None]] = []
     for rule in rules:
-        ctx = rule_context(version, mode, rule, record, registry, rule_config, read_only)
+        ctx = rule_context(
+            version, mode, rule, record, registry, rule_config, read_only or lint, lint, target
+        )
         executor = executors.find(rule.type, rule_name=rule.name)
         if executor is None:
             compiled.append((ctx, None))

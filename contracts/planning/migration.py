@@ -63,8 +63,10 @@ def migration_plans(
         steps, received_records(versions, writer, steps), strict=True
     ):
         compiled = []
+        # Parameters fall back to the metadata of the version the step leads to (docs/semantics.md §1.2).
+        leads_to = version if mode is RuleMode.UPGRADE else versions[version.version - 1]
         for rule, record in zip(rules, received, strict=True):
-            compiled.extend(compile_rules(version, mode, [rule], executors, record=record))
+            compiled.extend(compile_rules(version, mode, [rule], executors, record=record, target=leads_to))
         where = (version.subject, version.version, mode, received[0].spark_type)
         plans.append(build_plan(*where, compiled, resolve_action))
     return tuple(plans)

@@ -13,8 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from actions.dlq.redaction import Redaction
 from actions.protocol import ActionContext, ActionPlan, Effect
 from contracts.errors import RuleError
+from contracts.formats.arrow_text import printable
 from contracts.model import Rule, RuleKind, RuleMode
 from executors.protocol import BatchStep, RuleContext, Step, condition_failure_message
 
@@ -35,6 +37,9 @@ class PlannedRule:
     step: Step | None
     on_success: ActionPlan
     on_failure: ActionPlan
+    redaction: Redaction | None = field(default=None, repr=False)
+    """What the rule's reasons redact: the values of the fields the version's ENCRYPT rules tag,
+    which the records it evaluates may hold in plaintext (docs/semantics.md §11.4)."""
 
     @property
     def rule(self) -> Rule:
@@ -54,6 +59,17 @@ class PlannedRule:
     def missing_executor_reason(self) -> str:
         return f"Could not find rule executor of type {self.rule.type}"
 
+    def unhandled(self) -> str:
+        """One line naming this rule, which no executor handles, and what it does to every record
+        (docs/semantics.md §2.1)."""
+        ctx = self.ctx
+        failure = self.on_failure.name + (f" -> {self.on_failure.topic}" if self.on_failure.topic else "")
+        return (
+            f"subject={ctx.subject} version={ctx.version} rule={self.rule.name} type={self.rule.type}:"
+            f" no executor handles this rule type, so in {ctx.mode.value} it fails every record"
+            f" (on failure: {failure}) and the rules after it are skipped"
+        )
+
     def failure_reason(self) -> str:
         """The reason a native failure reports (Python steps carry their own evaluation error)."""
         if self.step is None:
@@ -61,6 +77,17 @@ class PlannedRule:
         if self.rule.kind is RuleKind.CONDITION:
             return condition_failure_message(self.rule)
         return f"Rule failed: {self.rule.name}"
+
+    def reason_text(self, record: Any, text: str | None) -> str | None:
+        """A reason (or cause) the rule's evaluation gave for `record`, as a DLQ record and an error
+        carry it: the values of `record`'s fields ENCRYPT rules tag redacted (§11.4), and lone
+        surrogates escaped, since a value or an expression may put one there that no UTF-8 text
+        holds (docs/semantics.md §8.6)."""
+        if text is None:
+            return None
+        if self.redaction is not None:
+            text = self.redaction.scrub(record, text)
+        return printable(text)
 
     def error_message(self, reason: str, cause: str | None = None) -> str:
         """The text an ERROR action fails the job with: a first line naming subject, version, rule,
@@ -179,6 +206,12 @@ class Plan:
         )
 
     @property
+    def runnable(self) -> bool:
+        """Whether every rule's step may run as compiled (none was compiled read-only in a form
+        that must not run: `BatchStep.runnable`)."""
+        return all(rule.step is None or rule.step.runnable for rule in self.rules)
+
+    @property
     def all_native(self) -> bool:
         """Whether every rule runs as Spark expressions, with no Python pass (no rule run in
         Python, no custom action callback)."""
@@ -214,10 +247,11 @@ def build_plan(
     resolve_action: Any,
     skipped: SkippedRuleSet | None = None,
     left_out: Sequence[tuple[str, str]] = (),
+    redaction: Redaction | None = None,
 ) -> Plan:
     """Resolve each rule's actions and truncate after a rule without executor (docs/semantics.md §2.1);
     `skipped` names the rules the rule set's `enableAt` leaves out and `left_out` the disabled and
-    superseded ones, for `explain`."""
+    superseded ones, for `explain`; `redaction` is what every rule's reasons redact."""
     planned: list[PlannedRule] = []
     for index, (ctx, step) in enumerate(rules):
         action_ctx = ActionContext(ctx.rule, subject, version, mode, ctx.properties)
@@ -228,6 +262,7 @@ def build_plan(
                 step=step,
                 on_success=resolve_action(ctx.rule.action_for(mode, outcome_failed=False), action_ctx),
                 on_failure=resolve_action(ctx.rule.action_for(mode, outcome_failed=True), action_ctx),
+                redaction=redaction,
             )
         )
         if step is None:

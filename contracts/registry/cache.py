@@ -60,6 +60,12 @@ class LoadingCache(Generic[V]):
         pending.set_result(value)
         return value
 
+    def get(self, key: Hashable) -> V | None:
+        """The fresh value for `key`, or None; never loads."""
+        with self._lock:
+            hit = self._fresh(key)
+            return None if hit is None else hit[1]
+
     def put(self, key: Hashable, value: V) -> None:
         """Store `value`, evicting the least recently used entry when full."""
         with self._lock:

@@ -59,11 +59,11 @@ class Kek:
             name=_text(data, "name"),
             kms_type=_text(data, "kmsType"),
             kms_key_id=_text(data, "kmsKeyId"),
-            kms_props={str(k): str(v) for k, v in (data.get("kmsProps") or {}).items()},
-            doc=data.get("doc"),
-            shared=bool(data.get("shared", False)),
-            ts=data.get("ts"),
-            deleted=bool(data.get("deleted", False)),
+            kms_props=_string_map(data, "kmsProps"),
+            doc=_optional(data, "doc", str, "a string"),
+            shared=_flag(data, "shared"),
+            ts=_optional(data, "ts", int, "a number"),
+            deleted=_flag(data, "deleted"),
         )
 
 
@@ -111,10 +111,10 @@ class Dek:
             subject=_text(data, "subject"),
             version=version,
             algorithm=check_algorithm(data.get("algorithm") or DEFAULT_ALGORITHM),
-            encrypted_key_material=data.get("encryptedKeyMaterial"),
-            key_material=data.get("keyMaterial"),
-            ts=data.get("ts"),
-            deleted=bool(data.get("deleted", False)),
+            encrypted_key_material=_optional(data, "encryptedKeyMaterial", str, "a string"),
+            key_material=_optional(data, "keyMaterial", str, "a string"),
+            ts=_optional(data, "ts", int, "a number"),
+            deleted=_flag(data, "deleted"),
         )
 
 
@@ -192,6 +192,34 @@ def redacted(answer: Any) -> Any:
     if isinstance(answer, Mapping) and "keyMaterial" in answer:
         return {**answer, "keyMaterial": "<redacted>"}
     return answer
+
+
+def _optional(data: Mapping[str, Any], key: str, kind: type, what: str) -> Any:
+    """`data[key]` when it is of `kind`, None when absent or null; ValueError naming the key and
+    the type it has (never the value: it may be key material)."""
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise ValueError(f"{key!r} must be {what}, not {type(value).__name__}")
+    return value
+
+
+def _flag(data: Mapping[str, Any], key: str) -> bool:
+    """`data[key]` as a JSON boolean (false when absent): the string "false" is no false."""
+    value = data.get(key, False)
+    if not isinstance(value, bool):
+        raise ValueError(f"{key!r} must be true or false, not {type(value).__name__}")
+    return value
+
+
+def _string_map(data: Mapping[str, Any], key: str) -> dict[str, str]:
+    value = data.get(key) or {}
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ValueError(f"{key!r} must map strings to strings")
+    return dict(value)
 
 
 def _text(data: Mapping[str, Any], key: str) -> str:

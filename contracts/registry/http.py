@@ -9,17 +9,20 @@ import random
 import ssl
 import threading
 import time
+import uuid
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 import httpx
 
-from contracts.codes import SUBJECT_CONFIG_NOT_FOUND
+from contracts.bounded import BoundedCache
+from contracts.codes import SCHEMA_NOT_FOUND, SUBJECT_CONFIG_NOT_FOUND, SUBJECT_NOT_FOUND, VERSION_NOT_FOUND
 from contracts.errors import RegistryError
 from contracts.model import RegisteredSchema, Schema
-from contracts.registry import http_dek
+from contracts.registry import content_encoding, http_dek
 from contracts.registry.cache import LoadingCache
 from contracts.registry.dek import DEFAULT_ALGORITHM, Dek, Kek
+from contracts.registry.guid import canonical_guid
 from contracts.registry.http_answers import Answer, decoded, error_from, read_answer, retry_after
 from contracts.registry.http_urls import api_path as _path
 from contracts.registry.http_urls import split_urls
@@ -35,7 +38,16 @@ _ACCEPT = "application/vnd.schemaregistry.v1+json, application/vnd.schemaregistr
 _FAILOVER_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout)
 
 # What is rebuilt after unpickling instead of shipped to Spark executors.
-_RUNTIME_STATE = ("_http", "_http_lock", "_preferred", "_by_id", "_by_subject", "_latest")
+_RUNTIME_STATE = ("_http", "_http_lock", "_preferred", "_by_id", "_by_subject", "_latest", "_missing")
+
+# The answers that say a schema, subject or version is not there (as opposed to an outage): kept
+# for `missing_cache_ttl` seconds, so frames naming an unknown id do not ask once per row.
+_MISSING = frozenset({SCHEMA_NOT_FOUND, SUBJECT_NOT_FOUND, VERSION_NOT_FOUND})
+
+_Caches = tuple[LoadingCache[Any], LoadingCache[Any], LoadingCache[Any], LoadingCache[RegistryError]]
+_PROCESS_CACHES: BoundedCache[str, _Caches] = BoundedCache(64)
+"""Each client's caches in this process, by the client's identity (which survives pickling): every
+copy of one client a worker unpickles (one per task) shares them, so a worker asks once."""
 
 BearerToken = str | Callable[[], str]
 
@@ -44,7 +56,10 @@ class SchemaRegistryClient:
     """A Confluent Schema Registry client satisfying the `Registry` protocol (docs/semantics.md §9.6).
 
     Immutable answers (a schema by id, a subject's numbered version, register and lookup
-    results) are cached until the subject is deleted; "latest" answers for `cache_ttl` seconds.
+    results) are cached until the subject is deleted; "latest" answers for `cache_ttl` seconds;
+    answers that a schema, subject or version is not there for `missing_cache_ttl` seconds (0: not
+    kept), forgotten when this client registers a schema. Copies of one client in one process
+    (Spark ships one to each task) share these caches.
     Transient failures (connection errors, timeouts, 5xx, 429) are retried with full-jitter
     exponential backoff, waiting as a Retry-After header asks within `backoff_max`; a connection
     error fails over to the next base URL. `connect_timeout` and `read_timeout` bound each network
@@ -70,6 +85,7 @@ class SchemaRegistryClient:
         max_response_bytes: int = 32 * 1024 * 1024,
         cache_ttl: float = 300.0,
         cache_max_entries: int = 1000,
+        missing_cache_ttl: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         urls, url_auth = split_urls(url)
@@ -88,6 +104,7 @@ class SchemaRegistryClient:
             ("backoff_base", backoff_base),
             ("backoff_max", backoff_max),
             ("cache_ttl", cache_ttl),
+            ("missing_cache_ttl", missing_cache_ttl),
         ):
             _check_seconds(name, value, zero_allowed=True)
         for name, value, least in (
@@ -110,17 +127,25 @@ class SchemaRegistryClient:
         self._max_response_bytes = max_response_bytes
         self._cache_ttl = cache_ttl
         self._cache_max_entries = cache_max_entries
+        self._missing_cache_ttl = missing_cache_ttl
         self._clock = clock
+        self._identity = uuid.uuid4().hex
         self._start_runtime()
 
     def _start_runtime(self) -> None:
         self._http: httpx.Client | None = None
         self._http_lock = threading.Lock()
         self._preferred = 0
-        self._by_id: LoadingCache[Schema] = LoadingCache(self._cache_max_entries, None, self._clock)
-        self._by_subject: LoadingCache[Any] = LoadingCache(self._cache_max_entries, None, self._clock)
-        self._latest: LoadingCache[RegisteredSchema] = LoadingCache(
-            self._cache_max_entries, self._cache_ttl, self._clock
+        caches = _PROCESS_CACHES.get_or_make(self._identity, self._new_caches)
+        self._by_id, self._by_subject, self._latest, self._missing = caches
+
+    def _new_caches(self) -> _Caches:
+        size, clock = self._cache_max_entries, self._clock
+        return (
+            LoadingCache(size, None, clock),
+            LoadingCache(size, None, clock),
+            LoadingCache(size, self._cache_ttl, clock),
+            LoadingCache(size, self._missing_cache_ttl, clock),
         )
 
     def __getstate__(self) -> dict[str, Any]:
@@ -152,20 +177,22 @@ class SchemaRegistryClient:
     def register_schema(self, subject: str, schema: Schema, normalize: bool = False) -> int:
         """Register `schema` under `subject` (metadata and ruleSet included); return its global id."""
         key = ("register", subject, _canonical(schema), normalize)
-        return self._by_subject.get_or_load(key, lambda: self._register(subject, schema, normalize))
+        schema_id = self._by_subject.get_or_load(key, lambda: self._register(subject, schema, normalize))
+        self._missing.discard_if(lambda _: True)  # what was missing may be this schema
+        return schema_id
 
     def lookup_schema(self, subject: str, schema: Schema) -> RegisteredSchema:
         """The version of `subject` holding exactly `schema`; RegistryError 40403 if none."""
         key = ("lookup", subject, _canonical(schema))
-        return self._by_subject.get_or_load(key, lambda: self._lookup(subject, schema))
+        return self._known(self._by_subject, key, lambda: self._lookup(subject, schema))
 
     def get_schema(self, schema_id: int) -> Schema:
         """The schema with this global id (cached: ids are immutable)."""
-        return self._by_id.get_or_load(schema_id, lambda: self._fetch_schema(schema_id))
+        return self._known(self._by_id, schema_id, lambda: self._fetch_schema(schema_id))
 
     def get_schema_by_guid(self, guid: str) -> Schema:
         """The schema with this GUID, GET /schemas/guids/{guid} (cached: GUIDs are immutable)."""
-        return self._by_id.get_or_load(("guid", guid), lambda: self._fetch_schema_by_guid(guid))
+        return self._known(self._by_id, ("guid", guid), lambda: self._fetch_schema_by_guid(guid))
 
     def get_version(self, subject: str, version: int | str) -> RegisteredSchema:
         """One version of a subject, a number or "latest" (numbered versions are cached: immutable)."""
@@ -173,7 +200,7 @@ class SchemaRegistryClient:
         if number is None:
             return self.get_latest_version(subject)
         key = ("version", subject, number)
-        return self._by_subject.get_or_load(key, lambda: self._fetch_version(subject, number))
+        return self._known(self._by_subject, key, lambda: self._fetch_version(subject, number))
 
     def get_latest_version(self, subject: str) -> RegisteredSchema:
         """The newest version of a subject, cached for `cache_ttl` seconds."""
@@ -217,8 +244,12 @@ class SchemaRegistryClient:
             deleted = self._request("DELETE", _path("subjects", subject, "versions", version), params=params)
         finally:
             self._forget(subject)
+        call = "DELETE /subjects/{subject}/versions/{version}"
         if not is_id(deleted):
-            raise _unexpected("DELETE /subjects/{subject}/versions/{version}", "a version number", deleted)
+            raise _unexpected(call, "a version number", deleted)
+        number = _version_number(version)
+        if number is not None and deleted != number:
+            raise _mismatch(call, f"subject {subject!r} version {number}", f"version {deleted}")
         return deleted
 
     def get_config(self, subject: str | None = None, default_to_global: bool = True) -> dict[str, Any]:
@@ -295,6 +326,19 @@ class SchemaRegistryClient:
         """GET /dek-registry/v1/keks/{name}/deks/{subject}/versions/{version} (-1: the newest)."""
         return http_dek.get_dek(self._request, kek_name, subject, algorithm, version, deleted)
 
+    def _known(self, cache: LoadingCache[Any], key: Hashable, load: Callable[[], Any]) -> Any:
+        """`cache`'s value for `key`, loaded once; an answer that it is not there (40401, 40402,
+        40403) is kept for `missing_cache_ttl` seconds and raised again meanwhile, unasked."""
+        missing = self._missing.get(key)
+        if missing is not None:
+            raise RegistryError(missing.reason, status=missing.status, error_code=missing.error_code)
+        try:
+            return cache.get_or_load(key, load)
+        except RegistryError as error:
+            if error.error_code in _MISSING:
+                self._missing.put(key, error)
+            raise
+
     # -- one REST call per protocol method ---------------------------------------------------
 
     def _register(self, subject: str, schema: Schema, normalize: bool) -> int:
@@ -314,6 +358,9 @@ class SchemaRegistryClient:
         answer = self._request("GET", _path("schemas", "ids", schema_id))
         if not isinstance(answer, dict):
             raise _unexpected(call, "a schema object", answer)
+        # The answer need not carry the id (Confluent's does not); one that does must carry this one.
+        if "id" in answer and answer["id"] != schema_id:
+            raise _mismatch(call, f"schema id {schema_id}", f"schema id {answer['id']!r}")
         return _parsed(call, answer, lambda: Schema.from_dict(answer))
 
     def _fetch_schema_by_guid(self, guid: str) -> Schema:
@@ -321,11 +368,15 @@ class SchemaRegistryClient:
         answer = self._request("GET", _path("schemas", "guids", guid))
         if not isinstance(answer, dict):
             raise _unexpected(call, "a schema object", answer)
+        answered = answer.get("guid")
+        if answered is not None and canonical_guid(str(answered)) != canonical_guid(guid):
+            raise _mismatch(call, f"schema guid {guid}", f"schema guid {answered!r}")
         return _parsed(call, answer, lambda: Schema.from_dict(answer))
 
     def _fetch_version(self, subject: str, version: int | str) -> RegisteredSchema:
         answer = self._request("GET", _path("subjects", subject, "versions", version))
-        return self._registered("GET /subjects/{subject}/versions/{version}", subject, answer)
+        number = version if isinstance(version, int) else None
+        return self._registered("GET /subjects/{subject}/versions/{version}", subject, answer, number)
 
     def _fetch_with_metadata(self, subject: str, pairs: tuple[tuple[str, str], ...]) -> RegisteredSchema:
         # The API takes parallel repeated parameters: ?key=k1&value=v1&key=k2&value=v2.
@@ -333,12 +384,20 @@ class SchemaRegistryClient:
         answer = self._request("GET", _path("subjects", subject, "metadata"), params=params)
         return self._registered("GET /subjects/{subject}/metadata", subject, answer)
 
-    def _registered(self, call: str, subject: str, answer: Any) -> RegisteredSchema:
+    def _registered(
+        self, call: str, subject: str, answer: Any, version: int | None = None
+    ) -> RegisteredSchema:
         """Parse a version answer (a bad contract raises ContractError naming subject and version)
         and remember it under its immutable keys, the subject asked for included: its id and its
-        (subject, version)."""
+        (subject, version). An answer for another subject, or for another version than the
+        numbered one asked for (`version`; None for the latest or a lookup), is a RegistryError
+        naming both (docs/semantics.md §10.13)."""
         if not isinstance(answer, dict) or not is_id(answer.get("id")) or not is_id(answer.get("version")):
             raise _unexpected(call, "an object with an id and a version from 1 to 2147483647", answer)
+        if answer.get("subject") != subject or (version is not None and answer["version"] != version):
+            asked = f"subject {subject!r}" + ("" if version is None else f" version {version}")
+            given = f"subject {answer.get('subject')!r} version {answer['version']}"
+            raise _mismatch(call, asked, given)
         registered = _parsed(call, answer, lambda: RegisteredSchema.from_dict(answer))
         self._by_id.put(registered.schema_id, registered.schema)
         if registered.guid is not None:
@@ -452,7 +511,7 @@ class SchemaRegistryClient:
                 self._http = httpx.Client(
                     auth=httpx.BasicAuth(*self._basic_auth) if self._basic_auth else None,
                     timeout=httpx.Timeout(self._read_timeout, connect=self._connect_timeout),
-                    headers={"Accept": _ACCEPT},
+                    headers={"Accept": _ACCEPT, "Accept-Encoding": content_encoding.ACCEPT_ENCODING},
                     transport=DeadlineTransport(tls),
                     mounts={
                         origin: DeadlineTransport(tls, proxy) for origin, proxy in proxies.items() if proxy
@@ -533,6 +592,11 @@ def _parsed(call: str, answer: Any, parse: Callable[[], Any]) -> Any:
         return parse()
     except (TypeError, ValueError, KeyError, AttributeError, OverflowError, RecursionError) as error:
         raise _unexpected(call, f"a valid answer ({type(error).__name__}: {error})", answer) from error
+
+
+def _mismatch(call: str, asked: str, answered: str) -> RegistryError:
+    """An answer about something else than what was asked: trusting it would run another contract."""
+    return RegistryError(f"the schema registry answered {call} for {asked} with {answered}")
 
 
 def _unexpected(call: str, expected: str, answer: Any) -> RegistryError:

@@ -11,12 +11,14 @@ import datetime
 import email.utils
 import json
 import math
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from contracts.errors import RegistryError
+from contracts.registry import content_encoding
 
 _LONGEST_WAIT = 86_400.0  # seconds: a larger Retry-After is read as this (it is capped by the backoff anyway)
 
@@ -32,19 +34,22 @@ class Answer:
 
 def read_answer(call: str, response: httpx.Response, limit: int) -> Answer:
     """The body of a streamed `response`, refused (RegistryError) once it holds more than `limit`
-    bytes, decompressed, or declares more; a body that does not decompress is a RegistryError too."""
+    bytes, decompressed (counted as each bounded piece is decoded: a small compressed body cannot
+    grow past the cap in memory), or declares more; a body that does not decompress, or in an
+    encoding not asked for, is a RegistryError too."""
     declared = response.headers.get("Content-Length", "")
     if declared.isascii() and declared.isdigit() and int(declared) > limit:
         raise _too_large(call, response.status_code, limit)
     chunks: list[bytes] = []
     size = 0
     try:
-        for chunk in response.iter_bytes():
-            size += len(chunk)
+        codings = content_encoding.encodings(response.headers.get("Content-Encoding", ""))
+        for piece in content_encoding.decoded(codings, response.iter_raw()):
+            size += len(piece)
             if size > limit:
                 raise _too_large(call, response.status_code, limit)
-            chunks.append(chunk)
-    except httpx.DecodingError as error:
+            chunks.append(piece)
+    except (content_encoding.UnsupportedEncoding, zlib.error) as error:
         raise RegistryError(
             f"the schema registry answered {call} with a body that does not decode: {error}",
             status=response.status_code,

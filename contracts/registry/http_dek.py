@@ -34,7 +34,9 @@ def register_kek(
         body["doc"] = doc
     params = {"context": context} if context is not None else None
     answer = request("POST", api_path(*_ROOT), params=params, body=body)
-    return _model("POST /dek-registry/v1/keks", answer, Kek.from_dict)
+    kek = _model("POST /dek-registry/v1/keks", answer, Kek.from_dict)
+    _check("POST /dek-registry/v1/keks", {"KEK": (name, kek.name)})
+    return kek
 
 
 def get_kek(request: Request, name: str, deleted: bool, context: str | None) -> Kek:
@@ -42,7 +44,9 @@ def get_kek(request: Request, name: str, deleted: bool, context: str | None) -> 
     if context is not None:
         params["context"] = context
     answer = request("GET", api_path(*_ROOT, name), params=params)
-    return _model("GET /dek-registry/v1/keks/{name}", answer, Kek.from_dict)
+    kek = _model("GET /dek-registry/v1/keks/{name}", answer, Kek.from_dict)
+    _check("GET /dek-registry/v1/keks/{name}", {"KEK": (name, kek.name)})
+    return kek
 
 
 def register_dek(
@@ -57,7 +61,10 @@ def register_dek(
     if encrypted_key_material is not None:
         body["encryptedKeyMaterial"] = encrypted_key_material
     answer = request("POST", api_path(*_ROOT, kek_name, "deks", subject), body=body)
-    return _model("POST /dek-registry/v1/keks/{name}/deks/{subject}", answer, Dek.from_dict)
+    call = "POST /dek-registry/v1/keks/{name}/deks/{subject}"
+    dek = _model(call, answer, Dek.from_dict)
+    _check(call, _dek_identity(dek, kek_name, subject, algorithm, version))
+    return dek
 
 
 def get_dek(
@@ -71,7 +78,34 @@ def get_dek(
     params = {"algorithm": check_algorithm(algorithm), "deleted": _flag(deleted)}
     path = api_path(*_ROOT, kek_name, "deks", subject, "versions", version)
     answer = request("GET", path, params=params)
-    return _model("GET /dek-registry/v1/keks/{name}/deks/{subject}/versions/{version}", answer, Dek.from_dict)
+    call = "GET /dek-registry/v1/keks/{name}/deks/{subject}/versions/{version}"
+    dek = _model(call, answer, Dek.from_dict)
+    _check(call, _dek_identity(dek, kek_name, subject, algorithm, None if version == -1 else version))
+    return dek
+
+
+def _dek_identity(
+    dek: Dek, kek_name: str, subject: str, algorithm: str, version: int | None
+) -> dict[str, tuple[Any, Any]]:
+    """What a DEK answer must repeat of its request (`version` None: the newest, any number)."""
+    pairs: dict[str, tuple[Any, Any]] = {
+        "KEK": (kek_name, dek.kek_name),
+        "subject": (subject, dek.subject),
+        "algorithm": (algorithm, dek.algorithm),
+    }
+    if version is not None:
+        pairs["version"] = (version, dek.version)
+    return pairs
+
+
+def _check(call: str, pairs: Mapping[str, tuple[Any, Any]]) -> None:
+    """A key answer about another KEK, subject, algorithm or version than the one asked for is a
+    RegistryError naming both: its key would encrypt or decrypt under the wrong name."""
+    wrong = {label: pair for label, pair in pairs.items() if pair[0] != pair[1]}
+    if wrong:
+        asked = ", ".join(f"{label} {asked!r}" for label, (asked, _) in wrong.items())
+        given = ", ".join(f"{label} {given!r}" for label, (_, given) in wrong.items())
+        raise RegistryError(f"the schema registry answered {call} for {asked} with {given}")
 
 
 def _flag(value: bool) -> str:

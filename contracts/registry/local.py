@@ -50,6 +50,7 @@ from contracts.codes import (
 )
 from contracts.errors import ContractError, RegistryError
 from contracts.registry.protobuf_schema import ProtoSchema, parse_proto
+from contracts.registry.references import Resolved, referenced_schemas
 
 try:
     import fcntl
@@ -61,6 +62,7 @@ from contracts.model import (
     Rule,
     RuleSet,
     Schema,
+    SchemaReference,
     merge_metadata,
     merge_rule_sets,
 )
@@ -311,31 +313,49 @@ def _parse_version(version: int | str) -> int | None:
     raise _invalid_version(version)
 
 
+def _check_creatable(given: str | os.PathLike[str], path: Path, create: bool) -> None:
+    """RegistryError unless `path`, not a directory, may be created: `create` and nothing else there."""
+    if path.exists():
+        raise RegistryError(f"registry directory {str(given)!r} is not a directory")
+    if not create:
+        raise RegistryError(f"registry directory {str(given)!r} does not exist")
+
+
 class LocalRegistry:
     """A Schema Registry in a directory of JSON files (or in memory when `path` is None).
 
     A relative `path` is resolved once, here: Spark workers (on Spark Connect, on another machine's
-    working directory) get the absolute one.
+    working directory) get the absolute one. The directory must exist unless `create` is True, so
+    a mistyped path is an error rather than an empty registry.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, create: bool = False) -> None:
         self._path = None if path is None else Path(path).resolve()
         self._lock = threading.RLock()
         self._held = False
         self._state = _State()
+        self._copy = False
         self._signature: tuple[Any, ...] | None = None  # None: never read
         self._deks = LocalDekStore(self._path, self.exclusive)
         if self._path is not None:
-            try:
-                self._path.mkdir(parents=True, exist_ok=True)
-            except OSError as error:
-                raise storage_error(self._path, error, "create") from error
+            if not self._path.is_dir():
+                _check_creatable(path, self._path, create)
+                try:
+                    self._path.mkdir(parents=True, exist_ok=True)
+                except OSError as error:
+                    raise storage_error(self._path, error, "create") from error
             self._refresh()
 
     @property
     def path(self) -> Path | None:
         """The registry's directory; None when it lives in memory."""
         return self._path
+
+    @property
+    def is_copy(self) -> bool:
+        """Whether this is an unpickled copy of a registry in memory (what a Spark task gets), which
+        holds nothing the original registers or creates after it was taken."""
+        return self._copy
 
     def __repr__(self) -> str:
         return f"LocalRegistry({str(self._path) if self._path else None!r})"
@@ -349,6 +369,7 @@ class LocalRegistry:
         self._lock = threading.RLock()
         self._held = False
         self._state = state["state"] or _State()
+        self._copy = state["state"] is not None
         self._signature = None
         self._deks = state["deks"]
         self._deks.bind(self.exclusive)
@@ -637,22 +658,18 @@ class LocalRegistry:
         else:
             _json_document(schema)
 
-    def _parse(self, schema: Schema, seen: frozenset[tuple[str, int]] = frozenset()) -> ParsedAvro:
+    def _parse(self, schema: Schema) -> ParsedAvro:
         """Parse the Avro text with its references' named types resolved; 42201 when it cannot be."""
         named: dict[str, Any] = {}
-        for ref in schema.references:
-            if (ref.subject, ref.version) in seen:
-                raise _invalid_schema(f"Circular reference to {ref.subject} version {ref.version}")
-            target = next(
-                (v for v in self._state.live(ref.subject) if v.version == ref.version),
-                None,
-            )
-            if target is None:
+        for found in self._references(schema):
+            try:
+                named.update(parse_avro(json.loads(found.schema.schema_str), named).names)
+            except Exception as error:  # fastavro raises several exception types for bad schemas
+                ref = found.reference
                 raise _invalid_schema(
-                    f"Invalid schema: reference '{ref.name}' to subject '{ref.subject}' version"
-                    f" {ref.version} cannot be resolved"
-                )
-            named.update(self._parse(target.schema, seen | {(ref.subject, ref.version)}).names)
+                    f"Invalid schema of type AVRO, details: reference '{ref.name}' to subject"
+                    f" '{ref.subject}' version {ref.version}: {error}"
+                ) from error
         try:
             return parse_avro(json.loads(schema.schema_str), named)
         except Exception as error:  # fastavro raises several exception types for bad schemas
@@ -661,26 +678,30 @@ class LocalRegistry:
     def _parse_proto(self, schema: Schema) -> ProtoSchema:
         """Compile the .proto text with its references (their texts by import path); 42201 when
         protoc refuses it or a reference cannot be resolved."""
+        imports = [(found.reference.name, found.schema.schema_str) for found in self._references(schema)]
         try:
-            return parse_proto(schema.schema_str, self._proto_references(schema, frozenset()))
+            return parse_proto(schema.schema_str, imports)
         except ContractError as error:
             raise _invalid_schema(f"Invalid schema of type PROTOBUF, details: {error.reason}") from error
 
-    def _proto_references(self, schema: Schema, seen: frozenset[tuple[str, int]]) -> list[tuple[str, str]]:
-        """The texts `schema` imports, dependencies first, each named by its import path."""
-        texts: list[tuple[str, str]] = []
-        for ref in schema.references:
-            if (ref.subject, ref.version) in seen:
-                raise _invalid_schema(f"Circular reference to {ref.subject} version {ref.version}")
+    def _references(self, schema: Schema) -> list[Resolved]:
+        """The schemas `schema` references, theirs too, dependencies first, each version once
+        (contracts/registry/references.py); 42201 when one is missing, or the references form a
+        cycle or exceed the bounds."""
+
+        def fetch(ref: SchemaReference) -> Schema:
             target = next((v for v in self._state.live(ref.subject) if v.version == ref.version), None)
             if target is None:
                 raise _invalid_schema(
                     f"Invalid schema: reference '{ref.name}' to subject '{ref.subject}' version"
                     f" {ref.version} cannot be resolved"
                 )
-            texts.extend(self._proto_references(target.schema, seen | {(ref.subject, ref.version)}))
-            texts.append((ref.name, target.schema.schema_str))
-        return texts
+            return target.schema
+
+        try:
+            return referenced_schemas(schema, fetch)
+        except ContractError as error:
+            raise _invalid_schema(f"Invalid schema: {error.reason}") from error
 
     def _incompatibilities(
         self, candidate: Schema, existing: list[_Version], config: Mapping[str, Any]
@@ -884,6 +905,23 @@ class LocalRegistry:
             raise ContractError(
                 error.reason, subject=subject, version=entry.version, position="schema"
             ) from error
+
+
+def copy_note(registry: object, schema_id: int | None = None) -> str:
+    """Why `registry` may lack what it was asked for, when it is a task's copy of a LocalRegistry
+    in memory (docs/semantics.md §1.3): for a schema id, only one newer than any the copy holds
+    (ids are never reused, so an older one is missing everywhere); else nothing."""
+    if not isinstance(registry, LocalRegistry) or not registry.is_copy:
+        return ""
+    if schema_id is not None and schema_id <= registry._state.max_id:
+        return ""
+    return f" ({COPY_NOTE})"
+
+
+COPY_NOTE = (
+    "the registry is a LocalRegistry in memory, which reaches each Spark task as a copy taken when the"
+    " DataFrame was built, without what was registered or created since: give it a directory to share it"
+)
 
 
 def _validate_config(config: Mapping[str, Any]) -> None:

@@ -12,6 +12,7 @@ refused, since generating one would need the KEK's KMS (docs/semantics.md §11).
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from contracts.codes import INVALID_SCHEMA
-from contracts.errors import RegistryError
+from contracts.errors import ContractError, RegistryError
 from contracts.registry.dek import (
     DEFAULT_ALGORITHM,
     LATEST,
@@ -34,6 +35,7 @@ from contracts.registry.dek import (
 from contracts.registry.layout import MAX_ID, directory_name, json_files, read_json, write_json
 
 DEK_DIRECTORY = ".dek-registry"
+_VERSION_FILE = re.compile(r"[1-9][0-9]{0,9}\.json")
 _DEFAULT_CONTEXT = "."
 T = TypeVar("T")
 
@@ -110,7 +112,9 @@ class LocalDekStore:
         dek = Dek(kek_name, subject, version, algorithm, encrypted_key_material, ts=_now())
         with self._exclusive():
             self.get_kek(kek_name)
-            existing = self._versions(kek_name, subject, algorithm).get(version)
+            existing = None
+            if version in self._version_numbers(kek_name, subject, algorithm):
+                existing = self._dek(kek_name, subject, algorithm, version)
             if existing is not None:
                 if existing.encrypted_key_material == encrypted_key_material:
                     return existing
@@ -128,11 +132,11 @@ class LocalDekStore:
     ) -> Dek:
         algorithm = _algorithm(algorithm)
         self.get_kek(kek_name)
-        versions = self._versions(kek_name, subject, algorithm)
-        number = max(versions, default=None) if version == LATEST else version
-        if number is None or number not in versions:
+        numbers = self._version_numbers(kek_name, subject, algorithm)
+        number = max(numbers, default=None) if version == LATEST else version
+        if number is None or number not in numbers:
             raise dek_not_found(kek_name, subject, algorithm, version)
-        return versions[number]
+        return self._dek(kek_name, subject, algorithm, number)
 
     # -- storage -----------------------------------------------------------------------------
 
@@ -150,17 +154,24 @@ class LocalDekStore:
         else:
             write_json(self._kek_file(kek.name, context), kek.to_dict())
 
-    def _versions(self, kek_name: str, subject: str, algorithm: str) -> dict[int, Dek]:
+    def _version_numbers(self, kek_name: str, subject: str, algorithm: str) -> set[int]:
+        """The DEK versions stored, by their file names alone: a file that cannot be read fails
+        only the lookups of its own version."""
         if self._root is None:
-            return dict(self._memory.deks.get((kek_name, subject, algorithm), {}))
+            return set(self._memory.deks.get((kek_name, subject, algorithm), {}))
         directory = self._dek_directory(kek_name, subject, algorithm)
         if not directory.is_dir():
-            return {}
-        found: dict[int, Dek] = {}
-        for path, _ in json_files(directory):
-            dek = _parsed(path, Dek.from_dict)
-            found[dek.version] = dek
-        return found
+            return set()
+        return {int(path.stem) for path, _ in json_files(directory) if _VERSION_FILE.fullmatch(path.name)}
+
+    def _dek(self, kek_name: str, subject: str, algorithm: str, version: int) -> Dek:
+        if self._root is None:
+            return self._memory.deks[(kek_name, subject, algorithm)][version]
+        path = self._dek_directory(kek_name, subject, algorithm) / f"{version}.json"
+        dek = _parsed(path, Dek.from_dict)
+        if dek.version != version:
+            raise RegistryError(f"cannot read {path}: it holds DEK version {dek.version}", status=500)
+        return dek
 
     def _put_dek(self, dek: Dek) -> None:
         if self._root is None:
@@ -196,7 +207,13 @@ def _algorithm(algorithm: str) -> str:
 
 
 def _parsed(path: Path, parse: Callable[[Any], T]) -> T:
-    payload = read_json(path, None, None)
+    """A stored KEK or DEK; a file that is not one (unreadable, not JSON, missing fields) is a
+    RegistryError naming it, as a registry's backend error: the rules using the key fail their
+    records with it, and the contract still loads (docs/semantics.md §11.2)."""
+    try:
+        payload = read_json(path, None, None)
+    except ContractError as error:
+        raise RegistryError(f"cannot read {path}: {error.__cause__ or error}", status=500) from error
     try:
         return parse(payload)
     except (TypeError, ValueError, AttributeError) as error:

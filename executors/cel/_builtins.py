@@ -20,6 +20,8 @@ from urllib.parse import urlparse
 from celpy import CELEvalError, celtypes
 from celpy.evaluation import base_functions
 
+from contracts.formats.regex import compiled
+
 _MAX_HOSTNAME = 253
 _MAX_LABEL = 63
 _MAX_EMAIL = 254
@@ -401,6 +403,18 @@ def _require_a_boolean(x: Any, y: Any, operator: str) -> None:
         raise TypeError(f"{operator} of {_type_name(x)} and {_type_name(y)}: neither is a boolean")
 
 
+def matches(text: Any, pattern: Any) -> Any:
+    """`matches()` as cel-python answers it, RE2's search, with each pattern compiled once per
+    process and a pattern RE2 refuses failing the record with RE2's message, never logged per record."""
+    import re2
+
+    try:
+        found = compiled(pattern).search(text)
+    except re2.error as ex:
+        return CELEvalError("match error", ex.__class__, ex.args)
+    return celtypes.BoolType(found is not None)
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "isEmail": is_email,
     "isHostname": is_hostname,
@@ -410,6 +424,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "isUriRef": is_uri_ref,
     "isUuid": is_uuid,
     "format": format_string,
+    "matches": matches,
     "timestamp": timestamp,
     "string": to_string,
     "double": to_double,

@@ -5,7 +5,9 @@ The expression is parsed by cel-python's own Lark parser and its tree walked int
 functions become Spark expressions that never throw (`_native_ops`, `_native_functions`).
 Sub-expressions made only of literals are evaluated once at plan time by cel-python itself, so
 constants carry its exact answers. Whatever has no exact native form raises `NotNativeCel`, and
-the executor runs that rule with cel-python instead; a field the schema lacks is a ContractError.
+the executor runs that rule with cel-python instead. A field the schema lacks is absent from every
+record: `has()` of it is false, reading it an evaluation error; a condition that could never pass
+for that reason is a ContractError naming the field.
 """
 
 from __future__ import annotations
@@ -90,10 +92,11 @@ def compile_rule(expr: str, kind: RuleKind, record_type: StructType) -> Callable
         raise NotNativeCel("a guard that is not a boolean")
     if kind is RuleKind.CONDITION:
         body = compiler.root(body_text, body_offset)
+        compiler.refuse_if_never_evaluates(guard, body.error)
         if body.type.kind not in ("bool", "null"):
             raise NotNativeCel("a condition that is not a boolean (cel-python tests its truthiness)")
         return _condition(guard, body)
-    return _transform(guard, compiler.transform(body_text, body_offset))
+    return _transform(guard, compiler.transform(body_text, body_offset, guard))
 
 
 def compile_expression(expr: str, record_type: StructType) -> tuple[CelType, Callable[[Column], Val]]:
@@ -118,7 +121,7 @@ def compile_term(
     are constants per field, `value` a variable. A field `message` lacks is an evaluation error
     there (the reference's map lookup fails), not a contract error: the containing record varies.
     """
-    compiler = _TermCompiler(record_type, text, variables=variables, constants=constants, strict_fields=False)
+    compiler = _TermCompiler(record_type, text, variables=variables, constants=constants, rooted=False)
     return compiler.root(text, 0)
 
 
@@ -212,15 +215,18 @@ class _TermCompiler:
         *,
         variables: Mapping[str, CelType] | None = None,
         constants: Mapping[str, Any] | None = None,
-        strict_fields: bool = True,
+        rooted: bool = True,
     ) -> None:
         self.record = CelType("map", key=CelType("string"), fields=record_type)
+        # `rooted`: `message` is the whole record (a CEL rule), not a field's containing record (CEL_FIELD).
+        self.message_pointer = "" if rooted else None
         self.text = text
         self.part = text
         self.offset = 0
         self.variables = dict(variables or {})
         self.constants = dict(constants or {})
-        self.strict_fields = strict_fields
+        self.missing: list[tuple[str, str]] = []
+        """The fields the expression reads that the schema lacks, with their positions."""
 
     def root(self, text: str, offset: int) -> Term:
         self.part, self.offset = text, offset
@@ -232,8 +238,18 @@ class _TermCompiler:
         _check_size(term.cost, term.depth)
         return term
 
-    def transform(self, text: str, offset: int) -> Callable[[Env], Val]:
-        """A TRANSFORM's new record: `message` itself or a map literal with exactly its fields."""
+    def refuse_if_never_evaluates(self, guard: Term | None, body_fails: bool) -> None:
+        """A ContractError when the rule reads a field the schema lacks whatever the record (its
+        guard, or with none its body, always an error): it could never pass (docs/semantics.md §3.5)."""
+        if self.missing and (guard.error if guard is not None else body_fails):
+            name, position = self.missing[0]
+            raise ContractError(
+                f"the expression reads field {name!r}, which the schema lacks", position=position
+            )
+
+    def transform(self, text: str, offset: int, guard: Term | None = None) -> Callable[[Env], Val]:
+        """A TRANSFORM's new record (under `guard`): `message` itself or a map literal with exactly
+        its fields."""
         self.part, self.offset = text, offset
         tree = _unwrap(parse(text))
         if tree.data == "ident" and str(tree.children[0]) == "message":
@@ -241,6 +257,7 @@ class _TermCompiler:
         if tree.data != "map_lit":
             raise NotNativeCel("a transform that is not a map literal of the record's fields")
         entries = self._map_entries(tree, _Scope())
+        self.refuse_if_never_evaluates(guard, any(value.error for _, value in entries))
         # Each field's value is cast once, and tested for null where the field is not nullable.
         cost = 4 + sum(2 * value.value_cost + value.error_cost for _, value in entries)
         _check_size(cost, 2 + max(value.depth for _, value in entries))
@@ -311,7 +328,9 @@ class _TermCompiler:
         if name in self.variables:
             return Term(self.variables[name], lambda env: Val(env[name]), fails=False)
         if name == "message":
-            return Term(self.record, lambda env: Val(env["message"]), fails=False)
+            return Term(
+                self.record, lambda env: Val(env["message"]), fails=False, pointer=self.message_pointer
+            )
         raise NotNativeCel(f"the variable {name}")
 
     def _member_dot(self, tree: Tree, scope: _Scope) -> Term:
@@ -325,13 +344,11 @@ class _TermCompiler:
             return receiver
         rt = receiver.type
         if rt.fields is not None:
-            field = next((f for f in rt.fields.fields if f.name == name), None)
-            if field is None and not self.strict_fields:
-                return error_term()
+            field = functions.record_fields(rt).get(name)
             if field is None:
-                raise ContractError(
-                    f"the expression reads field {name!r}, which the schema lacks", position=self.where(token)
-                )
+                # Absent from every record: reading it is CEL's "no such key", per record (§3.5).
+                self.missing.append((name, self.where(token)))
+                return error_term()
             return functions.record_field(receiver, field)
         if rt.kind == "map":
             return functions.map_entry(receiver, constant_term(name))

@@ -5,16 +5,17 @@ round trip through Python's `email.utils.parseaddr` the reference requires (atom
 strings, blanks between words, an all-whitespace last atom dropped before `.` or `@`), then its
 hostname rules. The other validators (isIpv6's scoped and embedded forms, isUri/isUriRef's
 `urlparse`, isUuid's `int(…, 16)` leniency) have no exact regex here and run in Python.
-`matches()` patterns are RE2's, translated by `_native_regex` where Java matches them alike and
-with a bounded stack. The validators' own patterns recurse per repetition of a group (labels, words)
-but only ever meet strings already checked to be short (at most 254 characters).
+`matches()` patterns are RE2's, translated by `contracts.formats.regex` where Java matches them
+alike, in linear time and with a bounded stack. The validators' own patterns recurse per
+repetition of a group (labels, words) but only ever meet strings already checked to be short (at
+most 254 characters).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from executors.cel._native_regex import translate_re2
+from contracts.formats.regex import NotInJava, java_form
 from executors.cel._native_types import CelType, Env, NotNativeCel, Term, Val, any_error, derived, error_term
 
 if TYPE_CHECKING:
@@ -112,19 +113,18 @@ def _is_ipv4(s: Column) -> Column:
 
 
 def matches(receiver: Term, pattern: Term) -> Term:
-    """`s.matches(re)`: RE2 search on a constant pattern translated to Java; an invalid one fails.
+    """`s.matches(re)`: RE2's search for a constant pattern, in Java where `java_form` gives one.
 
-    A pattern Java could not match with a bounded stack raises NotNativeCel: RE2 in Python decides it.
+    Any other pattern (one Java could match differently, slowly or with an unbounded stack, or
+    one RE2 refuses, which fails each record as in the reference) raises NotNativeCel: RE2 in
+    Python decides it, and `explain()` says why.
     """
     if receiver.type.kind != "string" or pattern.type.kind != "string" or not pattern.is_constant:
         raise NotNativeCel("matches() needs a string and a constant pattern")
     try:
-        import re2
-
-        re2.compile(str(pattern.constant))
-    except Exception:
-        return error_term()
-    java = translate_re2(str(pattern.constant))
+        java = java_form(str(pattern.constant))
+    except NotInJava as e:
+        raise NotNativeCel(f"matches() with {e}") from e
 
     def emit(env: Env) -> Val:
         val = receiver.emit(env)

@@ -8,12 +8,21 @@ whole macro fail unless CEL's && / || absorption decides it (all / exists).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from contracts.formats.avro import LOGICAL_TYPES_KEY, TYPE_KEY
-from contracts.formats.protobuf import CEL_DIFFERS_KEY
+from contracts.formats.markers import (
+    ABSENT_MARK,
+    CEL_DIFFERS_KEY,
+    IN_DOCUMENT,
+    IN_DOCUMENT_OR_NULL,
+    LOGICAL_TYPES_KEY,
+    TYPE_KEY,
+    pointer,
+)
 from executors.cel import _native_builtins as builtins
 from executors.cel import _native_ops as ops
+from executors.cel import _native_presence as presence
 from executors.cel._native_types import (
     INT_MIN,
     PASSED_ON,
@@ -68,10 +77,17 @@ def fold(tree: Tree, variables: Mapping[str, Any] | None = None) -> Term:
     return constant_term(value)
 
 
-def record_field(receiver: Term, field: StructField) -> Term:
-    """A record's field; selecting from a null record fails."""
+def record_fields(record: CelType) -> dict[str, StructField]:
+    """A record's fields as CEL sees them, by name: not a JSON record's absent-property mask."""
+    assert record.fields is not None
+    return {f.name: f for f in record.fields.fields if not f.metadata.get(ABSENT_MARK)}
 
-    field_type = spark_cel_type(field.dataType, field.nullable, field.metadata.get(TYPE_KEY))
+
+def record_field(receiver: Term, field: StructField) -> Term:
+    """A record's field, as its presence reads it (`_native_presence.read`); selecting from a null
+    record fails."""
+    nullable = field.nullable and not presence.reads_as_set(field)
+    field_type = spark_cel_type(field.dataType, nullable, field.metadata.get(TYPE_KEY))
     times_of_day = {"time-millis", "time-micros"} & set(field.metadata.get(LOGICAL_TYPES_KEY, ()))
     if field.metadata.get(CEL_DIFFERS_KEY):
         raise NotNativeCel(
@@ -81,14 +97,23 @@ def record_field(receiver: Term, field: StructField) -> Term:
         # A time of day is an int column here but a datetime.time, no CEL type, in cel-python.
         raise NotNativeCel(f"field {field.name} holds values cel-python sees as non-CEL types")
     nullable_receiver = receiver.type.nullable
+    where = None if receiver.pointer is None else pointer(receiver.pointer, field.name)
+    checks_presence = presence.kind(field) in (IN_DOCUMENT, IN_DOCUMENT_OR_NULL)
+    if presence.kind(field) == IN_DOCUMENT_OR_NULL and where is None:
+        raise NotNativeCel(f"property {field.name} of a record not reached from `message`")
 
     def emit(env: Env) -> Val:
         r = receiver.emit(env)
-        value = spark_value(r.value.getField(field.name), field.dataType)
-        return Val(value, any_error(r.error, r.value.isNull() if nullable_receiver else None))
+        read, absent = presence.read(r.value.getField(field.name), field, env, where)
+        value = spark_value(read, field.dataType)
+        return Val(value, any_error(r.error, r.value.isNull() if nullable_receiver else None, absent))
 
-    uses = (1, 0, 1 if nullable_receiver else 0, 1)
-    return derived(field_type, emit, [(receiver, uses)], fails=receiver.fails or nullable_receiver, depth=2)
+    # The receiver's value is read once for the field, again to tell an absent property (§3.6).
+    uses = (1, 0, (1 if nullable_receiver else 0) + (1 if checks_presence else 0), 1)
+    fails = receiver.fails or nullable_receiver or checks_presence
+    plain = presence.kind(field) is None
+    term = derived(field_type, emit, [(receiver, uses)], fails=fails, depth=2 if plain else 3)
+    return replace(term, pointer=where) if field_type.fields is not None else term
 
 
 def map_entry(receiver: Term, key: Term) -> Term:
@@ -135,21 +160,33 @@ def index(receiver: Term, position: Term) -> Term:
 
 
 def has(receiver: Term, name: str) -> Term:
-    """`has(x.name)`: a record has every field of its schema; a map the key; a null has nothing."""
+    """`has(x.name)`: whether a record has the field, as its format decides presence
+    (`_native_presence.present`; a field its schema lacks is absent); a map the key; a null has
+    nothing."""
     from pyspark.sql import functions as F
 
     if receiver.error:
         return receiver
     rt = receiver.type
     if rt.fields is not None:
-        present = name in rt.fields.fieldNames()
+        field = record_fields(rt).get(name)
+        where = None if receiver.pointer is None else pointer(receiver.pointer, name)
+        if field is not None and presence.kind(field) == IN_DOCUMENT_OR_NULL and where is None:
+            raise NotNativeCel(f"has() on property {name} of a record not reached from `message`")
 
         def emit_record(env: Env) -> Val:
             r = receiver.emit(env)
-            value = r.value.isNotNull() if present and rt.nullable else F.lit(present)
+            if field is None:
+                return Val(F.lit(False), r.error)
+            found = presence.present(r.value.getField(name), field, env, where)
+            value = F.coalesce(r.value.isNotNull() & found, F.lit(False)) if rt.nullable else found
             return Val(value, r.error)
 
-        return derived(CelType("bool"), emit_record, [(receiver, PASSED_ON)], fails=receiver.fails, depth=1)
+        reads = (0 if field is None or presence.kind(field) is None else 1) + (1 if rt.nullable else 0)
+        depth = 1 if field is None or presence.kind(field) is None else 3
+        return derived(
+            CelType("bool"), emit_record, [(receiver, (reads, 0, 0, 1))], fails=receiver.fails, depth=depth
+        )
     if rt.kind != "map":
         raise NotNativeCel(f"has() on {rt.kind}")
 
@@ -426,7 +463,7 @@ def record_literal(record: CelType, entries: list[tuple[Any, Term]]) -> Any:
     from pyspark.sql import functions as F
 
     assert record.fields is not None
-    fields = {f.name: f for f in record.fields.fields}
+    fields = record_fields(record)
     given = {str(key): value for key, value in entries}
     if set(given) != set(fields) or len(given) != len(entries):
         raise NotNativeCel("a transform whose keys are not exactly the record's fields")
@@ -436,6 +473,9 @@ def record_literal(record: CelType, entries: list[tuple[Any, Term]]) -> Any:
     def emit(env: Env) -> Val:
         columns, errors = [], []
         for field in record.fields.fields:  # type: ignore[union-attr]
+            if field.name not in fields:  # the mask: the literal's properties are all present
+                columns.append(F.lit(None).cast(field.dataType).alias(field.name))
+                continue
             val = given[field.name].emit(env)
             columns.append(val.value.cast(field.dataType).alias(field.name))
             errors.append(val.error)

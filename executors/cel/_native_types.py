@@ -91,6 +91,9 @@ class Term:
     value_cost: int = 1
     error_cost: int = 0
     depth: int = 1
+    pointer: str | None = None
+    """For a record reached from `message` by field names, its JSON pointer there (`""` for
+    `message`): a JSON property's presence may need it (docs/semantics.md §3.6)."""
 
     @property
     def cost(self) -> int:

@@ -31,7 +31,7 @@ from celpy.evaluation import Activation, CELEvalError, Evaluator, Transpiler, Tr
 
 from contracts.bounded import BoundedCache
 from contracts.errors import ContractError
-from contracts.formats.protobuf.values import Unsigned
+from contracts.formats.markers import PresenceRecord, Unsigned
 from executors.cel import _builtins
 from executors.cel._checks import ExpressionProblem, check_expression, ensure_recursion_limit
 
@@ -132,10 +132,14 @@ class _Part:
         self._code = None if _uses(ast, _UNTRANSPILABLE_MACROS) else _transpiled_code(ast)
         self._base = _base_activation()
         self._interpreted: lark.Tree | None = None
+        # Transpiled `has()` asks whether reading the field fails: a PresenceMap needs the interpreter.
+        self._has = any(
+            node.data == "ident_arg" and str(node.children[0]) == "has" for node in ast.iter_subtrees()
+        )
 
     def evaluate(self, activation: Mapping[str, Any]) -> Any:
         """The part's value; raises _Failed with the reference's error text on a CEL error."""
-        if self._code is None:
+        if self._code is None or (self._has and isinstance(activation.get("message"), PresenceMap)):
             return self._interpret(activation)
         try:
             value = self._transpiled(activation)
@@ -159,9 +163,32 @@ class _Part:
         if self._interpreted is None:
             self._interpreted = _parse(self.text)
         try:
-            return Evaluator(ast=self._interpreted, activation=_base_activation()).evaluate(dict(activation))
+            evaluator = _PresenceEvaluator(ast=self._interpreted, activation=_base_activation())
+            return evaluator.evaluate(dict(activation))
         except Exception as e:  # every evaluation error is a rule failure (docs/semantics.md §2.2)
             raise _Failed(evaluation_reason(e)) from e
+
+
+class _PresenceEvaluator(Evaluator):
+    """cel-python's interpreter with `has(x.f)` answering a PresenceMap's presence (its unset fields
+    read as values, unlike a missing key), as the reference's evaluator answers a Protobuf message."""
+
+    def macro_has_eval(self, exprlist: lark.Tree) -> celtypes.BoolType:
+        selection = _selection(exprlist)
+        if selection is not None:
+            receiver = self.visit(selection.children[0])
+            if isinstance(receiver, PresenceMap):
+                name = str(selection.children[1])
+                return celtypes.BoolType(name in receiver and name not in receiver.unset)
+        return super().macro_has_eval(exprlist)
+
+
+def _selection(tree: lark.Tree) -> lark.Tree | None:
+    """The `x.f` a `has()` argument list holds, through the grammar's single-child levels."""
+    node = tree
+    while isinstance(node, lark.Tree) and len(node.children) == 1 and node.data != "member_dot":
+        node = node.children[0]
+    return node if isinstance(node, lark.Tree) and node.data == "member_dot" else None
 
 
 MAX_REASON = 500  # characters of an evaluation error's reason
@@ -341,6 +368,19 @@ def _map_to_cel(value: dict[Any, Any]) -> celtypes.MapType:
     return celtypes.MapType({key: to_cel(item) for key, item in value.items()})
 
 
+class PresenceMap(celtypes.MapType):
+    """A record whose fields' presence is not their being keys (a format's PresenceRecord): reading
+    an unset field gives what the record holds (its default, or null), `has()` finds it absent."""
+
+    def __init__(self, fields: Mapping[Any, Any], unset: frozenset[str]) -> None:
+        super().__init__(fields)
+        self.unset = unset
+
+
+def _presence_to_cel(value: PresenceRecord) -> PresenceMap:
+    return PresenceMap({key: to_cel(item) for key, item in value.items()}, value.unset)
+
+
 def _list_to_cel(value: list[Any]) -> celtypes.ListType:
     return celtypes.ListType([to_cel(item) for item in value])
 
@@ -374,6 +414,7 @@ def _to_cel_other(value: Any) -> Any:
 
 
 _TO_CEL: dict[type, Callable[[Any], Any]] = {
+    PresenceRecord: _presence_to_cel,
     Unsigned: celtypes.UintType,
     dict: _map_to_cel,
     list: _list_to_cel,

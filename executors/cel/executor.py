@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from contracts.formats.markers import PRESENCE_KEY, SET_OR_DEFAULT
+from contracts.formats.protocol import presence_view
 from contracts.model import RuleKind
 from executors.cel import _runtime
 from executors.cel._compiler import NotNativeCel, compile_rule
 from executors.protocol import BatchEvaluator, BatchStep, NativeStep, Outcome, RuleContext, Step
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructField, StructType
 
 
 class CelExecutor:
@@ -23,12 +28,30 @@ class CelExecutor:
         expr = ctx.rule.expr or ""
         # Compiling on the driver reports syntax errors at load, with their position.
         _runtime.compile_program(expr)
-        batch = BatchStep(_CelBatch(expr, ctx.rule.kind))
+        view = presence_view(ctx.schema_format, ctx.schema) if _reads_presence(expr, ctx.spark_type) else None
+        batch = BatchStep(_CelBatch(expr, ctx.rule.kind, view))
         try:
             build = compile_rule(expr, ctx.rule.kind, ctx.spark_type)
         except NotNativeCel as unsupported:
             return dataclasses.replace(batch, why_not_native=f"no native form for {unsupported}")
         return NativeStep(build, batch=batch)
+
+
+def _reads_presence(expr: str, record_type: StructType) -> bool:
+    """Whether the records' presence can change the rule's answer (§3.6): it asks `has()`, or a
+    field reads its default when unset (a Protobuf `optional` scalar)."""
+    return "has" in expr or any(_defaults_when_unset(field) for field in record_type.fields)
+
+
+def _defaults_when_unset(field: StructField) -> bool:
+    from pyspark.sql import types as T
+
+    if field.metadata.get(PRESENCE_KEY) == SET_OR_DEFAULT:
+        return True
+    dtype = field.dataType
+    while isinstance(dtype, T.ArrayType | T.MapType):
+        dtype = dtype.elementType if isinstance(dtype, T.ArrayType) else dtype.valueType
+    return isinstance(dtype, T.StructType) and any(_defaults_when_unset(inner) for inner in dtype.fields)
 
 
 @dataclass(frozen=True)
@@ -37,15 +60,18 @@ class _CelBatch:
 
     expr: str
     kind: RuleKind
+    view: Callable[[Any], Any] | None = None
+    """The record as CEL reads it, where its format decides presence otherwise than by keys (§3.6)."""
 
     def __call__(self) -> BatchEvaluator:
         program = _runtime.compile_program(self.expr)
         is_condition = self.kind is RuleKind.CONDITION
+        view = self.view
 
         def evaluate(records: Sequence[Any]) -> Sequence[Outcome]:
             outcomes = []
             for record in records:
-                activation = {"message": _runtime.to_cel(record)}
+                activation = {"message": _runtime.to_cel(record if view is None else view(record))}
                 result = (
                     program.condition(activation) if is_condition else program.transform(activation, record)
                 )

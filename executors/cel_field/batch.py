@@ -1,10 +1,11 @@
-"""CEL_FIELD in Python: the reference's field walk over Avro-shaped records, one rule at a time.
+"""CEL_FIELD in Python: a rule's expression on each field its format's walk visits (docs/semantics.md §4).
 
 This is the fallback when a rule's per-field expressions cannot compile to Spark, and the Python
-twin of every native step (migrations inside a decode run rules in Python). It mirrors
-confluent-kafka 2.16.1's `common/avro.py` walk (docs/semantics.md §4): records field by field with the
-record being rebuilt as `message`, arrays element by element, maps value by value, unions by the
-first branch that validates the value, a null in a nullable union visited as typeName NULL.
+twin of every native step (migrations inside a decode run rules in Python). The walk is the
+format's (`FieldWalking.field_walk`, the reference's walk for Avro, JSON Schema and Protobuf);
+the expression sees the values of the reference's primitive field types, with `name`, `fullName`,
+`typeName`, `tags` and `message` (the record holding the field, with the new values of the fields
+a transform visited before it).
 """
 
 from __future__ import annotations
@@ -13,14 +14,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from contracts.formats.fields import PRIMITIVE_TYPE_NAMES, ConditionFailed, FieldWalking, WalkedField
 from contracts.model import RuleKind
 from executors.cel import _runtime
-from executors.cel_field.schema import Array, Field, Leaf, Map, Node, Record, Union, schema_tree
 from executors.protocol import BatchEvaluator, Outcome
 
 
-class _ConditionFailed(Exception):
-    """A visited field's expression returned a plain false: the CONDITION fails (RuleConditionError)."""
+def _message(field: WalkedField) -> Any:
+    """The record holding the field, as CEL reads it (with its format's presence, §3.6)."""
+    return field.containing if field.view is None else field.view(field.containing)
 
 
 class _EvaluationFailed(Exception):
@@ -33,40 +35,42 @@ class _EvaluationFailed(Exception):
 
 @dataclass(frozen=True)
 class CelFieldBatch:
-    """Picklable factory of the Python evaluator of one CEL_FIELD rule."""
+    """Picklable factory of the Python evaluator of one CEL_FIELD rule over records of `schema`,
+    walked by `schema_format`."""
 
     expr: str
     kind: RuleKind
     rule_tags: frozenset[str]
     schema: Any
+    schema_format: FieldWalking
     metadata_tags: Mapping[str, tuple[str, ...]]
     failure_message: str
 
     def __call__(self) -> BatchEvaluator:
-        tree = schema_tree(self.schema, self.metadata_tags)
-        return _Walker(self, tree)
+        return _Evaluator(self)
 
 
-class _Walker:
+class _Evaluator:
     """Evaluates the rule over records, each walked from the top-level record."""
 
-    def __init__(self, spec: CelFieldBatch, tree: Node) -> None:
+    def __init__(self, spec: CelFieldBatch) -> None:
         self.spec = spec
-        self.tree = tree
         self.condition = spec.kind is RuleKind.CONDITION
-        # The shared CEL runtime: compiled once per worker, with the Confluent builtins
-        # (docs/semantics.md §3).
+        # The shared CEL runtime: compiled once per worker, with the Confluent builtins (§3).
         self.program = _runtime.compile_program(spec.expr)
         # Converting the containing record per field is the walk's main cost: only when it is read.
         self.reads_message = "message" in spec.expr
+        self.walk = spec.schema_format.field_walk(
+            spec.schema, spec.metadata_tags, spec.rule_tags, self._visit, self.condition
+        )
 
     def __call__(self, records: Sequence[Any]) -> Sequence[Outcome]:
         return [self._one(record) for record in records]
 
     def _one(self, record: Any) -> Outcome:
         try:
-            result = self._visit(self.tree, record, None, None)
-        except _ConditionFailed:
+            result = self.walk(record)
+        except ConditionFailed:
             return Outcome(False, record, self.spec.failure_message)
         except _EvaluationFailed as e:
             return Outcome(False, record, e.reason)
@@ -74,50 +78,17 @@ class _Walker:
             return Outcome(False, record, _runtime.evaluation_reason(e))
         return Outcome(True, record if self.condition else result)
 
-    def _visit(self, node: Node, value: Any, field: Field | None, message: dict[str, Any] | None) -> Any:
-        if isinstance(node, Union):
-            branch = node.branch_for(value)
-            return value if branch is None else self._visit(node.branches[branch], value, field, message)
-        if isinstance(node, Array):
-            if not isinstance(value, list):
-                return value
-            return [self._visit(node.items, item, field, message) for item in value]
-        if isinstance(node, Map):
-            if not isinstance(value, dict):
-                return value
-            return {key: self._visit(node.values, item, field, message) for key, item in value.items()}
-        if isinstance(node, Record):
-            return self._record(node, value) if isinstance(value, dict) else value
-        return self._leaf(node, value, field, message)
-
-    def _record(self, node: Record, value: dict[str, Any]) -> dict[str, Any]:
-        # A copy, not the reference's in-place update, so a failed rule leaves the record as it was;
-        # later fields still see earlier fields' new values through `message`.
-        current = value if self.condition else dict(value)
-        for field in node.fields:
-            if field.name not in value:
-                continue
-            result = self._visit(field.node, current[field.name], field, current)
-            if self.condition:
-                # Only a plain false at field level fails: an array's list of results never does.
-                if result is False:
-                    raise _ConditionFailed
-            else:
-                current[field.name] = result
-        return current
-
-    def _leaf(self, leaf: Leaf, value: Any, field: Field | None, message: dict[str, Any] | None) -> Any:
-        if field is None or not leaf.primitive:
-            return value
-        if self.spec.rule_tags and self.spec.rule_tags.isdisjoint(field.tags):
+    def _visit(self, field: WalkedField, value: Any) -> Any:
+        # The reference's executor hands back an enum, a fixed or a container unchanged.
+        if field.type_name not in PRIMITIVE_TYPE_NAMES:
             return value
         activation = _runtime.field_activation(
             value,
             field.name,
             field.full_name,
-            leaf.type_name,
+            field.type_name,
             sorted(field.tags),
-            message if self.reads_message else None,
+            _message(field) if self.reads_message else None,
         )
         outcome = self.program.field(activation, value, condition=self.condition)
         if not outcome.passed:

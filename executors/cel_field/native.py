@@ -4,11 +4,11 @@ Every visited field and type name is decided when the rule compiles: skipped by 
 skipped because its guard is statically false (such fields are not touched at all), failing
 because its guard errors, or compiled to Columns (docs/semantics.md §9.2). Nested values are
 rebuilt natively: `withField` for records, `transform` for arrays, `transform_values` for maps,
-member structs for multi-branch unions; on Protobuf records (executors/cel_field/protobuf_tree.py)
-a field with presence is walked only when set. Guards and bodies compile through the shared CEL
-compiler (`executors.cel._compiler.compile_term`), so CEL_FIELD has every construct and builtin
-CEL has. A shape or expression with no exact native form raises `NotNativeCel` and the executor
-falls back to the Python walk for the whole rule.
+member structs for multi-branch unions; a field with presence (a Protobuf tree's `Present`) is
+walked only when set. The tree is the format's (`FieldWalking.field_tree`). Guards and bodies
+compile through the shared CEL compiler (`executors.cel._compiler.compile_term`), so CEL_FIELD has
+every construct and builtin CEL has. A shape or expression with no exact native form raises
+`NotNativeCel` and the executor falls back to the Python walk for the whole rule.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from contracts.formats.fields import NULL, Array, Field, Leaf, Map, Node, Present, Record, Union, Wrapped
 from contracts.model import RuleKind
 from executors.cel import _runtime
 from executors.cel._compiler import compile_term, split_rule
 from executors.cel._native_types import CelType, NotNativeCel, Term
 from executors.cel._native_types import any_error as _or
-from executors.cel_field.schema import NULL, Array, Field, Leaf, Map, Node, Present, Record, Union, Wrapped
 from executors.protocol import NativeOutcome
 
 if TYPE_CHECKING:
@@ -104,8 +104,8 @@ class _Slot:
     accepts: frozenset[str]
     spark_type: str | None
     rigid: bool = False
-    protobuf: bool = False
-    """A Protobuf field: the protobuf runtime, not fastavro, decides what a result fits."""
+    converting_writes: bool = False
+    """The format's runtime converts some results to the field's type (FieldTree.converting_writes)."""
 
     def check(self, result_type: str) -> None:
         """Refuse, at plan time, results whose validity only the Python walk can decide."""
@@ -116,7 +116,7 @@ class _Slot:
             raise NotNativeCel("a transform result of a type the field's own branch cannot hold")
         # The protobuf runtime takes UTF-8 bytes for a string field and an int for a bool one.
         converted = {"bytes": "STRING", "int": "BOOLEAN"}.get(result_type)
-        if self.protobuf and converted in self.accepts:
+        if self.converting_writes and converted in self.accepts:
             raise NotNativeCel("a transform result the protobuf runtime converts to its field's type")
 
     def _kinds(self, result_type: str) -> list[str]:
@@ -139,7 +139,7 @@ class _Slot:
         cast = value.try_cast(self.spark_type) if self.spark_type else value
         if kinds == ["INT"]:
             return cast, ~value.between(INT_MIN, INT_MAX)
-        if kinds == ["FLOAT"] and not self.protobuf:
+        if kinds == ["FLOAT"] and not self.converting_writes:
             # fastavro cannot pack a double beyond float's range into a float (the write fails);
             # protobuf stores it as float's infinity, as Spark's cast does.
             return cast, (F.abs(value) >= _FLOAT_MAX) & ~F.isnan(value) & ~value.isin(
@@ -356,8 +356,8 @@ class NativePlanner:
     binds them, `value` as the field's Column and `message` as its containing record's struct.
     `fitting_only` (a migration) refuses a transform whose result may not fit its field: there such
     a result makes the record undecodable (docs/semantics.md §4.7), which the Python twin tells
-    apart from a failed rule and the native walk does not. `protobuf`: the tree is a Protobuf
-    message's, whose results the protobuf runtime judges.
+    apart from a failed rule and the native walk does not. `converting_writes`: the format's runtime
+    converts some results to their field's type rather than refusing them (FieldTree).
     """
 
     def __init__(
@@ -367,13 +367,13 @@ class NativePlanner:
         rule_tags: frozenset[str],
         *,
         fitting_only: bool = False,
-        protobuf: bool = False,
+        converting_writes: bool = False,
     ) -> None:
         self.guard, self.body = split_rule(expr)
         self.kind = kind
         self.rule_tags = rule_tags
         self.fitting_only = fitting_only
-        self.protobuf = protobuf
+        self.converting_writes = converting_writes
         self.touched: list[str] = []
         """The full names of the fields the rule's expression runs on, in schema order (after `plan`)."""
 
@@ -435,7 +435,11 @@ class NativePlanner:
         return self._union(node, dtype, field, container)
 
     def _leaf_slot(self, leaf: Leaf) -> _Slot:
-        return _Slot(frozenset({leaf.type_name}), _SPARK_TYPES.get(leaf.type_name), protobuf=self.protobuf)
+        return _Slot(
+            frozenset({leaf.type_name}),
+            _SPARK_TYPES.get(leaf.type_name),
+            converting_writes=self.converting_writes,
+        )
 
     def _wrapped(self, node: Wrapped, dtype: DataType) -> _Plan | None:
         """A wrapper's `value` walked over Spark's scalar; a Duration's `seconds` and `nanos`, which

@@ -17,13 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.errors import ContractError
+from contracts.formats.fields import FieldWalking, WalkedField, field_walking
+from contracts.formats.protocol import swaps_keep_schema
 from contracts.model import Rule, RuleMode
 from contracts.registry import LocalRegistry
 from contracts.registry.dek import DEFAULT_ALGORITHM, DEK_ALGORITHMS, DekRegistry
-from executors.cel_field.executor import same_tag_transforms
-from executors.cel_field.json_walk import JsonField
-from executors.cel_field.protobuf_walk import ProtoField
-from executors.cel_field.schema import Field, Leaf
 from executors.encrypt.cryptor import Cryptor
 from executors.encrypt.envelope import split_version, with_version
 from executors.encrypt.keys import (
@@ -38,8 +36,7 @@ from executors.encrypt.keys import (
 from executors.encrypt.kms import KmsDriver
 from executors.encrypt.localkms import LocalKmsDriver
 from executors.encrypt.rotation import WriteDek, WriteKeys, write_dek
-from executors.encrypt.walk import field_walk, walkable
-from executors.protocol import BatchEvaluator, BatchStep, Outcome, RuleContext, Step
+from executors.protocol import BatchEvaluator, BatchStep, Outcome, RuleContext, Step, same_tag_transforms
 
 KEK_NAME = "encrypt.kek.name"
 KMS_TYPE = "encrypt.kms.type"
@@ -72,10 +69,12 @@ class EncryptExecutor:
         return f"EncryptExecutor(kms_drivers={[d.kms_type for d in self.kms_drivers]})"
 
     def compile(self, ctx: RuleContext) -> Step:
-        if not walkable(ctx.schema):
-            # Tagged fields are found by the reference's Avro, JSON and Protobuf walks.
+        walking = field_walking(ctx.schema_format)
+        if walking is None:
+            # Tagged fields are found by the format's field walk (the reference's, for Avro, JSON, Protobuf).
             raise ContractError(
-                f"ENCRYPT rules on {ctx.schema_format.schema_type} records are not supported",
+                f"ENCRYPT rules on {ctx.schema_format.schema_type} records are not supported: its format"
+                " has no field walk (contracts.formats.fields.FieldWalking)",
                 position="type",
             )
         keys = compile_keys(ctx, self.type, self.kms_drivers, self.clock, self.dek_ttl_ms)
@@ -84,6 +83,7 @@ class EncryptExecutor:
             ctx.mode,
             frozenset(ctx.rule.tags),
             ctx.schema,
+            walking,
             dict(ctx.metadata_tags),
             keys.registry,
             ctx.rule_config,
@@ -94,8 +94,9 @@ class EncryptExecutor:
             self.dek_ttl_ms,
             keys.renews,
         )
-        # On Avro the results need no second check: only string and bytes leaves change, in kind.
-        return BatchStep(batch, keeps_schema=ctx.schema_format.schema_type == "AVRO")
+        # Only string and bytes leaves change, in kind: where that keeps a record valid, no second check.
+        keeps = swaps_keep_schema(ctx.schema_format)
+        return BatchStep(batch, keeps_schema=keeps, runnable=keys.runnable)
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,8 @@ class CompiledKeys:
     write_dek: WriteDek | None = None
     failure: str | None = None
     renews: bool = False
+    runnable: bool = True
+    """False when compiled read-only for a WRITE: no DEK was looked for (BatchStep.runnable)."""
 
 
 def compile_keys(
@@ -124,15 +127,16 @@ def compile_keys(
             position="registry",
         )
     writing = ctx.mode is RuleMode.WRITE
-    # Checked read-only (lint): on READ only for a READ rule, a WRITEREAD rule's WRITE making its KEK.
-    if ctx.read_only and (writing or ctx.rule.mode is RuleMode.READ):
+    # Checked by lint: on READ only for a READ rule, a WRITEREAD rule's WRITE making its KEK.
+    if ctx.lint and (writing or ctx.rule.mode is RuleMode.READ):
         problem = kek_problem(spec, registry, drivers, reading=not writing)
         if problem is not None:
             raise ContractError(f"{problem}: the rule would fail every record", position=f"params.{KEK_NAME}")
     if not writing:
         return CompiledKeys(spec, registry)
     if ctx.read_only:
-        return CompiledKeys(spec, registry, failure=f"{rule_type} was compiled to be checked, not run")
+        failure = f"{rule_type} was compiled to be checked, not run"
+        return CompiledKeys(spec, registry, failure=failure, runnable=False)
     try:
         first = write_dek(spec, registry, ctx.rule_config, drivers, clock, ttl_ms)
     except EncryptionKeyError as e:
@@ -176,6 +180,7 @@ class EncryptBatch:
     mode: RuleMode
     tags: frozenset[str]
     schema: Any = field(repr=False)
+    schema_format: FieldWalking = field(repr=False)
     metadata_tags: Mapping[str, tuple[str, ...]] = field(repr=False)
     registry: DekRegistry = field(repr=False)
     config: Mapping[str, str] = field(repr=False)
@@ -210,7 +215,7 @@ class _Evaluator:
         self.keys = keys
         self.writes = writes
         transform = self._write if batch.mode is RuleMode.WRITE else self._read
-        self.walk = field_walk(batch.schema, batch.metadata_tags, batch.tags, transform)
+        self.walk = batch.schema_format.field_walk(batch.schema, batch.metadata_tags, batch.tags, transform)
         self._cryptors: dict[int, Cryptor] = {}
         self._version = 0
         self._rotated = batch.spec.rotated
@@ -234,16 +239,17 @@ class _Evaluator:
                 outcomes.append(Outcome(False, record, str(e)))
         return outcomes
 
-    def _write(self, leaf: Leaf, field: Field | JsonField | ProtoField, value: Any) -> Any:
+    def _write(self, field: WalkedField, value: Any) -> Any:
         if value is None:
             return None
-        if leaf.type_name not in ("STRING", "BYTES"):
+        type_name = field.type_name
+        if type_name not in ("STRING", "BYTES"):
             raise _FieldFailure(
-                f"ENCRYPT cannot encrypt field {field.full_name!r}: type {leaf.type_name} is not supported"
+                f"ENCRYPT cannot encrypt field {field.full_name!r}: type {type_name} is not supported"
             )
         version = self._version
         try:
-            plaintext = value.encode("utf-8") if leaf.type_name == "STRING" else bytes(value)
+            plaintext = value.encode("utf-8") if type_name == "STRING" else bytes(value)
             ciphertext = self._cryptor(version).encrypt(plaintext)
         except EncryptionKeyError as e:
             raise _FieldFailure(f"ENCRYPT cannot encrypt field {field.full_name!r}: {e}") from None
@@ -253,15 +259,15 @@ class _Evaluator:
             ) from None
         if self._rotated:
             ciphertext = with_version(version, ciphertext)
-        if leaf.type_name == "BYTES":
+        if type_name == "BYTES":
             return ciphertext
         return binascii.b2a_base64(ciphertext, newline=False).decode("ascii")  # base64.b64encode
 
-    def _read(self, leaf: Leaf, field: Field | JsonField | ProtoField, value: Any) -> Any:
+    def _read(self, field: WalkedField, value: Any) -> Any:
         # Per value of every tagged field: the common case (a string, one DEK version) first.
         if value is None:
             return None
-        type_name = leaf.type_name
+        type_name = field.type_name
         if type_name == "STRING":
             try:
                 # base64.b64decode(value, validate=True), without its Python-level wrapper
@@ -301,7 +307,7 @@ class _Evaluator:
         return found
 
 
-def _cannot_decrypt(field: Field | JsonField | ProtoField) -> str:
+def _cannot_decrypt(field: WalkedField) -> str:
     return f"ENCRYPT cannot decrypt field {field.full_name!r}"
 
 

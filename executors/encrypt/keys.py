@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from contracts.codes import DEK_ALREADY_EXISTS, KEY_NOT_FOUND
 from contracts.errors import RegistryError
 from contracts.registry.dek import LATEST, Dek, DekRegistry, Kek
+from contracts.registry.local import copy_note
 from executors.encrypt.cryptor import EMPTY_AAD, Cryptor, cryptor, generate_key_material
 from executors.encrypt.kms import KmsDriver, KmsError, find_driver
 
@@ -173,7 +174,7 @@ class KeyRing:
         if dek is None:
             raise EncryptionKeyError(
                 f"no DEK version {version} of subject {self.spec.subject!r} under KEK {self.spec.kek_name!r}"
-                f" ({self.spec.algorithm})"
+                f" ({self.spec.algorithm}){copy_note(self._registry)}"
             )
         made = cryptor(self.spec.algorithm, self._key_material(self._kek, dek))
         self._cryptors[version] = (made, self._expiry(dek, now))
@@ -208,13 +209,12 @@ def _kek(spec: KeySpec, registry: DekRegistry, *, create: bool) -> Kek:
     except RegistryError as e:
         if not _not_found(e):
             raise EncryptionKeyError(f"could not get KEK {spec.kek_name!r}: {e}") from e
+        absent = f"no KEK named {spec.kek_name!r} for subject {spec.subject!r} in the DEK registry"
         if not create:
-            raise EncryptionKeyError(f"no KEK {spec.kek_name!r} in the DEK registry") from e
+            raise EncryptionKeyError(f"{absent}{copy_note(registry)}") from e
         if not spec.kms_type or not spec.kms_key_id:
             missing = "encrypt.kms.type" if not spec.kms_type else "encrypt.kms.key.id"
-            raise EncryptionKeyError(
-                f"no KEK {spec.kek_name!r} in the DEK registry and no {missing} to create it"
-            ) from e
+            raise EncryptionKeyError(f"{absent} and no {missing} to create it") from e
         try:
             kek = registry.register_kek(spec.kek_name, spec.kms_type, spec.kms_key_id, context=spec.context)
         except RegistryError as conflict:
@@ -267,7 +267,10 @@ def _wrapping(
         except KmsError as e:
             failures.append(str(e))
         except Exception as e:  # a KMS's own failure (wrong KEK: an authentication tag mismatch)
-            failures.append(f"{type(e).__name__}: {e}" if str(e) else type(e).__name__)
+            failure = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+            if type(e).__name__ == "InvalidTag":
+                failure += " (wrong KMS secret or KEK?)"
+            failures.append(failure)
     raise EncryptionKeyError(
         f"could not {doing} a DEK with KEK {kek.name!r} ({kek.kms_type}): {'; '.join(failures)}"
     )

@@ -64,7 +64,8 @@ class EncryptPayloadExecutor:
             self.dek_ttl_ms,
             keys.renews,
         )
-        return BatchStep(batch, why_not_native="runs on serialized bytes, outside Spark's expressions")
+        why = "runs on serialized bytes, outside Spark's expressions"
+        return BatchStep(batch, why_not_native=why, runnable=keys.runnable)
 
 
 @dataclass(frozen=True)

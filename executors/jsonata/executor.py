@@ -15,7 +15,14 @@ from collections.abc import Mapping
 from contracts.errors import ContractError
 from contracts.model import RuleMode
 from executors.jsonata.native import NotNativeJsonata, compile_rule
-from executors.jsonata.runtime import DEFAULT_MAX_DEPTH, DEFAULT_TIMEOUT_MS, Bounds, JsonataBatch, parse
+from executors.jsonata.runtime import (
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_TIMEOUT_MS,
+    Bounds,
+    InvalidRegex,
+    JsonataBatch,
+    parse,
+)
 from executors.protocol import BatchStep, MigrationResult, NativeStep, RuleContext, Step
 
 TIMEOUT_PARAM = "jsonata.timeout.ms"
@@ -35,7 +42,7 @@ class JsonataExecutor:
         _check_syntax(expr)
         migration = ctx.mode in MIGRATION_MODES
         batch = BatchStep(
-            JsonataBatch(expr, ctx.rule.kind, bounds(ctx.params), ctx.schema, migration, ctx.schema_format)
+            JsonataBatch(expr, ctx.rule.kind, bounds(ctx.params), ctx.schema, ctx.schema_format, migration)
         )
         try:
             build = compile_rule(parse(expr).ast, ctx, migration=migration)
@@ -74,3 +81,5 @@ def _check_syntax(expr: str) -> None:
         parse(expr)
     except jsonata.JException as e:
         raise ContractError(f"invalid JSONata expression: {e}", position=e.location) from e
+    except InvalidRegex as e:
+        raise ContractError(f"invalid JSONata expression: {e}", position="expr") from e

@@ -587,8 +587,12 @@ def _function(node: Any, scope: Scope) -> Value:
     from pyspark.sql import types as T
 
     procedure = plain(node.procedure)
-    if procedure.type != "variable" or procedure.value != "exists" or len(node.arguments) != 1:
-        raise NotNativeJsonata("function call")
+    if procedure.type != "variable":
+        raise NotNativeJsonata("a call of a computed function")
+    if procedure.value != "exists":
+        raise NotNativeJsonata(f"${procedure.value}")  # explain() names it: "no native form for $uppercase"
+    if len(node.arguments) != 1:
+        raise NotNativeJsonata(f"$exists with {len(node.arguments)} arguments")
     argument = compile_value(node.arguments[0], scope)
     exists = as_column(negated(argument.missing))
     return Value("boolean", exists, T.BooleanType(), False, argument.error, nullable=False)

@@ -13,13 +13,26 @@ from typing import Any
 
 import pytest
 
-from actions.dlq.json_record import record_column
 from actions.dlq.local_topic import LocalTopicSink
 from actions.dlq.sink import DlqRecord
-from contracts import ContractError, DataContract, LocalRegistry, Schema, decode_dlq
+from contracts import ContractError, DataContract, LocalRegistry, Schema, decode_dlq, formats
+from contracts.formats.avro.dlq_value import read_dlq_value
 from contracts.formats.avro.types import parse_schema
+from contracts.formats.protocol import ParsedSchema
 
 UTC = datetime.timezone.utc
+A_LONG = {"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"}]}
+
+
+def _avro(schema: dict[str, Any]) -> ParsedSchema:
+    """An Avro schema parsed, with its format: what reads a DLQ value back."""
+
+    class Parsed:
+        schema_format = formats.get("AVRO")
+        parsed = parse_schema(json.dumps(schema))
+
+    return Parsed()
+
 
 EVERY_TYPE = {
     "type": "record",
@@ -163,7 +176,7 @@ def test_a_rejected_record_of_every_avro_type_reads_back_as_it_was_written(
     df = spark.createDataFrame(ROWS, contract.spark_schema)
     df = df.withColumn("key", df.id.cast("string"))
     assert contract.write(df).count() == 0
-    dlq = sink.read_df(spark, "bad-payments", schema=contract.avro_schema)
+    dlq = sink.read_df(spark, "bad-payments", contract)
     rows = {row.record.id: row for row in dlq.collect()}
     expected = {row.id: row for row in df.collect()}
     assert rows.keys() == {1, 2}
@@ -252,9 +265,7 @@ def test_wire_bytes_and_json_that_is_no_record_read_as_a_null_record(spark: Any,
     with sink.open("r.00000") as writer:
         writer.write(DlqRecord("t", None, b"\x00\x00\x00\x00\x01\x02", (), 0))
         writer.write(DlqRecord("t", None, b"42", (), 0))
-    schema = parse_schema(
-        json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"}]})
-    )
+    schema = _avro(A_LONG)
     rows = sink.read_df(spark, "t", schema=schema).collect()
     assert [row.record for row in rows] == [None, None]
 
@@ -263,9 +274,7 @@ def test_a_json_record_that_does_not_fit_the_schema_fails_the_read(spark: Any, t
     sink = LocalTopicSink(tmp_path / "dlq")
     with sink.open("r.00000") as writer:
         writer.write(DlqRecord("t", None, b'{"a": "not a number"}', (), 0))
-    schema = parse_schema(
-        json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"}]})
-    )
+    schema = _avro(A_LONG)
     with pytest.raises(Exception, match=r"(?i)malformed|FAILFAST|cannot parse"):
         sink.read_df(spark, "t", schema=schema).collect()
 
@@ -283,7 +292,7 @@ def test_a_union_of_several_types_cannot_be_read_back_and_says_where() -> None:
     from pyspark.sql import functions as F
 
     with pytest.raises(ContractError, match=r"union.*inner\.\[\]"):
-        record_column(F.col("value"), schema)
+        read_dlq_value(F.col("value"), schema)
 
 
 def test_decode_reads_a_kafka_shaped_dlq_as_a_local_one(spark: Any) -> None:
@@ -292,8 +301,6 @@ def test_decode_reads_a_kafka_shaped_dlq_as_a_local_one(spark: Any) -> None:
         [(b"k", b'{"a": 5}', "orders-dlq", [("__rule.name", b"positive"), ("__rule.mode", b"WRITE")])],
         "key binary, value binary, topic string, headers array<struct<key: string, value: binary>>",
     )
-    schema = parse_schema(
-        json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"}]})
-    )
+    schema = _avro(A_LONG)
     (row,) = decode_dlq(kafka_like, schema).collect()
     assert (row.rule, row.mode, row.reason, row.record.a) == ("positive", "WRITE", None, 5)

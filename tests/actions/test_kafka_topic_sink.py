@@ -363,7 +363,7 @@ def test_the_module_imports_without_confluent_kafka_and_says_how_to_install_it()
 
 
 def users_contract(tmp_path: Path, sink: KafkaTopicSink, topic: str) -> DataContract:
-    registry = LocalRegistry(tmp_path / "registry")
+    registry = LocalRegistry(tmp_path / "registry", create=True)
     rules = [
         {
             "name": "positiveAge",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import pickle
@@ -15,6 +16,7 @@ import pyarrow as pa
 import pytest
 from pyspark import cloudpickle
 
+from actions.dlq import local_topic
 from actions.dlq.local_topic import LocalRunSink, LocalTopicSink
 from actions.dlq.sink import DlqError, DlqRecord, DlqSink, RunScopedSink, in_run, validate_topic, writer_id
 
@@ -195,6 +197,51 @@ def test_a_crashed_writer_leaves_only_a_hidden_file(sink: LocalTopicSink) -> Non
     with sink.open("run-00000") as retry:
         retry.write(record(value=b"retried"))
     assert [r.value for r in sink.read("bad-users")] == [b"retried"]
+
+
+class _FullDisk:
+    """A file on a disk that is full from `room` characters on: a write beyond fails with ENOSPC,
+    and so do the flush and the close that would write what the file still holds."""
+
+    def __init__(self, handle: Any, room: int, fail_at: str) -> None:
+        self.handle, self.room, self.fail_at, self.failed = handle, room, fail_at, False
+
+    def write(self, text: str) -> int:
+        if self.fail_at == "write" and len(text) > self.room:
+            self.failed = True
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self.room -= len(text)
+        return int(self.handle.write(text))
+
+    def flush(self) -> None:
+        if self.fail_at == "flush":
+            self.failed = True
+        if self.failed:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self.handle.flush()
+
+    def fileno(self) -> int:
+        return int(self.handle.fileno())
+
+    def close(self) -> None:
+        self.handle.close()
+        if self.failed:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.mark.parametrize("fail_at", ["write", "flush"])
+def test_a_full_disk_fails_the_writer_and_leaves_no_file_behind(
+    sink: LocalTopicSink, fail_at: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def opened(path: str, *args: Any, **kwargs: Any) -> _FullDisk:
+        # Room for the first record's line, not the second's.
+        return _FullDisk(open(path, *args, **kwargs), room=200, fail_at=fail_at)
+
+    monkeypatch.setattr(local_topic, "open", opened, raising=False)
+    with pytest.raises(DlqError, match="No space left on device"), sink.open("run-00000") as writer:
+        writer.write(record())
+        writer.write(record(value=b"x" * 100))
+    assert os.listdir(os.path.join(sink.root, "bad-users")) == []
 
 
 @pytest.mark.parametrize("topic", ["", ".", "..", "a/b", "../escape", "has space", "ü", "x" * 250, "a\nb"])

@@ -5,10 +5,8 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -17,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_run import Ran, cli, python_m_cli, write_version
 from encrypt_oracle import KMS_PARAMS, encrypt_rule
 from registry_server import RegistryServer, running_registry
 
 import contracts
 from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, RegistryError, Schema
-from contracts.cli.main import run
 from contracts.cli.progress import Progress
 from contracts.formats.wire import encode_frame
 
@@ -69,28 +67,6 @@ RULES = [
 ]
 
 
-@dataclass(frozen=True)
-class Ran:
-    """One CLI run: its exit status and what it printed."""
-
-    status: int
-    out: str
-    err: str
-
-
-def cli(*argv: str, spark: Any = None) -> Ran:
-    out, err = io.StringIO(), io.StringIO()
-    status = run(list(argv), spark=spark, stdout=out, stderr=err)
-    return Ran(status, out.getvalue(), err.getvalue())
-
-
-def write_version(root: Path, subject: str, version: int, payload: Any) -> Path:
-    path = root / subject / f"{version}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(payload if isinstance(payload, str) else json.dumps(payload))
-    return path
-
-
 def contract_payload(rules: list[dict[str, Any]], schema: dict[str, Any] = USER) -> dict[str, Any]:
     return {"schemaType": "AVRO", "schema": json.dumps(schema), "ruleSet": {"domainRules": rules}}
 
@@ -110,19 +86,6 @@ def users_dir(tmp_path: Path) -> Path:
 def server() -> Iterator[RegistryServer]:
     with running_registry(LocalRegistry()) as running:
         yield running
-
-
-def python_m_cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """`python -m contracts.cli ARGV` in a fresh interpreter that imports this checkout."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run(
-        [sys.executable, "-m", "contracts.cli", *argv],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-    )
 
 
 def test_python_m_contracts_cli_is_the_console_script(tmp_path: Path) -> None:
@@ -410,7 +373,7 @@ def test_pull_writes_subjects_named_like_paths_inside_the_directory(
 ) -> None:
     from contracts import Schema
 
-    registry = server.registry if source == "http" else LocalRegistry(tmp_path / "source")
+    registry = server.registry if source == "http" else LocalRegistry(tmp_path / "source", create=True)
     subjects = ["..", ".", "../x", ".events-value", "a/b", "config.json", "versions"]
     ids = {}
     for n, subject in enumerate(subjects):
@@ -824,9 +787,11 @@ def test_apply_on_malformed_json_lines_is_one_line_naming_the_file(
     ran = cli(*argv, spark=spark)
     line = one_error_line(ran, "apply")
 
-    assert "users.jsonl" in line
-    assert "Unrecognized token 'oops'" in line or "Malformed" in line
-    assert len(line) < 1000
+    assert line == (
+        "spark-contracts apply: SparkRuntimeException: [USER_RAISED_EXCEPTION] malformed JSON line in"
+        f" {source}: '{{\"name\": oops'; --unreadable-dlq TOPIC sends each such JSON line to a DLQ topic"
+        " instead SQLSTATE: P0001"
+    )
 
     debug = cli(*argv, "--debug", spark=spark)
     assert debug.status == 1
@@ -1369,15 +1334,15 @@ def test_dlq_replay_takes_the_rule_config_too(
     )  # fmt: skip
     assert applied.status == 0, applied.err
     replay = ["dlq", "replay", "minors", "--registry", str(people_dir), "--subject", PEOPLE,
-              "--dlq-dir", str(dlq_dir)]  # fmt: skip
+              "--dlq-dir", str(dlq_dir), "--output", str(tmp_path / "replayed")]  # fmt: skip
 
-    without = cli(*replay, "--output", str(tmp_path / "none"), spark=spark)
+    without = cli(*replay, spark=spark)
     assert without.status == 1 and "local-kms needs a secret" in without.err
+    # The failed replay took the record: it says how to finish it, its run id.
+    (run_id,) = re.findall(r"rerun with --run-id (\w+) to replay the same records", without.err)
 
     monkeypatch.setenv(RULE_CONFIG_ENV, json.dumps({"secret": KMS_SECRET}))
-    ran = cli(
-        *replay, "--output", str(tmp_path / "replayed"), "--rule-config-env", RULE_CONFIG_ENV, spark=spark
-    )
+    ran = cli(*replay, "--run-id", run_id, "--rule-config-env", RULE_CONFIG_ENV, spark=spark)
 
     assert ran.status == 0, ran.err
     [(name, age, ssn)] = people(spark, tmp_path / "replayed")  # past `adult`, then encrypted

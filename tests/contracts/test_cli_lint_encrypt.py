@@ -56,7 +56,7 @@ def _no_keys(registry: LocalRegistry) -> None:
 
 def test_lint_of_an_encrypt_contract_reports_nothing_and_creates_no_key(tmp_path: Path) -> None:
     root = tmp_path / "contracts"
-    LocalRegistry(root).register_schema(SUBJECT, Schema.from_dict(_payload()))
+    LocalRegistry(root, create=True).register_schema(SUBJECT, Schema.from_dict(_payload()))
     assert _lint(root) == (0, "")
     _no_keys(LocalRegistry(root))
     assert not (root / ".dek-registry").exists()
@@ -64,7 +64,7 @@ def test_lint_of_an_encrypt_contract_reports_nothing_and_creates_no_key(tmp_path
 
 def test_lint_reads_the_kek_the_directory_holds(tmp_path: Path) -> None:
     root = tmp_path / "contracts"
-    registry = LocalRegistry(root)
+    registry = LocalRegistry(root, create=True)
     registry.register_schema(SUBJECT, Schema.from_dict(_payload(KEK_ONLY)))
     status, out = _lint(root)
     assert status == 1
@@ -79,7 +79,7 @@ def test_lint_reads_the_kek_the_directory_holds(tmp_path: Path) -> None:
 
 def test_lint_reports_a_kek_of_another_kms_key(tmp_path: Path) -> None:
     root = tmp_path / "contracts"
-    registry = LocalRegistry(root)
+    registry = LocalRegistry(root, create=True)
     registry.register_schema(SUBJECT, Schema.from_dict(_payload()))
     registry.register_kek("kek1", "local-kms", "another-key")
     status, out = _lint(root)
@@ -100,7 +100,7 @@ def test_lint_reports_a_read_rule_whose_kek_is_missing_and_creates_none(
 ) -> None:
     """A READ rule creates no KEK, whatever KMS it names: without one it could decrypt nothing."""
     root = tmp_path / "contracts"
-    registry = LocalRegistry(root)
+    registry = LocalRegistry(root, create=True)
     registry.register_schema(SUBJECT, Schema.from_dict(_payload(params, mode="READ")))
 
     status, out = _lint(root)
@@ -117,7 +117,7 @@ def test_lint_reports_a_read_rule_whose_kek_is_missing_and_creates_none(
 @pytest.mark.parametrize("mode", ["READ", "WRITEREAD"])
 def test_lint_reports_a_kek_no_kms_driver_serves(tmp_path: Path, mode: str) -> None:
     root = tmp_path / "contracts"
-    registry = LocalRegistry(root)
+    registry = LocalRegistry(root, create=True)
     registry.register_schema(SUBJECT, Schema.from_dict(_payload(KEK_ONLY, mode=mode)))
     registry.register_kek("kek1", "acme-kms", "key1")
 

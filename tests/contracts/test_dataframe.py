@@ -427,6 +427,25 @@ def test_rules_run_in_python_are_observed_during_the_first_action(
     assert (counts.passed, counts.failed) == (1, 2)
 
 
+@pytest.mark.parametrize("runs", ["native", "python"])
+def test_counts_asked_before_any_action_are_counted_on_demand_for_native_and_python_rules(
+    sink: LocalTopicSink, users: Any, runs: str
+) -> None:
+    """One behaviour wherever a rule runs: `get()` before an action answers, delivering nothing;
+    afterwards (an action observed them, or a grouping of no rows lost them) it answers the same."""
+    rules = [rule("positiveAge", "message.age > 0", onFailure="DLQ", params={"dlq.topic": "age"})]
+    executors = {"positiveAge": PythonOnly(CelExecutor())} if runs == "python" else None
+    contract = make_contract(sink, rules, executors=executors)
+    written = contract.write(users)
+    counts = metrics_of(written).get(timeout=0.1)["positiveAge"]  # type: ignore[union-attr]
+    assert (counts.passed, counts.failed) == (1, 2) and sink.count("age") == 0
+    assert ids(written) == [1] and sink.count("age") == 2
+
+    result = contract.apply(users.where("age > 0"))  # no row rejected
+    assert result.rejected.groupBy("name").count().collect() == []
+    assert result.metrics is not None and result.metrics.get()["positiveAge"].passed == 1
+
+
 def test_counts_as_a_dataframe_a_pandas_frame_and_a_table(
     sink: LocalTopicSink, users: Any, spark: Any, capsys: Any
 ) -> None:
@@ -484,11 +503,52 @@ def test_a_transform_result_without_a_nullable_field_writes_null(sink: LocalTopi
     assert {row["id"]: row["email"] for row in valid.collect()} == {1: None, 2: None, 3: None}
 
 
-def test_a_transform_result_not_fitting_the_schema_fails_the_job(sink: LocalTopicSink, users: Any) -> None:
+def test_a_transform_result_not_fitting_the_schema_fails_the_job_in_one_line_as_a_native_failure(
+    sink: LocalTopicSink, users: Any
+) -> None:
+    """Raised in a Python worker, it fails the job as a native failure does: Spark's own exception
+    whose first line says what and why, not a worker's traceback (docs/semantics.md §9.9)."""
     stringly = "{'id': message.id, 'name': message.name, 'age': string(message.age)}"
     rules = [rule("stringly", stringly, kind="TRANSFORM", onFailure="DLQ", params={"dlq.topic": "t"})]
-    with pytest.raises(Exception, match=r"result of TRANSFORM rule 'stringly'.*does not match the schema"):
-        make_contract(sink, rules).write(users).collect()
+    contract = make_contract(sink, rules)
+    assert "(python)" in contract.explain()
+    expected = (
+        "SparkRuntimeException",
+        "[USER_RAISED_EXCEPTION] SerializationError: the result of TRANSFORM rule 'stringly' (WRITE)"
+        " does not match the schema of subject 'users-value' version 1: com.acme.User.age is <30> of"
+        " type <class 'str'> expected int SQLSTATE: P0001",
+    )
+    assert failure(contract.write(users.where("id = 1")))[:2] == expected
+    assert failure(contract.apply(users.where("id = 1")).valid)[:2] == expected
+
+
+@dataclass(frozen=True)
+class Untyped:
+    """A batch executor claiming its results keep the schema, which they do not: the pass cannot
+    write them back."""
+
+    type = "UNTYPED"
+
+    def compile(self, ctx: Any) -> Any:
+        from executors.protocol import BatchStep
+
+        return BatchStep(factory=_untyped_evaluator, keeps_schema=True)
+
+
+def _untyped_evaluator() -> Any:
+    from executors.protocol import Outcome
+
+    return lambda records: [Outcome(True, {**record, "age": "old"}) for record in records]
+
+
+def test_an_engine_error_raised_for_a_whole_batch_in_python_fails_the_job_in_one_line(
+    sink: LocalTopicSink, users: Any
+) -> None:
+    rules = [rule("untyped", "", kind="TRANSFORM", type="UNTYPED")]
+    name, first, _ = failure(make_contract(sink, rules, executors=[Untyped()]).write(users))
+    assert name == "SparkRuntimeException"
+    assert first.startswith("[USER_RAISED_EXCEPTION] SerializationError: records do not match")
+    assert "Could not convert 'old'" in first
 
 
 def test_read_runs_rules_in_reverse_order(sink: LocalTopicSink, users: Any) -> None:
@@ -1354,3 +1414,82 @@ def test_a_copy_action_with_a_bad_topic_fails_at_load(sink: LocalTopicSink) -> N
     rules = [rule("positiveAge", "message.age > 0", onFailure="AUDIT")]
     with pytest.raises(ContractError, match=r"actions\.AUDIT\.topic"):
         make_contract(sink, rules, actions=[CopyToAudit(topic="no spaces")])
+
+
+@pytest.mark.parametrize("runs", ["native", "python"])
+def test_warnings_column_names_the_none_rules_each_valid_row_failed(
+    sink: LocalTopicSink, users: Any, runs: str
+) -> None:
+    rules = [
+        rule("hasEmail", "has(message.email) && message.email != null", onFailure="NONE"),
+        rule("named", "message.name != ''", onFailure="NONE"),
+        rule("notBob", "message.name != 'bob'", onFailure="DLQ", params={"dlq.topic": "bobs"}),
+    ]
+    executors = {"named": PythonOnly(CelExecutor())} if runs == "python" else None
+    contract = make_contract(sink, rules, executors=executors, warnings_column=True)
+
+    result = contract.apply(users)
+    written = contract.write(users)
+
+    expected = {1: [], 3: ["named"]}
+    assert {row["id"]: row["_contract_warnings"] for row in result.valid.collect()} == expected
+    assert {row["id"]: row["_contract_warnings"] for row in written.collect()} == expected
+    assert "_contract_warnings" not in result.rejected.columns
+    assert "_contract_warnings" not in make_contract(sink, rules).apply(users).valid.columns
+    with pytest.raises(ContractError, match="already has column '_contract_warnings'"):
+        contract.apply(result.valid)
+
+
+def test_conform_casts_and_reorders_what_widens_and_names_what_does_not(
+    sink: LocalTopicSink, spark: Any
+) -> None:
+    contract = make_contract(sink, [])
+    df = spark.createDataFrame([("t", 20, 1, "ann")], "topic string, age smallint, id int, name string")
+
+    conformed = contract.conform(df)
+
+    assert conformed.columns == ["id", "name", "email", "age", "topic"]
+    assert [f.dataType.simpleString() for f in conformed.schema.fields] == [
+        "bigint",
+        "string",
+        "string",
+        "int",
+        "string",
+    ]
+    assert [tuple(row) for row in contract.write(conformed).collect()] == [(1, "ann", None, 20, "t")]
+    stringly = spark.createDataFrame([(1, "ann", "20")], "id long, name string, age string")
+    with pytest.raises(ContractError, match="column 'age' is string but the schema says int") as refused:
+        contract.conform(stringly)
+    assert refused.value.position == "age"
+
+
+def test_conform_matches_nested_fields_by_name_inside_arrays_and_maps(spark: Any) -> None:
+    item = {
+        "type": "record",
+        "name": "Item",
+        "fields": [{"name": "qty", "type": "long"}, {"name": "sku", "type": "string"}],
+    }
+    order = {
+        "type": "record",
+        "name": "Order",
+        "fields": [
+            {"name": "items", "type": {"type": "array", "items": item}},
+            {"name": "prices", "type": {"type": "map", "values": "double"}},
+        ],
+    }
+    registry = LocalRegistry()
+    registry.register_schema("orders-value", Schema(json.dumps(order)))
+    contract = DataContract(registry, "orders-value")
+    df = spark.createDataFrame(
+        [([("a", 2)], {"a": 1.5})], "items array<struct<sku:string,qty:int>>, prices map<string,float>"
+    )
+
+    conformed = contract.conform(df)
+
+    assert conformed.schema.simpleString() == contract.spark_schema.simpleString()
+    assert conformed.collect()[0]["items"][0].asDict() == {"qty": 2, "sku": "a"}
+    extra = spark.createDataFrame([([("a", 2, "x")],)], "items array<struct<sku:string,qty:int,note:string>>")
+    with pytest.raises(
+        ContractError, match=r"column 'items\[\]' has field\(s\) note the schema's struct lacks"
+    ):
+        contract.conform(extra)

@@ -61,6 +61,7 @@ def _records(spark: Any, contract: DataContract) -> Any:
 def _plain(row: Any) -> dict[str, Any]:
     record = row.asDict(recursive=True)
     record.pop("row")
+    assert record.pop("_absent") is None  # every optional property that accepts null was there
     return record
 
 

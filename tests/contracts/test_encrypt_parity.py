@@ -134,10 +134,10 @@ def test_rotated_deks_carry_their_version_both_ways(spark: Any) -> None:
     from executors.encrypt import EncryptExecutor
 
     contract = _contract(payload, registry, executors=[EncryptExecutor(clock=lambda: two_days_later)])
-    assert registry.get_dek("kek1", SUBJECT, "AES256_GCM", -1).version == 2
     ours = [
         bytes(row["value"]) for row in contract.serialize(_records(spark, contract)).orderBy("row").collect()
     ]
+    assert registry.get_dek("kek1", SUBJECT, "AES256_GCM", -1).version == 2  # made by the first write
     reader = ReferenceEncryption(payload, SECRET)
     reader.import_keys(registry, "kek1", "AES256_GCM", range(1, 3))
     assert [reader.deserialize(frame) for frame in ours + theirs] == RECORDS + RECORDS
@@ -157,7 +157,7 @@ def test_a_plan_reused_after_its_dek_expires_encrypts_with_a_new_version(spark: 
     from executors.encrypt import EncryptExecutor
 
     payload = contract_payload(SCHEMA, _params("AES256_GCM", **{"encrypt.dek.expiry.days": "1"}))
-    registry = LocalRegistry(tmp_path / "registry")
+    registry = LocalRegistry(tmp_path / "registry", create=True)
     # A DEK is judged at every batch (a 1 ms cache), so the runs need not be 5 minutes apart.
     contract = _contract(payload, registry, executors=[EncryptExecutor(dek_cache_ttl_s=0.001)])
     # No orderBy: a second run would reuse the first one's shuffle output instead of encrypting again.

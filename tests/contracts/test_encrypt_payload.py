@@ -19,6 +19,7 @@ from encrypt_oracle import KMS_PARAMS, SECRET, SUBJECT, ReferenceEncryption, enc
 from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
 from contracts.formats.wire import encode_frame
+from contracts.model import RuleMode
 from executors.encrypt.cryptor import cryptor, parse_key
 from executors.encrypt.localkms import LocalKmsDriver
 
@@ -164,9 +165,10 @@ def test_the_wire_prefix_and_schema_id_header_stay_in_clear(spark: Any) -> None:
     registry = LocalRegistry()
     contract = _contract(_payload(), registry)
     df = _records(spark, contract)
+    bodies = [contract.target.format.encode(record, contract.parsed) for record in RECORDS]
+    frames = _serialized(contract, df)  # the first write creates the DEK (§11.2)
     decrypting = cryptor("AES256_GCM", _dek(registry))
-    bodies = [contract.target.format.encode(record, contract.avro_schema) for record in RECORDS]
-    for frame, body in zip(_serialized(contract, df), bodies, strict=True):
+    for frame, body in zip(frames, bodies, strict=True):
         assert frame[:5] == encode_frame(1, b"")
         assert decrypting.decrypt(frame[5:]) == body
     headed = contract.serialize(df, schema_id_serializer="header").orderBy("row").collect()
@@ -200,8 +202,8 @@ def test_rotated_payload_deks_carry_their_version_both_ways(spark: Any) -> None:
 
     executor = EncryptPayloadExecutor(clock=lambda: two_days_later)
     contract = _contract(payload, registry, executors=[executor])
-    assert registry.get_dek("kek1", SUBJECT, "AES256_GCM", -1).version == 2
     ours = _serialized(contract, _records(spark, contract))
+    assert registry.get_dek("kek1", SUBJECT, "AES256_GCM", -1).version == 2  # made by the first write
     assert all(frame[5:10] == b"\x00\x00\x00\x00\x02" for frame in ours)
     reader = ReferenceEncryption(payload, SECRET, whole_payload=True)
     reader.import_keys(registry, "kek1", "AES256_GCM", range(1, 3))
@@ -312,7 +314,7 @@ def test_a_write_without_the_kms_secret_routes_the_serialized_body(spark: Any, t
     contract = _contract(_payload(on_failure="DLQ"), registry, rule_config={}, dlq_sink=sink)
     assert contract.serialize(_records(spark, contract).withColumn("key", F.lit(b"k"))).count() == 0
     records = sink.read("people-dlq")
-    bodies = [contract.target.format.encode(record, contract.avro_schema) for record in RECORDS]
+    bodies = [contract.target.format.encode(record, contract.parsed) for record in RECORDS]
     assert sorted(r.value or b"" for r in records) == sorted(bodies)
     headers = dict(records[0].headers)
     assert headers["__rule.mode"] == b"WRITE" and records[0].key == b"k"
@@ -343,8 +345,9 @@ def test_no_key_material_in_plans_or_reprs(spark: Any, written: Any) -> None:
         in explained["WRITE"]
     )
     assert "before decoding, in deserialize" in explained["READ"]
-    shown = [*explained.values(), repr(contract), repr(contract._compiler), repr(contract._encoding)]
-    shown += [repr(rule) for rule in contract._encoding.plan.rules]
+    encoding = contract._plans.encoding(RuleMode.WRITE)  # the plan serialize ran
+    shown = [*explained.values(), repr(contract), repr(contract._compiler), repr(encoding)]
+    shown += [repr(rule) for rule in encoding.plan.rules]
     for text in shown:
         assert text
         _assert_clean(text, secrets)

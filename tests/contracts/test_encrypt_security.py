@@ -69,7 +69,7 @@ def _explained(df: Any) -> str:
 @pytest.fixture
 def written(spark: Any, tmp_path: Path) -> tuple[LocalRegistry, DataContract, list[bytes]]:
     """A directory registry, the contract on it, and three records it encrypted."""
-    registry = LocalRegistry(tmp_path / "registry")
+    registry = LocalRegistry(tmp_path / "registry", create=True)
     registry.register_schema(SUBJECT, Schema.from_dict(_payload()))
     contract = DataContract(
         registry, SUBJECT, rule_config={"secret": SECRET}, dlq_sink=LocalTopicSink(tmp_path / "dlq")
@@ -118,7 +118,7 @@ def test_a_wrong_kek_is_a_rule_failure_naming_the_field(spark: Any, tmp_path: Pa
     for record in records:
         text = repr(record.headers).encode()
         assert b"Person.ssn" in text or b"Person.card" in text, text
-        assert b"could not unwrap a DEK" in text
+        assert b"could not unwrap a DEK" in text and b"InvalidTag (wrong KMS secret or KEK?)" in text
         _assert_clean(repr(record).encode(), secrets)
         assert PLAINTEXT.encode() not in repr(record).encode()
 
@@ -249,3 +249,89 @@ def test_write_side_dlq_records_redact_the_encrypted_fields(spark: Any, tmp_path
     assert keeping.write(df).count() == 2
     (kept,) = plain_sink.read("checked-dlq")
     assert json.loads(kept.value or b"")["ssn"] == PLAINTEXT
+
+
+@pytest.mark.one_pass
+@pytest.mark.parametrize("corrupt", ["keks", "deks"])
+def test_a_key_file_that_cannot_be_read_fails_each_record_and_the_contract_loads(
+    spark: Any, tmp_path: Path, written: Any, corrupt: str
+) -> None:
+    """A LocalRegistry directory whose KEK or DEK file is damaged: the contract loads, for readers
+    and writers, and the ENCRYPT rule fails each record with the file named (docs/semantics.md §11.2)."""
+    registry, _, frames = written
+    (path,) = (tmp_path / "registry" / ".dek-registry" / corrupt).rglob("*.json")
+    path.write_text('{"truncated": ')
+    sink = LocalTopicSink(tmp_path / "dlq-corrupt")
+    contract = DataContract(registry, SUBJECT, rule_config={"secret": SECRET}, dlq_sink=sink)
+    kafka = spark.createDataFrame([(frame,) for frame in frames], "value binary")
+    assert contract.deserialize(kafka, key_col=None).count() == 0
+    df = spark.createDataFrame([("p9", PLAINTEXT, b"\x09")], "name string, ssn string, card binary")
+    assert contract.write(df).count() == 0
+    records = sink.read("people-dlq")
+    assert len(records) == 4
+    for record in records:
+        reason = dict(record.headers)["__rule.exception"].decode()
+        assert f"cannot read {path}" in reason, reason
+    assert {dict(record.headers)["__rule.mode"] for record in records} == {b"READ", b"WRITE"}
+
+
+def _with_erring_checks(action: str = "DLQ") -> dict[str, Any]:
+    """The reference's rule order: CEL checks declared before ENCRYPT, so a WRITE check runs on the
+    plaintext before encryption and a READ check (the list reversed) on it after decryption. Each
+    check fails with an evaluation error quoting the SSN for one record (p2 on WRITE, p1 on READ)."""
+    payload = _payload()
+
+    def check(mode: str, name: str) -> dict[str, Any]:
+        return {
+            "name": f"ssnIsANumber{mode.title()}",
+            "kind": "CONDITION",
+            "mode": mode,
+            "type": "CEL",
+            "expr": f"message.name != '{name}' || int(message.ssn) > 0",
+            "onFailure": action,
+            "params": {"dlq.topic": "checked-dlq"},
+        }
+
+    rules = payload["ruleSet"]["domainRules"]
+    rules[:] = [check("WRITE", "p2"), check("READ", "p1"), *rules]
+    return payload
+
+
+@pytest.mark.one_pass
+def test_reasons_of_rules_that_saw_plaintext_redact_the_encrypted_values(spark: Any, tmp_path: Path) -> None:
+    """A CEL evaluation error quotes the value it could not convert: in a WRITE rule before
+    encryption and a READ rule after decryption that is the plaintext SSN, which the DLQ record's
+    `__rule.exception` (and `_contract.reason`) holds as "<REDACTED>" (docs/semantics.md §11.4)."""
+    registry = LocalRegistry()
+    registry.register_schema(SUBJECT, Schema.from_dict(_with_erring_checks()))
+    sink = LocalTopicSink(tmp_path / "dlq")
+    contract = DataContract(registry, SUBJECT, rule_config={"secret": SECRET}, dlq_sink=sink)
+    df = spark.createDataFrame(
+        [(f"p{i}", PLAINTEXT, bytes([i, 1, 2])) for i in range(3)], "name string, ssn string, card binary"
+    )
+    frames = [bytes(row["value"]) for row in contract.serialize(df).collect()]
+    assert len(frames) == 2
+    kafka = spark.createDataFrame([(frame,) for frame in frames], "value binary")
+    assert sorted(row["name"] for row in contract.deserialize(kafka, key_col=None).collect()) == ["p0"]
+    records = sink.read("checked-dlq")
+    assert sorted(dict(r.headers)["__rule.mode"] for r in records) == [b"READ", b"WRITE"]
+    for record in records:
+        reason = dict(record.headers)["__rule.exception"].decode()
+        assert "<REDACTED>" in reason and "int" in reason, reason
+        assert PLAINTEXT.encode() not in repr(record).encode()
+    (rejected,) = contract.apply(df, mode="WRITE").rejected.collect()
+    reason = rejected["_contract"]["reason"]
+    assert "<REDACTED>" in reason and PLAINTEXT not in reason
+
+
+@pytest.mark.one_pass
+def test_an_error_action_of_a_rule_that_saw_plaintext_fails_without_it(spark: Any, tmp_path: Path) -> None:
+    registry = LocalRegistry()
+    registry.register_schema(SUBJECT, Schema.from_dict(_with_erring_checks("ERROR")))
+    contract = DataContract(registry, SUBJECT, rule_config={"secret": SECRET})
+    df = spark.createDataFrame([("p2", PLAINTEXT, b"\x01")], "name string, ssn string, card binary")
+    with pytest.raises(Exception) as caught:
+        contract.serialize(df).collect()
+    message = str(caught.value)
+    assert "ssnIsANumberWrite" in message and "<REDACTED>" in message
+    assert PLAINTEXT not in message

@@ -43,6 +43,7 @@ def test_explain_says_how_each_rule_runs_what_it_touches_and_what_does_not_run()
             rule("maskAgain", "name == 'ssn' ; 'yyy'", "TRANSFORM", "CEL_FIELD", tags=["PII"]),
             rule("dates", "name == 'born' ; value", "TRANSFORM", "CEL_FIELD"),
             rule("someSum", "$sum([1, 2]) > 0", type_="JSONATA"),
+            rule("upper", "$uppercase(ssn) = ssn", type_="JSONATA"),
         ],
     ).explain()
     lines = explained.splitlines()
@@ -53,7 +54,8 @@ def test_explain_says_how_each_rule_runs_what_it_touches_and_what_does_not_run()
         " touches every field its guard accepts, decided per record"
     ), lines[3]
     assert "someSum" in lines[4] and "(python); no native form for " in lines[4]
-    assert lines[5:] == ["  not run: off (disabled)", "  not run: maskAgain (superseded by rule 'maskSsn')"]
+    assert "upper" in lines[5] and lines[5].endswith("(python); no native form for $uppercase")
+    assert lines[6:] == ["  not run: off (disabled)", "  not run: maskAgain (superseded by rule 'maskSsn')"]
 
 
 def test_a_cel_field_rule_whose_guard_no_field_passes_touches_no_field() -> None:

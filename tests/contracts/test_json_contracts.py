@@ -155,7 +155,7 @@ def test_cel_field_rules_walk_json_records_as_the_reference_does(spark: Any, tmp
     registry.register_schema(SUBJECT, Schema.from_dict(_pii_payload([SHORT, MASK])))
     sink = LocalTopicSink(tmp_path / "dlq")
     orders = DataContract(registry, SUBJECT, dlq_sink=sink)
-    assert "maskPii" in orders.explain() and "no native form for records of a JSON schema" in orders.explain()
+    assert "maskPii" in orders.explain() and "no native field walk for JSON records" in orders.explain()
     long_phone = {**PII_ORDERS[1], "id": 3, "customer": {"name": "a-very-long-name", "tier": "gold"}}
     rows = [{**order, "customer": {"note": None, **order["customer"]}} for order in [*PII_ORDERS, long_phone]]
     df = spark.createDataFrame(
@@ -287,7 +287,8 @@ def test_a_jsonata_migration_upgrades_records_of_an_older_major(spark: Any, tmp_
     read = reader.deserialize(
         spark.createDataFrame(frames, "value binary"), on_decode_error="DLQ", decode_dlq_topic="undecodable"
     )
-    assert read.columns == ["id", "email", "amount", "buyer"]
+    # `email` is optional and accepts null: `_absent` says where a document left it out (§1.5).
+    assert read.columns == ["id", "email", "amount", "buyer", "_absent"]
     assert sorted((row["id"], row["buyer"]) for row in read.collect()) == [(1, "ann"), (2, "bob"), (3, "cy")]
     (undecodable,) = LocalTopicSink(tmp_path / "dlq").read("undecodable")
     reason = (dict(undecodable.headers)["__rule.exception"] or b"").decode()
@@ -379,3 +380,59 @@ def test_a_reference_that_is_not_json_is_refused_naming_it(tmp_path: Path) -> No
         parse_json_schema(json.dumps(REFERRING_ORDER), [Reference("customer.json", "{nope")])
     with pytest.raises(ContractError, match=r"\$ref 'customer.json' outside this schema \(no schema it"):
         parse_json_schema(json.dumps(REFERRING_ORDER), [Reference("other.json", json.dumps(CUSTOMER_SCHEMA))])
+
+
+def test_absent_and_null_properties_survive_deserialize_and_serialize_on_both_paths(
+    spark: Any, tmp_path: Path
+) -> None:
+    """`_absent` keeps an absent property apart from a null one (docs/semantics.md §1.5, §3.6):
+    READ rules see the document's presence, and the frames written back are the frames read."""
+    from decode_paths import path_chosen
+
+    from contracts.engine.jvm_json import PATH_ENV
+
+    has_email = {"name": "hasEmail", "kind": "CONDITION", "type": "CEL", "mode": "READ",
+                 "expr": "has(message.email)", "onFailure": "NONE"}  # fmt: skip
+    registry = LocalRegistry()
+    registry.register_schema(SUBJECT, Schema.from_dict(payload([has_email])))
+    bodies = [
+        b'{"id":1,"customer":"ann","email":"a@b.c","amount":1.0}',
+        b'{"id":2,"customer":"bob","email":null,"amount":2.0}',
+        b'{"id":3,"customer":"cy","amount":3.0}',
+    ]
+    frames = spark.createDataFrame([(encode_frame(1, body),) for body in bodies], "value binary")
+    for path in ("python", "jvm"):
+        with path_chosen(PATH_ENV, path):
+            contract = DataContract(registry, SUBJECT, dlq_sink=LocalTopicSink(tmp_path / path))
+            read = contract.deserialize(frames, key_col=None)
+            rows = read.orderBy("id").collect()
+            assert [row["_absent"] for row in rows] == [None, None, ["/email"]], path
+            counts = metrics_of(read).get()  # type: ignore[union-attr]
+            assert (counts["hasEmail"].passed, counts["hasEmail"].failed) == (2, 1), path  # null is present
+            written = contract.serialize(read.orderBy("id").repartition(1))
+            assert [bytes(row["value"])[5:] for row in written.collect()] == bodies, path
+    # Built by hand, without `_absent`: a null property that accepts null is written as null.
+    by_hand = spark.createDataFrame(
+        [(4, "dee", None, 4.0)], "id long, customer string, email string, amount double"
+    )
+    (row,) = contract.serialize(by_hand).collect()
+    assert bytes(row["value"])[5:] == b'{"id":4,"customer":"dee","email":null,"amount":4.0}'
+
+
+def test_a_dlq_value_read_back_keeps_absent_and_null_properties_apart(spark: Any, tmp_path: Path) -> None:
+    """A WRITE-side DLQ value is the record's document: a property it leaves out is listed in the
+    record read back (`read_dlq_value`), one it holds as null is not (docs/semantics.md §1.5, §7.7)."""
+    huge = {**POSITIVE, "name": "huge", "expr": "message.amount > 100.0", "params": {"dlq.topic": "small"}}
+    orders, sink = contract(tmp_path, [huge])
+    df = spark.createDataFrame(
+        [(1, "ann", None, 1.0, ["/email"]), (2, "bob", None, 2.0, None)],
+        "id long, customer string, email string, amount double, _absent array<string>",
+    )
+    assert orders.write(df).count() == 0
+    values = sorted(json.loads(record.value or b"")["id"] for record in sink.read("small"))
+    assert values == [1, 2]
+    read = sink.read_df(spark, "small", orders).orderBy("record.id").collect()
+    assert [(row.record.id, row.record.email, row.record._absent) for row in read] == [
+        (1, None, ["/email"]),
+        (2, None, None),
+    ]

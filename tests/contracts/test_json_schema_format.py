@@ -52,25 +52,37 @@ def test_the_json_format_is_registered() -> None:
     assert "JSON" in formats.known()
 
 
+OPTIONAL = {"presence": "in_document"}
+"""An optional property's presence: a null is its absence (docs/semantics.md §3.6)."""
+OPTIONAL_OR_NULL = {"presence": "in_document_or_null"}
+"""One accepting null: a null is its own unless the record's `_absent` lists it."""
+
+
 def test_records_have_the_spark_type_the_schema_implies() -> None:
     assert JSON.spark_type(parsed(ORDER)) == T.StructType(
         [
             T.StructField("id", T.LongType(), False),
             T.StructField("customer", T.StringType(), False),
-            T.StructField("email", T.StringType(), True),
+            T.StructField("email", T.StringType(), True, OPTIONAL_OR_NULL),
             T.StructField("amount", T.DoubleType(), False),
-            T.StructField("paid", T.BooleanType(), True),
-            T.StructField("tags", T.ArrayType(T.StringType(), False), True),
+            T.StructField("paid", T.BooleanType(), True, OPTIONAL),
+            T.StructField("tags", T.ArrayType(T.StringType(), False), True, OPTIONAL),
             T.StructField(
                 "address",
                 T.StructType(
-                    [T.StructField("city", T.StringType(), False), T.StructField("zip", T.StringType(), True)]
+                    [
+                        T.StructField("city", T.StringType(), False),
+                        T.StructField("zip", T.StringType(), True, OPTIONAL),
+                    ]
                 ),
                 True,
+                OPTIONAL,
             ),
-            T.StructField("extras", T.MapType(T.StringType(), T.LongType(), False), True),
-            T.StructField("status", T.StringType(), True),
-            T.StructField("note", T.StringType(), True),
+            T.StructField("extras", T.MapType(T.StringType(), T.LongType(), False), True, OPTIONAL),
+            T.StructField("status", T.StringType(), True, OPTIONAL),
+            T.StructField("note", T.StringType(), True, OPTIONAL_OR_NULL),
+            # Which of the nulls of `email` and `note` are absent properties.
+            T.StructField("_absent", T.ArrayType(T.StringType(), False), True, {"presence.absent": True}),
         ]
     )
 
@@ -150,9 +162,9 @@ def test_records_go_to_arrow_and_back_unchanged() -> None:
     record_type = arrow_type(JSON.spark_type(schema))
     column = JSON.to_struct([record(), None], schema, record_type)
     assert column.type == record_type
+    assert column.to_pylist()[0]["_absent"] == ["/note"]  # email is null, note absent
     read = JSON.read_struct(column, schema)
-    # A null field is left out unless its property accepts null (email and note do).
-    assert read.records == [{**record(), "note": None}, None]
+    assert read.records == [record(), None]
     assert read.unreadable == {}
 
 
@@ -210,3 +222,77 @@ def test_a_validation_message_does_not_quote_a_huge_value_whole() -> None:
     with pytest.raises(ValueError) as refused:
         JSON.decode(b"[" * 400 + b"]" * 400, schema, None)
     assert len(str(refused.value)) < 300 and str(refused.value).endswith("…")
+
+
+REGEX_SCHEMA = {
+    "type": "object",
+    "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}, "n": {"type": "integer"}},
+    "patternProperties": {"^x(a|aa)+$": {"type": "integer"}},
+}
+REGEX_BODIES = {
+    '{"s": "' + "a" * 41 + '!"}': "does not match '^(a+)+$'",  # Python's `re` ran past 300 s on it
+    '{"s": "' + "a" * 41 + '"}': None,
+    '{"s": "a", "x' + "a" * 5000 + '!": "not checked"}': None,
+    '{"s": "a", "x' + "a" * 5000 + '": "text"}': "is not of type 'integer'",
+    # fastjsonschema finds it invalid, and jsonschema, which says why, checks every keyword.
+    '{"s": "' + "a" * 41 + '!", "n": "one"}': "does not match '^(a+)+$'",
+}
+
+
+@pytest.mark.parametrize("closed", [False, True])
+def test_patterns_are_matched_by_re2_in_linear_time(closed: bool) -> None:
+    """jsonschema's and fastjsonschema's `pattern`, `patternProperties` and `additionalProperties`
+    match with RE2 (docs/semantics.md §1.5). Run in a process of its own, which a regression (a
+    regex holding the interpreter) would hold."""
+    from deadline import python_within
+
+    schema = {**REGEX_SCHEMA, "additionalProperties": not closed}
+    code = f"""
+import json
+from contracts.formats.json_schema import JsonSchemaFormat
+parsed = JsonSchemaFormat().parse(json.dumps({schema!r}), ())
+said = []
+for body in {list(REGEX_BODIES)!r}:
+    try:
+        JsonSchemaFormat().decode(body.encode(), parsed, None)
+        said.append(None)
+    except ValueError as e:
+        said.append(str(e))
+print(json.dumps(said))
+"""
+    said = json.loads(python_within(60, code))
+    for (body, expected), message in zip(REGEX_BODIES.items(), said, strict=True):
+        if closed and expected is None and '"x' in body:  # a name no pattern covers: not allowed
+            assert message is not None and message.startswith(
+                "the record does not match its JSON Schema at /:"
+            )
+        elif expected is None:
+            assert message is None, (body[:30], message)
+        else:
+            assert message is not None and expected in message, (body[:30], message)
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        (
+            {"properties": {"s": {"pattern": "(?=a)"}}},
+            r"the pattern '\(\?=a\)' at #/properties/s/pattern is not",
+        ),
+        ({"properties": {"s": {"allOf": [{"pattern": "(a)\\1"}]}}}, "#/properties/s/allOf/0/pattern"),
+        ({"patternProperties": {"(?<=a)": {}}}, "at #/patternProperties/"),
+        (
+            {
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "properties": {"s": {"type": "string"}},
+                "patternProperties": {"^a": {}},
+                "unevaluatedProperties": False,
+            },
+            "unevaluatedProperties next to patternProperties",
+        ),
+    ],
+)
+def test_a_pattern_re2_refuses_fails_the_contract_at_load(schema: dict[str, Any], message: str) -> None:
+    document = {"type": "object", "properties": {"n": {"type": "integer"}}, **schema}
+    with pytest.raises(ContractError, match=message):
+        parse_json_schema(json.dumps(document))

@@ -23,6 +23,7 @@ from json_strategies import SCALARS, nullable, objects, values
 from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
 from contracts.engine import jvm_json
+from contracts.errors import ContractError
 from contracts.formats.json_schema import layouts, native, parse_json_schema
 from contracts.formats.wire import VALUE_SCHEMA_ID_HEADER, encode_frame, encode_prefix
 
@@ -133,8 +134,8 @@ def hostile_rows(schema_id: int, guid: uuid.UUID) -> list[tuple[Any, ...]]:
         good.replace(b'"amount":12.5', b'"amount":"NaN"'),
         good.replace(b'"amount":12.5', b'"amount":NaN'),
         good.replace(b"123-456", b"12-3456"),  # pattern
-        good.replace(b"123-456", b"123-456\\n"),  # `$` before a final newline: Python matches
-        good.replace(b"123-456", b"123-456\\r"),  # `$` before a \r: Java alone matches
+        good.replace(b"123-456", b"123-456\\n"),  # `$` before a final newline: Python's `re` alone matches
+        good.replace(b"123-456", b"123-456\\r"),  # `$` before a \r: Java's alone matches
         good.replace(b'"NO"', b'"US"'),  # enum
         good.replace(b'"id":7', b'"id":1000000'),  # exclusiveMaximum
         good.replace(b"[1,null,3]", b"[1,100]"),  # maximum of an item
@@ -171,10 +172,11 @@ def test_the_jvm_path_decodes_records_and_hostile_frames_as_the_python_decoder_d
     assert jvm[2] and not python[2]
     assert jvm[:2] == python[:2]
     # Valid: 2 compact, spaced, explicit null, 7.0, a duplicate key (the last wins), NaN (Python's
-    # json reads it), \n before `$`, the V1 frame, the tombstone, and 5 of json.dumps's layout.
-    assert len(python[0]) == 15
+    # json reads it), the V1 frame, the tombstone, and 5 of json.dumps's layout. Not \n before `$`:
+    # patterns are RE2's, whose `$` is the end of the text (docs/semantics.md §3.7).
+    assert len(python[0]) == 14
     reasons = [dict(headers)["__rule.exception"].decode() for _, _, headers in python[1]]
-    assert len(reasons) == 26
+    assert len(reasons) == 27
     assert any("Additional properties" in reason for reason in reasons)
     assert any("utf-8" in reason for reason in reasons)
 
@@ -256,7 +258,7 @@ def test_a_body_is_trusted_only_in_to_json_s_or_json_dumps_s_layout_of_its_own_r
     [
         ({"type": "integer", "multipleOf": 2}, "'multipleOf'"),
         ({"allOf": [{"type": "integer"}]}, "'allOf'"),
-        ({"type": "string", "pattern": "^\\D+$"}, "pattern"),
+        ({"type": "string", "pattern": "^(a+)+$"}, "may backtrack on without bound"),
         ({"$ref": "#/definitions/N", "minimum": 1}, "sibling"),
         ({"oneOf": [{"type": "null"}, {"enum": ["a", None]}]}, "may accept null"),
         ({"type": "integer", "minimum": 2**70}, "beyond a long"),
@@ -269,26 +271,34 @@ def test_a_schema_with_a_keyword_not_compiled_keeps_the_python_decoder(node: Any
 
 
 @pytest.mark.parametrize(
-    ("pattern", "same"),
+    ("pattern", "native_"),
     [
         ("^[0-9]+$", True),
         ("^[A-Z]{2}-\\d{3,}(?:x|y)?$", True),
-        ("a.*b\\.c", True),
-        ("[^a-z]", True),
-        ("^\\D", False),
-        ("[^\\w]", False),
-        ("(?=a)b", False),
-        ("a{,3}", False),
-        ("a{3,1}", False),
-        ("[a-]", False),
-        ("a**", False),
-        ("\\p{L}", False),
-        ("[[a]]", False),
-        ("(a", False),
+        ("^\\D", True),
+        ("[^\\w]", True),
+        ("a{,3}", True),  # literal braces in RE2
+        ("[a-]", True),
+        ("a.*b\\.c", False),  # unanchored, unbounded: Java would try it from every position
+        ("^(a+)+$", False),  # Java would backtrack without bound
+        ("(?i)^a", False),  # flags are not translated
+        ("[[a]]", False),  # a class inside a class in Java
+        ("(?=a)b", None),  # RE2 refuses these: the contract does not load
+        ("a{3,1}", None),
+        ("a**", None),
+        ("(a", None),
     ],
 )
-def test_only_patterns_of_the_shared_regex_subset_are_compiled(pattern: str, same: bool) -> None:
-    assert native.same_in_java(pattern) is same
+def test_patterns_java_matches_as_re2_does_in_linear_time_are_compiled(
+    pattern: str, native_: bool | None
+) -> None:
+    document = json.dumps({"type": "object", "properties": {"s": {"type": "string", "pattern": pattern}}})
+    if native_ is None:
+        with pytest.raises(ContractError, match=r"is not an RE2 pattern|is not a 'regex'"):
+            parse_json_schema(document)
+        return
+    reason = native.inexact_reason(parse_json_schema(document))
+    assert (reason is None) is native_, reason
 
 
 def test_unknown_path_names_are_refused() -> None:
@@ -380,3 +390,30 @@ def test_random_schemas_records_and_mutations_decode_alike_on_both_paths(
     result = both_paths(spark, tmp_path_factory.mktemp("paths"), registry, rows)
     assert result["jvm"][:2] == result["python"][:2]
     assert result["jvm"][2]
+
+
+@pytest.mark.one_pass
+@pytest.mark.parametrize(
+    ("pattern", "text", "jvm"),
+    [
+        ("^(a+)+$", "a" * 41, False),  # ran past 300 s at deserialize before: RE2 decides it in Python
+        ("^(?:ab|cd)+$", "ab" * 50_000, True),  # from_json's rows are checked by Java, in linear time
+    ],
+)
+def test_a_pattern_is_checked_in_linear_time_on_both_paths(
+    spark: Any, tmp_path: Path, pattern: str, text: str, jvm: bool
+) -> None:
+    from deadline import within
+
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": pattern}}}
+    registry = LocalRegistry()
+    schema_id = registry.register_schema(SUBJECT, Schema(json.dumps(schema), "JSON"))
+    bodies = [json.dumps({"s": s}, separators=(",", ":")).encode() for s in (text, text + "!")]
+    rows = [(b"k%d" % i, encode_frame(schema_id, body), "t", 0, i) for i, body in enumerate(bodies)]
+    result = within(120, lambda: both_paths(spark, tmp_path, registry, rows), spark)
+    python, java = result["python"], result["jvm"]
+    assert java[2] is jvm
+    assert java[:2] == python[:2]
+    assert len(python[0]) == 1 and [key for key, _, _ in python[1]] == [b"k1"]
+    (_, _, headers) = python[1][0]
+    assert "the record does not match its JSON Schema at /s:" in dict(headers)["__rule.exception"].decode()

@@ -177,7 +177,7 @@ def test_a_decimal_its_spark_type_cannot_hold_is_undecodable(spark: Any, tmp_pat
     registry_frames = []
     for amount in (Decimal("1.505"), Decimal("1234567.1"), Decimal("1.500")):  # scale 3, 8 digits, exact
         record = {"id": "x", "amount": decimal_record(amount), "widest": None, "parts": []}
-        body = payments.target.format.encode(record, payments.target.avro_schema)
+        body = payments.target.format.encode(record, payments.target.parsed)
         registry_frames.append(b"\x00\x00\x00\x00\x01" + body)
     frames = spark.createDataFrame(list(enumerate(registry_frames)), "row int, value binary")
 

@@ -14,7 +14,7 @@ from pyspark.sql import types as T
 
 from contracts import formats
 from contracts.errors import ContractError
-from contracts.formats.avro.values import arrow_type as spark_arrow_type
+from contracts.formats.arrow_types import arrow_type as spark_arrow_type
 from contracts.formats.protobuf import CEL_DIFFERS_KEY, ProtobufFormat
 from contracts.formats.protobuf.indexes import read_indexes, write_indexes
 from contracts.formats.protobuf.values import Unsigned, from_spark
@@ -81,6 +81,10 @@ def test_the_format_is_registered_for_protobuf() -> None:
     assert "PROTOBUF" in formats.known()
 
 
+UNLESS_DEFAULT = {"presence": "not_default"}
+"""A scalar without presence: present unless it holds its default."""
+
+
 def test_the_spark_type_follows_spark_protobuf(order: Any) -> None:
     struct = FORMAT.spark_type(order)
     types = {field.name: field.dataType for field in struct.fields}
@@ -91,7 +95,7 @@ def test_the_spark_type_follows_spark_protobuf(order: Any) -> None:
         "status": T.StringType(),
         "tags": T.ArrayType(T.StringType(), False),
         "counts": T.MapType(T.StringType(), T.IntegerType(), True),
-        "address": T.StructType([T.StructField("city", T.StringType(), False)]),
+        "address": T.StructType([T.StructField("city", T.StringType(), False, UNLESS_DEFAULT)]),
         "at": T.TimestampType(),
         "note": T.StringType(),
         "big": T.DecimalType(20, 0),
@@ -103,10 +107,18 @@ def test_the_spark_type_follows_spark_protobuf(order: Any) -> None:
         "delta": T.IntegerType(),
         "ratio": T.FloatType(),
         "wait": T.DayTimeIntervalType(),
-        "stops": T.ArrayType(T.StructType([T.StructField("city", T.StringType(), False)]), False),
+        "stops": T.ArrayType(
+            T.StructType([T.StructField("city", T.StringType(), False, UNLESS_DEFAULT)]), False
+        ),
     }
     nullable = {field.name for field in struct.fields if field.nullable}
     assert nullable == {"address", "at", "note", "card", "iban", "priority", "wait"}  # those with presence
+    # How CEL's has() finds each present (docs/semantics.md §3.6): HasField, else not the default.
+    presence = {field.name: field.metadata["presence"] for field in struct.fields}
+    assert {name for name, kind in presence.items() if kind == "set"} == {"address", "at", "note", "wait"}
+    with_default = {name for name, kind in presence.items() if kind == "set_or_default"}
+    assert with_default == {"card", "iban", "priority"}
+    assert {name for name, kind in presence.items() if kind == "non_empty"} == {"tags", "counts", "stops"}
 
 
 def test_the_parsed_schema_pickles_small_and_rebuilds_its_pool(order: Any) -> None:
@@ -263,7 +275,9 @@ def test_fields_whose_spark_value_is_not_what_cel_sees_are_marked(order: Any) ->
     nested = FORMAT.parse(
         'syntax = "proto3"; message P { Q q = 1; int64 id = 2; } message Q { uint32 n = 1; }', ()
     )
-    assert [field.name for field in FORMAT.spark_type(nested).fields if field.metadata] == ["q"]
+    assert [
+        field.name for field in FORMAT.spark_type(nested).fields if field.metadata.get(CEL_DIFFERS_KEY)
+    ] == ["q"]
 
 
 def test_a_serialized_descriptor_in_base64_parses_as_its_text_does() -> None:

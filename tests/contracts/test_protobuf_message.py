@@ -303,7 +303,7 @@ def test_the_cli_passes_protobuf_message_to_the_contract(tmp_path: Path, command
     from contracts.cli.main import run
 
     registry = tmp_path / "registry"
-    LocalRegistry(registry).register_schema(SUBJECT, Schema.from_dict(payload()))
+    LocalRegistry(registry, create=True).register_schema(SUBJECT, Schema.from_dict(payload()))
     err = io.StringIO()
     chosen = ["--protobuf-message", "shop.Inner"]
     places = ["--output", str(tmp_path / "out"), "--dlq-dir", str(tmp_path)]

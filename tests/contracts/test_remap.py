@@ -61,7 +61,7 @@ class CountingRegistry(LocalRegistry):
     calls: the count of registrations and lookups across every Spark worker."""
 
     def __init__(self, path: Path, log: Path) -> None:
-        super().__init__(path)
+        super().__init__(path, create=True)
         self.log = log
 
     def __getstate__(self) -> dict[str, Any]:
@@ -250,7 +250,7 @@ class RendezvousRegistry(LocalRegistry):
     processes have arrived, so two Spark tasks then register at the same moment."""
 
     def __init__(self, path: Path, arrivals: Path) -> None:
-        super().__init__(path)
+        super().__init__(path, create=True)
         self.arrivals = arrivals
 
     def __getstate__(self) -> dict[str, Any]:

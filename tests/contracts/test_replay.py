@@ -9,7 +9,15 @@ from typing import Any
 
 import pytest
 
-from contracts import ContractError, DataContract, LocalRegistry, LocalTopicSink, RegistryError, Schema
+from contracts import (
+    ContractError,
+    DataContract,
+    DlqError,
+    LocalRegistry,
+    LocalTopicSink,
+    RegistryError,
+    Schema,
+)
 
 SUBJECT = "payments-value"
 SCHEMA = {
@@ -67,9 +75,7 @@ def test_a_fixed_contract_replays_a_dlq_topic_and_nothing_is_lost(spark: Any, tm
     first = DataContract(registry, SUBJECT, dlq_sink=sink)
     assert [row.id for row in first.write(_payments(spark)).collect()] == [1]
     assert sink.count("payments-dlq") == 5
-    failed_on = {
-        row.record.id: row.rule for row in sink.read_df(spark, "payments-dlq", first.avro_schema).collect()
-    }
+    failed_on = {row.record.id: row.rule for row in sink.read_df(spark, "payments-dlq", first).collect()}
     assert failed_on == {2: "positive", 3: "knownCurrency", 4: "positive", 5: "positive", 6: "knownCurrency"}
 
     _register(registry, POSITIVE, CURRENCY_V2)  # the fix: version 2
@@ -90,9 +96,7 @@ def test_a_fixed_contract_replays_a_dlq_topic_and_nothing_is_lost(spark: Any, tm
     assert [row.key for row in valid] == [b"2", b"3", b"5", b"6"]
 
     again = [
-        row
-        for row in sink.read_df(spark, "payments-dlq", fixed.avro_schema).collect()
-        if row.writer.startswith("fix-1-")
+        row for row in sink.read_df(spark, "payments-dlq", fixed).collect() if row.writer.startswith("fix-1-")
     ]
     assert sum(sink.count("payments-dlq", run_id=f"fix-1-{n}") for n in range(3)) == 1
     (record,) = again
@@ -146,6 +150,36 @@ def test_a_rerun_of_a_replay_with_its_run_id_replaces_its_dlq_output(spark: Any,
     assert sink.count("payments-dlq") == 6
 
 
+@pytest.mark.one_pass  # which files a replay takes is decided on the driver, whatever the session
+def test_replays_of_a_topic_take_only_what_no_replay_took_and_reruns_converge(
+    spark: Any, tmp_path: Path
+) -> None:
+    registry = LocalRegistry()
+    _register(registry, POSITIVE, CURRENCY_V1)
+    sink = LocalTopicSink(tmp_path / "dlq")
+    contract = DataContract(registry, SUBJECT, dlq_sink=sink)
+    contract.write(_payments(spark)).collect()
+
+    def replayed(run_id: str) -> list[int]:
+        return sorted(row.id for row in contract.replay("payments-dlq", run_id=run_id, spark=spark).collect())
+
+    def sent_back(run_id: str) -> int:
+        return sum(sink.count("payments-dlq", run_id=f"{run_id}-{n}") for n in range(3))
+
+    # Run twice with one run id, the replay takes the same five records and sends 4 back once.
+    for _ in range(2):
+        assert replayed("fix1") == [2, 3, 5, 6]
+        assert (sink.count("payments-dlq"), sent_back("fix1")) == (6, 1)
+    # The next replay takes only what fix1 sent back: 4, which skips knownCurrency and fails
+    # positive, going back once; nothing recovered comes out again.
+    assert replayed("fix2") == []
+    assert (sink.count("payments-dlq"), sent_back("fix2")) == (7, 1)
+    # fix2 took what fix1 sent back: rerunning fix1 would replay 4 twice.
+    with pytest.raises(DlqError, match="replay 'fix2' took records replay 'fix1' sent back"):
+        contract.replay("payments-dlq", run_id="fix1", spark=spark)
+    assert sink.count("payments-dlq") == 7
+
+
 def test_wire_format_rejects_replay_through_deserialize(spark: Any, tmp_path: Path) -> None:
     registry = LocalRegistry()
     not_test = _rule("notTest", "message.currency != 'XXX'", "payments-read-dlq", mode="READ")
@@ -175,6 +209,19 @@ def test_wire_format_rejects_replay_through_deserialize(spark: Any, tmp_path: Pa
     assert (back.key, back.rule, back.mode, back.value) == (b"3", "notTest", "READ", originals["3"])
 
 
+@pytest.mark.one_pass  # `read`'s records as any: JSON values read back natively
+def test_records_read_rejected_replay_through_read(spark: Any, tmp_path: Path) -> None:
+    registry = LocalRegistry()
+    _register(registry, _rule("notTest", "message.currency != 'XXX'", "read-dlq", mode="READ"))
+    sink = LocalTopicSink(tmp_path / "dlq")
+    contract = DataContract(registry, SUBJECT, dlq_sink=sink)
+    rows = spark.createDataFrame([(1, 1.0, "EUR"), (2, 2.0, "XXX")], contract.spark_schema)
+    assert [row.id for row in contract.read(rows).collect()] == [1]
+    # Its value is the record as JSON; replayed through `read`, it skips notTest.
+    replayed = contract.replay("read-dlq", apply="read", writer_version=1, run_id="fix", spark=spark)
+    assert [(row.id, row.currency) for row in replayed.collect()] == [(2, "XXX")]
+
+
 def test_a_wire_format_record_replayed_as_json_fails_the_job_saying_what_to_do(
     spark: Any, tmp_path: Path
 ) -> None:
@@ -187,19 +234,24 @@ def test_a_wire_format_record_replayed_as_json_fails_the_job_saying_what_to_do(
     )
     assert contract.deserialize(frames).count() == 0
     with pytest.raises(Exception, match=r"holds no JSON record.*apply='deserialize'"):
-        contract.replay("read-dlq", spark=spark).collect()
+        contract.replay("read-dlq", run_id="as-json", spark=spark).collect()
 
 
 def test_replay_refuses_bad_arguments(spark: Any, tmp_path: Path) -> None:
     registry = LocalRegistry()
     _register(registry, POSITIVE)
     contract = DataContract(registry, SUBJECT, dlq_sink=LocalTopicSink(tmp_path / "dlq"))
-    with pytest.raises(ContractError, match="apply must be one of write, deserialize"):
-        contract.replay("payments-dlq", apply="read", spark=spark)
-    with pytest.raises(ContractError, match="at most 96 characters"):
+    with pytest.raises(ContractError, match="replaying topic 'payments-dlq' needs a run_id"):
+        contract.replay("payments-dlq", spark=spark)
+    with pytest.raises(ContractError, match="apply must be one of write, read, deserialize"):
+        contract.replay("payments-dlq", apply="decode", run_id="r", spark=spark)
+    with pytest.raises(ContractError, match="read takes only writer_version, got on_decode_error"):
+        contract.replay("payments-dlq", apply="read", run_id="r", on_decode_error="DLQ", spark=spark)
+    with pytest.raises(ContractError, match="1-96 ASCII letters"):
         contract.replay("payments-dlq", run_id="x" * 97, spark=spark)
     with pytest.raises(ContractError, match="write takes no options, got on_decode_error"):
-        contract.replay("payments-dlq", spark=spark, on_decode_error="DLQ")
+        contract.replay("payments-dlq", run_id="r", spark=spark, on_decode_error="DLQ")
+    assert not (tmp_path / "dlq").exists()  # refused before the replay took anything
 
 
 def test_a_replays_registry_looks_up_the_schemas_it_gives() -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from fastavro import parse_schema, schemaless_writer
+from query_start import start
 from reference_oracle import CapturingProducer, rule_registry
 from registry_server import RegistryServer, running_registry
 
@@ -270,11 +271,10 @@ def test_keys_decode_on_a_stream_through_foreach_batch(spark: Any, tmp_path: Pat
         batch.write.mode("append").parquet(out)
 
     writer = value.foreach_batch(write_valid, name="keyed", apply="deserialize", key=key)
-    query = (
+    query = start(
         stream.writeStream.foreachBatch(writer)
         .trigger(availableNow=True)
         .option("checkpointLocation", str(tmp_path / "ck"))
-        .start()
     )
     query.awaitTermination()
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from fastavro import parse_schema, schemaless_writer
 from pyspark import cloudpickle
+from query_start import start
 
 from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema, metrics_of
@@ -74,7 +75,7 @@ def drop_json(directory: Path, name: str, rows: list[dict[str, Any]]) -> None:
 def run_available(writer: Any, checkpoint: Path, **sink: Any) -> Any:
     """Process everything available, then stop — one run of a restartable query."""
     query = writer.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True)
-    started = query.start(**sink)
+    started = start(query, **sink)
     started.awaitTermination()
     assert started.exception() is None
     return started

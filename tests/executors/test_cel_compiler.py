@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis_profiles import examples
 
+from contracts import formats
 from contracts.errors import ContractError
 from contracts.formats.avro import avro_to_spark_value, parse_schema, struct_type
 from contracts.model import Rule, RuleKind, RuleMode
@@ -19,6 +20,8 @@ from executors.cel import CelExecutor, _runtime
 from executors.cel._compiler import NotNativeCel, compile_expression, compile_rule
 from executors.protocol import BatchStep, NativeStep, RuleContext
 from tests.executors import cel_corpus
+
+AVRO = formats.get("AVRO")
 
 PARSED = parse_schema(cel_corpus.SCHEMA)
 RECORD_TYPE = struct_type(PARSED)
@@ -236,15 +239,17 @@ def test_native_expressions_equal_cel_python(spark: Any, rows: list[dict[str, An
     assert not problems, "\n".join(problem[:400] for problem in problems[:20])
 
 
-def test_missing_field_is_a_contract_error_naming_the_position() -> None:
+def test_a_field_the_schema_lacks_is_absent_and_always_reading_it_a_contract_error() -> None:
+    # `false && error` is false: a record whose age is not positive passes it (docs/semantics.md §3.5).
+    assert compile_rule("message.age > 0 &&\n  message.nope == 1", RuleKind.CONDITION, RECORD_TYPE)
     with pytest.raises(ContractError) as caught:
-        compile_rule("message.age > 0 &&\n  message.nope == 1", RuleKind.CONDITION, RECORD_TYPE)
+        compile_rule("(\n  message.nope == 1)", RuleKind.CONDITION, RECORD_TYPE)
     assert caught.value.position == "2:11"
 
 
 def _context(expr: str, kind: RuleKind) -> RuleContext:
     rule = Rule(name="r", kind=kind, mode=RuleMode.WRITE, type="CEL", expr=expr)
-    return RuleContext(rule, "s-value", 1, RuleMode.WRITE, cel_corpus.SCHEMA, RECORD_TYPE)
+    return RuleContext(rule, "s-value", 1, RuleMode.WRITE, cel_corpus.SCHEMA, RECORD_TYPE, AVRO)
 
 
 def test_executor_compiles_natively_or_falls_back_per_rule() -> None:
@@ -345,7 +350,7 @@ def test_times_of_day_fall_back_since_cel_python_sees_no_int() -> None:
         with pytest.raises(NotNativeCel):
             compile_rule(expr, RuleKind.CONDITION, record_type)
     rule = Rule(name="r", kind=RuleKind.CONDITION, mode=RuleMode.WRITE, type="CEL", expr="message.start > 0")
-    step = CelExecutor().compile(RuleContext(rule, "s-value", 1, RuleMode.WRITE, times, record_type))
+    step = CelExecutor().compile(RuleContext(rule, "s-value", 1, RuleMode.WRITE, times, record_type, AVRO))
     assert isinstance(step, BatchStep)
     (outcome,) = step.factory()([{"hours": 1, "start": datetime.time(9), "breaks": []}])
     assert not outcome.passed  # cel-python has no `>` between a time of day and an int

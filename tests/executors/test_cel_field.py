@@ -19,12 +19,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_profiles import examples
 
+from contracts import formats
 from contracts.formats import avro
+from contracts.formats.fields import tag_matches
 from contracts.model import Rule, RuleKind, RuleMode
 from contracts.planning.loader import superseded_rules
 from executors.cel_field.executor import CelFieldExecutor
-from executors.cel_field.schema import tag_matches
 from executors.protocol import BatchStep, NativeStep, RuleContext, Step
+
+AVRO = formats.get("AVRO")
 
 TAGS = ("PII", "PRIVATE", "AUDIT")
 # (kind, expression, rule tags): guards on name/typeName/tags/fullName, value transforms,
@@ -202,7 +205,7 @@ def _context(
 ) -> RuleContext:
     rule = Rule("r", RuleKind(kind), RuleMode.WRITE, "CEL_FIELD", expr, tags)
     metadata = {path: tuple(values) for path, values in metadata_tags.items()}
-    return RuleContext(rule, "s-value", 1, RuleMode.WRITE, parsed, avro.struct_type(parsed), metadata)
+    return RuleContext(rule, "s-value", 1, RuleMode.WRITE, parsed, avro.struct_type(parsed), AVRO, metadata)
 
 
 def _normalized(record: Any, parsed: Any) -> Any:
@@ -422,7 +425,7 @@ class _Contract:
         compiled = []
         for data in rules:
             rule = Rule.from_dict(data)
-            ctx = RuleContext(rule, "users-value", 1, RuleMode.WRITE, parsed, spark_type, tags)
+            ctx = RuleContext(rule, "users-value", 1, RuleMode.WRITE, parsed, spark_type, AVRO, tags)
             compiled.append((ctx, CelFieldExecutor().compile(ctx)))
 
         def resolve(name: str | None, ctx: Any) -> ActionPlan:
@@ -458,7 +461,7 @@ def _step(expr: str, kind: str = "TRANSFORM") -> Step:
     parsed = avro.parse_schema(json.dumps(USER))
     rule = Rule("r", RuleKind(kind), RuleMode.WRITE, "CEL_FIELD", expr)
     return CelFieldExecutor().compile(
-        RuleContext(rule, "users-value", 1, RuleMode.WRITE, parsed, avro.struct_type(parsed))
+        RuleContext(rule, "users-value", 1, RuleMode.WRITE, parsed, avro.struct_type(parsed), AVRO)
     )
 
 

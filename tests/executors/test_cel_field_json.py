@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from types import SimpleNamespace
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -14,8 +15,10 @@ from hypothesis import strategies as st
 from hypothesis_profiles import examples
 from json_strategies import schemas_and_records
 
+from contracts.formats.json_schema import JsonSchemaFormat
+from contracts.formats.json_schema.fields import type_name
 from contracts.model import RuleKind
-from executors.cel_field.json_walk import CelFieldJsonBatch, type_name
+from executors.cel_field.batch import CelFieldBatch
 
 RULES = [
     ("TRANSFORM", "typeName == 'STRING' ; value + '!'"),
@@ -75,7 +78,9 @@ def reference(schema: dict[str, Any], kind: str, expr: str, tags: list[str], rec
 
 
 def ours(schema: dict[str, Any], kind: str, expr: str, tags: list[str], records: list[Any]) -> list[Any]:
-    batch = CelFieldJsonBatch(expr, RuleKind(kind), frozenset(tags), schema, {}, "failed")
+    # The walk reads the schema document alone, which may hold what no Spark type maps.
+    parsed = SimpleNamespace(document=schema)
+    batch = CelFieldBatch(expr, RuleKind(kind), frozenset(tags), parsed, JsonSchemaFormat(), {}, "failed")
     outcomes = batch()([json.loads(json.dumps(record)) for record in records])
     return [json.loads(json.dumps(o.record)) if o.passed else None for o in outcomes]
 

@@ -15,9 +15,10 @@ import pytest
 from protoc_classes import generated_module
 
 from contracts.formats.protobuf import ProtobufFormat, parse_proto
+from contracts.formats.protobuf.fields import type_name
 from contracts.formats.protobuf.values import to_record
 from contracts.model import RuleKind
-from executors.cel_field.protobuf_walk import CelFieldProtobufBatch, type_name
+from executors.cel_field.batch import CelFieldBatch
 
 PROTO_FILE = "contracts_test_shapes.proto"
 SHAPES = """syntax = "proto3";
@@ -97,7 +98,7 @@ def reference(pb2: Any, kind: str, expr: str) -> list[bytes | None]:
 @pytest.mark.parametrize(("kind", "expr"), RULES)
 def test_the_protobuf_walk_writes_what_the_reference_writes(shapes_pb2: Any, kind: str, expr: str) -> None:
     parsed = parse_proto(SHAPES)
-    batch = CelFieldProtobufBatch(expr, RuleKind(kind), frozenset(), parsed, {}, "failed")
+    batch = CelFieldBatch(expr, RuleKind(kind), frozenset(), parsed, ProtobufFormat(), {}, "failed")
     records = [to_record(message) for message in messages(shapes_pb2)]
     outcomes = batch()(records)
     ours = [ProtobufFormat().encode(o.record, parsed) if o.passed else None for o in outcomes]

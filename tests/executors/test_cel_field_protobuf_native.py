@@ -134,9 +134,7 @@ def conformed(record: Any) -> Any:
 def compiled(kind: str, expr: str, tags: tuple[str, ...]) -> Step:
     rule = Rule("r", RuleKind(kind), RuleMode.WRITE, "CEL_FIELD", expr, tags)
     spark_type = FORMAT.spark_type(SCHEMA)
-    ctx = RuleContext(
-        rule, "d-value", 1, RuleMode.WRITE, SCHEMA, spark_type, METADATA_TAGS, schema_format=FORMAT
-    )
+    ctx = RuleContext(rule, "d-value", 1, RuleMode.WRITE, SCHEMA, spark_type, FORMAT, METADATA_TAGS)
     return CelFieldExecutor().compile(ctx)
 
 

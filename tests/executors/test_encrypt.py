@@ -189,3 +189,48 @@ def test_write_without_a_secret_fails_every_record_with_the_reason() -> None:
     (outcome,) = step.factory()([{"s": "plain"}])
     assert not outcome.passed and "needs a secret" in (outcome.reason or "")
     assert outcome.record == {"s": "plain"}
+
+
+def test_a_key_file_that_cannot_be_read_is_a_registry_error_naming_it(tmp_path: Path) -> None:
+    """A corrupt KEK or DEK file is a backend error of the registry (500), naming the file; a
+    corrupt DEK version fails the lookups of that version only (docs/semantics.md §11.2)."""
+    registry = LocalRegistry(tmp_path)
+    _exercise(registry)
+    (second,) = (tmp_path / ".dek-registry" / "deks").rglob("2.json")
+    second.write_text("{not json")
+    assert registry.get_dek("k", "s-value", "AES256_SIV", 1).encrypted_key_material == "d3JhcHBlZDE="
+    for version in (2, -1):
+        with pytest.raises(RegistryError, match=r"cannot read .*/AES256_SIV/2\.json: Expecting") as caught:
+            registry.get_dek("k", "s-value", "AES256_SIV", version)
+        assert caught.value.status == 500
+    second.write_text(json.dumps({**json.loads((second.parent / "1.json").read_text()), "version": 1}))
+    with pytest.raises(RegistryError, match=r"2\.json: it holds DEK version 1"):
+        registry.get_dek("k", "s-value", "AES256_SIV", 2)
+    (kek,) = (tmp_path / ".dek-registry" / "keks").rglob("k.json")
+    kek.write_bytes(b"\xff\xfe")
+    with pytest.raises(RegistryError, match=r"cannot read .*/k\.json") as caught:
+        registry.get_kek("k")
+    assert caught.value.status == 500
+
+
+@pytest.mark.parametrize("corrupt", ["kek", "dek"])
+def test_a_key_file_that_cannot_be_read_fails_each_record_naming_it(tmp_path: Path, corrupt: str) -> None:
+    """The rule compiles on WRITE and READ; each record it receives fails with the file named."""
+    registry = LocalRegistry(tmp_path)
+    params = {"encrypt.kek.name": "k", "encrypt.kms.type": "local-kms", "encrypt.kms.key.id": "id"}
+    ctx = _context(registry, params, config={"secret": "pw"})
+    (encrypted,) = EncryptExecutor().compile(ctx).factory()([{"s": "plain"}])
+    name = "k.json" if corrupt == "kek" else "1.json"
+    (path,) = (tmp_path / ".dek-registry" / f"{corrupt}s").rglob(name)
+    path.write_text("")
+    from contracts.model import RuleMode
+
+    version = loader.load_version(registry, registry.get_latest_version("r-value"))
+    (rule,) = version.schema.rules.domain_rules
+    for mode, record in (("WRITE", {"s": "plain"}), ("READ", encrypted.record)):
+        context = loader.rule_context(
+            version, RuleMode(mode), rule, None, registry, RuleConfig({"secret": "pw"})
+        )
+        (outcome,) = EncryptExecutor().compile(context).factory()([record])
+        assert not outcome.passed and outcome.record == record
+        assert f"cannot read {path}: Expecting value" in (outcome.reason or ""), outcome.reason

@@ -31,6 +31,8 @@ from executors import BatchStep, NativeStep, RuleContext
 from executors.jsonata.executor import JsonataExecutor
 from executors.jsonata.runtime import DEFAULT_TIMEOUT_MS, Bounds, JsonataBatch, evaluate, outcome, parse
 
+AVRO = formats.get("AVRO")
+
 USER = {
     "type": "record",
     "name": "User",
@@ -175,7 +177,7 @@ SETTINGS = settings(
 
 def context(expr: str, kind: RuleKind, mode: RuleMode = RuleMode.WRITE, **params: str) -> RuleContext:
     rule = Rule(name="r", kind=kind, mode=mode, type="JSONATA", expr=expr, params=params)
-    return RuleContext(rule, "users-value", 1, mode, PARSED, RECORD_TYPE)
+    return RuleContext(rule, "users-value", 1, mode, PARSED, RECORD_TYPE, AVRO)
 
 
 def compiled(expr: str, kind: RuleKind, mode: RuleMode = RuleMode.WRITE) -> NativeStep | BatchStep:
@@ -304,7 +306,9 @@ def test_a_record_with_bytes_and_timestamps_passes_natively_as_in_python(spark: 
     parsed = parse_schema(schema)
     record_type = struct_type(parsed)
     rule = Rule(name="r", kind=RuleKind.CONDITION, mode=RuleMode.WRITE, type="JSONATA", expr="id > 0")
-    step = JsonataExecutor().compile(RuleContext(rule, "e-value", 1, RuleMode.WRITE, parsed, record_type))
+    step = JsonataExecutor().compile(
+        RuleContext(rule, "e-value", 1, RuleMode.WRITE, parsed, record_type, AVRO)
+    )
     assert isinstance(step, NativeStep) and step.batch is not None
     rows = [
         {"id": 1, "at": None, "blobs": [None]},
@@ -367,7 +371,7 @@ DEEP = "($f := function($n) {$n = 0 ? 0 : 1 + $f($n - 1)}; $f(200))"
 
 
 def test_a_runaway_expression_fails_by_timeout_per_record() -> None:
-    evaluate = JsonataBatch(RUNAWAY, RuleKind.CONDITION, Bounds(timeout_ms=50), PARSED)()
+    evaluate = JsonataBatch(RUNAWAY, RuleKind.CONDITION, Bounds(timeout_ms=50), PARSED, AVRO)()
     started = time.monotonic()
     outcomes = evaluate([BASE, BASE])
     assert time.monotonic() - started < 5
@@ -376,17 +380,17 @@ def test_a_runaway_expression_fails_by_timeout_per_record() -> None:
 
 
 def test_the_timeout_counts_from_each_evaluation_not_from_parsing() -> None:
-    evaluate = JsonataBatch("age > 18", RuleKind.CONDITION, Bounds(timeout_ms=20), PARSED)()
+    evaluate = JsonataBatch("age > 18", RuleKind.CONDITION, Bounds(timeout_ms=20), PARSED, AVRO)()
     time.sleep(0.05)
     assert [o.passed for o in evaluate([BASE, BASE])] == [True, True]
 
 
 def test_max_depth_fails_deep_recursion_and_bounds_are_per_rule() -> None:
-    bounded = JsonataBatch(DEEP, RuleKind.TRANSFORM, Bounds(max_depth=50), PARSED)()
+    bounded = JsonataBatch(DEEP, RuleKind.TRANSFORM, Bounds(max_depth=50), PARSED, AVRO)()
     (failed,) = bounded([BASE])
     assert not failed.passed and "Stack overflow" in (failed.reason or "")
     # The same expression in a rule with the default bounds shares the parsed expression, not the bounds.
-    (unbounded,) = JsonataBatch(DEEP, RuleKind.TRANSFORM, Bounds(), PARSED)()([BASE])
+    (unbounded,) = JsonataBatch(DEEP, RuleKind.TRANSFORM, Bounds(), PARSED, AVRO)()([BASE])
     assert unbounded.passed and unbounded.record == 200
 
 
@@ -431,15 +435,15 @@ def test_bad_bounds_are_contract_errors() -> None:
 
 
 def test_a_runtime_error_is_a_failure_carrying_its_message() -> None:
-    (failed,) = JsonataBatch("$nope(age)", RuleKind.CONDITION, Bounds(), PARSED)()([BASE])
+    (failed,) = JsonataBatch("$nope(age)", RuleKind.CONDITION, Bounds(), PARSED, AVRO)()([BASE])
     assert not failed.passed and "non-function" in (failed.reason or "")
-    (failed,) = JsonataBatch("name + 1", RuleKind.TRANSFORM, Bounds(), PARSED)()([BASE])
+    (failed,) = JsonataBatch("name + 1", RuleKind.TRANSFORM, Bounds(), PARSED, AVRO)()([BASE])
     assert not failed.passed and "must evaluate to a number" in (failed.reason or "")
 
 
 def test_a_migration_transform_returns_another_versions_shape_as_plain_data() -> None:
     expr = MIGRATIONS[0][0]
-    (migrated,) = JsonataBatch(expr, RuleKind.TRANSFORM, Bounds(), PARSED, migration=True)()([BASE])
+    (migrated,) = JsonataBatch(expr, RuleKind.TRANSFORM, Bounds(), PARSED, AVRO, migration=True)()([BASE])
     assert migrated.passed and "ssn" not in migrated.record
     assert migrated.record["socialSecurityNumber"] == "123"
 
@@ -538,6 +542,7 @@ def payment_rule(expr: str, kind: RuleKind, mode: RuleMode = RuleMode.WRITE) -> 
             mode,
             PAYMENT_PARSED,
             struct_type(PAYMENT_PARSED),
+            AVRO,
         )
     )
     batch = step.batch if isinstance(step, NativeStep) else step
@@ -719,14 +724,16 @@ PAYMENTS = st.fixed_dictionaries(
 def test_which_expressions_on_viewed_types_compile_natively() -> None:
     for expr, kind, native in VIEWED_CASES:
         rule = Rule(name="r", kind=kind, mode=RuleMode.WRITE, type="JSONATA", expr=expr)
-        step = JsonataExecutor().compile(RuleContext(rule, "p-value", 1, RuleMode.WRITE, VIEWED, VIEWED_TYPE))
+        step = JsonataExecutor().compile(
+            RuleContext(rule, "p-value", 1, RuleMode.WRITE, VIEWED, VIEWED_TYPE, AVRO)
+        )
         assert isinstance(step, NativeStep) is native, expr
 
 
 def python_domain_outcome(expr: str, kind: RuleKind, record: dict[str, Any]) -> tuple[bool, Any]:
     """The batch path's outcome: jsonata-python on the JSON view, a transform's result read back,
     checked against the schema and stored as the writer stores it."""
-    (result,) = JsonataBatch(expr, kind, Bounds(), VIEWED)()([record])
+    (result,) = JsonataBatch(expr, kind, Bounds(), VIEWED, AVRO)()([record])
     if not result.passed or kind is RuleKind.CONDITION:
         return result.passed, None
     if not validate(result.record, VIEWED, raise_errors=False):
@@ -751,7 +758,9 @@ def test_native_rules_on_decimals_timestamps_dates_and_bytes_equal_python(
     columns = []
     for i, (expr, kind) in enumerate(cases):
         rule = Rule(name="r", kind=kind, mode=RuleMode.WRITE, type="JSONATA", expr=expr)
-        step = JsonataExecutor().compile(RuleContext(rule, "p-value", 1, RuleMode.WRITE, VIEWED, VIEWED_TYPE))
+        step = JsonataExecutor().compile(
+            RuleContext(rule, "p-value", 1, RuleMode.WRITE, VIEWED, VIEWED_TYPE, AVRO)
+        )
         assert isinstance(step, NativeStep)
         result = step.build(record)
         new = result.record if result.record is not None else F.lit(None)
@@ -779,3 +788,46 @@ PAID_VIEWED = {k: v for k, v in PAID.items() if k not in ("code", "when")} | {
         }
     ],
 }
+
+
+REGEX_CASES = [
+    ("$contains(name, /^(a+)+$/)", "a" * 41 + "!", False),  # Python's `re` ran past 300 s on it
+    ("$contains(name, /^(a+)+$/)", "a" * 41, True),
+    ("$count($match(name, /(a|aa)+b/)) = 0", "a" * 5000, True),
+    ("$replace(name, /(x+x+)+y/, '-') = name", "x" * 5000, True),
+    ("$count($split(name, /(a*)*b/)) = 1", "a" * 5000, True),
+]
+
+
+def test_regexes_are_matched_in_linear_time() -> None:
+    """JSONata regexes are RE2's (docs/semantics.md §5.3): a search cannot be stopped by the rule's
+    time bound, so none may run long. Run in a process of its own, which a regression would hold."""
+    from deadline import python_within
+
+    code = f"""
+import json
+from executors.jsonata.runtime import Bounds, parse, outcome
+from contracts.model import RuleKind
+cases = {REGEX_CASES!r}
+passed = [outcome(RuleKind.CONDITION, parse(e), {{"name": n}}, Bounds()).passed for e, n, _ in cases]
+print(json.dumps(passed))
+"""
+    assert json.loads(python_within(60, code)) == [passed for _, _, passed in REGEX_CASES]
+
+
+def test_regexes_keep_their_flags_groups_and_replacements() -> None:
+    cases = {
+        "$contains('ABC', /b/i)": True,
+        "$match('a\nb', /^b$/m).index": 2,
+        "$match('éé😀1', /1/).index": 3,
+        "$replace('abcabc', /b(c)/, '[$1]')": "a[c]a[c]",
+        "$split('a1b22c', /[0-9]+/)": ["a", "b", "c"],
+        "$match('abcabc', /(b)(c)/).groups": ["b", "c", "b", "c"],
+    }
+    for expr, value in cases.items():
+        assert parse(expr).evaluate(None) == value, expr
+
+
+def test_a_regex_re2_refuses_fails_the_contract_at_load() -> None:
+    with pytest.raises(ContractError, match=r"/\(\?=a\)b/ is not an RE2 pattern \(invalid perl operator"):
+        JsonataExecutor().compile(context("$contains(name, /(?=a)b/)", RuleKind.CONDITION))

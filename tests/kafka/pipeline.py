@@ -43,7 +43,7 @@ def produce_scenario(bootstrap: str, directory: Path, count: int) -> Scenario:
     them (its refusals in its WRITE DLQ topic), then the undecodable records."""
     topics = Topics(fresh_topic("payments"))
     create_topic(bootstrap, topics.source)
-    registry = LocalRegistry(directory / "registry")
+    registry = LocalRegistry(directory / "registry", create=True)
     register_payments(registry, topics)
     records = payments(0, count)
     with running_registry(registry) as server:

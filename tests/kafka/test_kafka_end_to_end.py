@@ -32,6 +32,7 @@ from pipeline import (
     kafka_source,
     major_2_reader,
 )
+from query_start import start
 from registry_server import running_registry
 
 from actions.dlq.kafka_topic import KafkaTopicSink
@@ -62,11 +63,10 @@ def test_a_streaming_query_over_several_micro_batches_accounts_for_every_record(
         apply="deserialize",
         **deserialize_options(scenario.topics),
     )
-    query = (
+    query = start(
         source.writeStream.foreachBatch(writer)
         .option("checkpointLocation", str(tmp_path / "checkpoint"))
         .trigger(availableNow=True)
-        .start()
     )
     query.awaitTermination(300)
     assert query.exception() is None
@@ -82,7 +82,7 @@ def test_a_streaming_query_over_several_micro_batches_accounts_for_every_record(
 @pytest.fixture
 def served_registry(tmp_path: Path) -> Iterator[tuple[LocalRegistry, str, Topics]]:
     topics = Topics(fresh_topic("payments-out"))
-    registry = LocalRegistry(tmp_path / "registry")
+    registry = LocalRegistry(tmp_path / "registry", create=True)
     register_payments(registry, topics)
     with running_registry(registry) as server:
         yield registry, server.url, topics

@@ -24,6 +24,7 @@ from pipeline import (
     major_2_reader,
 )
 from pyspark import cloudpickle
+from query_start import start
 
 from tools.kafka_broker import KafkaBroker
 
@@ -152,13 +153,12 @@ def test_a_streaming_query_restarted_from_its_checkpoint_neither_loses_nor_dupli
         source = kafka_source(
             spark, bootstrap, scenario.topics.source, streaming=True, maxOffsetsPerTrigger=60
         )
-        return (
+        return start(
             source.writeStream.foreachBatch(
                 reader.foreach_batch(write, name="payments-restart", apply="deserialize", **options)
             )
             .option("checkpointLocation", str(tmp_path / "checkpoint"))
             .trigger(availableNow=True)
-            .start()
         )
 
     crashing = run(CrashOnceAfterWriting(output, batch=2, marker=str(tmp_path / "crashed")))

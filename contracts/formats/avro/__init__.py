@@ -1,4 +1,4 @@
-"""Avro ↔ Spark: schemas to Spark types (spark-avro's conventions), the CEL_FIELD field walk, and values.
+"""Avro ↔ Spark: schemas to Spark types (spark-avro's conventions), the field walk, and values.
 
 Schemas are fastavro parsed schemas (`parse_schema`). Spark types follow spark-avro's
 `SchemaConverters.toSqlType`: records → structs, arrays → ArrayType, maps → MapType(string, …),
@@ -19,6 +19,7 @@ A non-record top-level schema has no DataFrame of its own: wrap its value as
 
 from __future__ import annotations
 
+from contracts.formats.arrow_types import arrow_schema, arrow_type
 from contracts.formats.avro.types import (
     ARRAY_ELEMENT,
     FULL_NAME_KEY,
@@ -37,9 +38,7 @@ from contracts.formats.avro.types import (
 from contracts.formats.avro.values import (
     Records,
     arrow_ready,
-    arrow_schema,
     arrow_to_records,
-    arrow_type,
     avro_to_spark_value,
     chooses_union_branches,
     read_records,

@@ -15,15 +15,12 @@ import fastavro
 from pyspark.sql import types as T
 
 from contracts.errors import ContractError
+from contracts.formats.markers import LOGICAL_TYPES_KEY, TYPE_KEY
 
 AvroSchema = str | list[Any] | dict[str, Any]
 
 TAGS_PROP = "confluent:tags"
 FULL_NAME_KEY = "avro.fullName"
-TYPE_KEY = "avro.type"
-LOGICAL_TYPES_KEY = "avro.logicalTypes"
-"""Field metadata: the logical types in the field's type, through unions, arrays and maps (not
-into records, whose fields say their own) — an int or long column may hold a time of day."""
 ARRAY_ELEMENT = "[]"
 MAP_VALUE = "{}"
 

@@ -6,8 +6,9 @@ item a present null, a double finite and a long a JSON integer).
 Compiled: `type`, `properties`, `required`, `items` (one schema), `additionalProperties` (a
 record read that way has no other property), `enum`/`const` of scalars, `minimum`/`maximum` and
 numeric `exclusiveMinimum`/`exclusiveMaximum`, `minLength`/`maxLength`, `minItems`/`maxItems`,
-`pattern` in a subset where Java's and Python's regex dialects agree, a `$ref` without sibling
-keywords, and a `oneOf`/`anyOf` of `{"type": "null"}` and one schema that refuses null.
+`pattern` where Java matches as RE2 does, in linear time (`contracts.formats.regex`), a `$ref`
+without sibling keywords, and a `oneOf`/`anyOf` of `{"type": "null"}` and one schema that
+refuses null.
 Annotations (`title`, `format`, which jsonschema does not check by default, …) are ignored. Any
 other keyword makes the schema `inexact`: its records are then validated in Python alone.
 """
@@ -15,12 +16,12 @@ other keyword makes the schema `inexact`: its records are then validated in Pyth
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from contracts.formats.json_schema.types import JsonSchema, Shape
+from contracts.formats.regex import NotInJava, java_form
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -69,8 +70,6 @@ _VENDOR_PREFIXES = ("connect.", "confluent:")
 """Keywords Confluent's tools add, which no validator reads."""
 _LONG = (-(2**63), 2**63 - 1)
 _EXACT_DOUBLE = 2**53
-_LINE_TERMINATORS = "[\\n\\r\\u0085\\u2028\\u2029]"
-"""Where Java's `$` may match before the end and Python's not (Java also ends lines at these)."""
 
 Check = Callable[["Column"], "Column"]
 
@@ -249,12 +248,13 @@ def _string(node: Mapping[str, Any], pointer: str) -> list[Check | None]:
         checks.append(lambda value: F.length(value) <= F.lit(high))
     if "pattern" in node:
         pattern = node["pattern"]
-        if not isinstance(pattern, str) or not same_in_java(pattern):
-            raise Inexact(f"the pattern at {pointer} may match otherwise in Java than in Python")
-        if "$" in pattern:
-            checks.append(lambda value: value.rlike(pattern) & ~value.rlike(_LINE_TERMINATORS))
-        else:
-            checks.append(lambda value: value.rlike(pattern))
+        if not isinstance(pattern, str):
+            raise Inexact(f"the pattern at {pointer} is not a string")
+        try:
+            java = java_form(pattern)
+        except NotInJava as e:
+            raise Inexact(f"the pattern at {pointer} is {e}") from e
+        checks.append(lambda value: value.rlike(java))
     return checks
 
 
@@ -382,93 +382,3 @@ def _and(conditions: list[Column]) -> Column:
     for condition in conditions[1:]:
         out = out & condition
     return out
-
-
-# The regex subset both dialects read alike: literals, escaped metacharacters, `.`, positive \d
-# \w \s (Java's ASCII sets are within Python's Unicode ones, so a Java match is a Python match),
-# classes of literals and ranges (negated ones without \d \w \s), groups `(`/`(?:`, `|`, the
-# anchors `^` and `$` and the quantifiers `* + ? {n} {n,} {n,m}`, each possibly lazy.
-_META = set("\\^$.|?*+()[]{}")
-_ESCAPABLE = set("\\^$.|?*+()[]{}-/")
-_QUANTIFIER = re.compile(r"[*+?]|\{[0-9]+(,[0-9]*)?\}")
-
-
-def same_in_java(pattern: str) -> bool:
-    """Whether Java's `find` of `pattern` matching a string (without line terminators when the
-    pattern has `$`) implies that Python's `re.search` does: the pattern is in the subset above."""
-    i, depth, atom = 0, 0, False
-    while i < len(pattern):
-        c = pattern[i]
-        quantifier = _QUANTIFIER.match(pattern, i)
-        if quantifier is not None and c in "*+?{":
-            low, _, high = quantifier.group(0).strip("{}").partition(",")
-            if not atom or (high and low and int(high) < int(low)):
-                return False
-            i, atom = quantifier.end(), False
-            if i < len(pattern) and pattern[i] == "?":
-                i += 1
-            continue
-        if c == "\\":
-            if i + 1 >= len(pattern) or (pattern[i + 1] not in _ESCAPABLE and pattern[i + 1] not in "dws"):
-                return False
-            i, atom = i + 2, True
-        elif c == "[":
-            end = _class_end(pattern, i)
-            if end is None:
-                return False
-            i, atom = end, True
-        elif c == "(":
-            if pattern.startswith("(?:", i):
-                i += 3
-            elif pattern.startswith("(?", i):
-                return False
-            else:
-                i += 1
-            depth, atom = depth + 1, False
-        elif c == ")":
-            if depth == 0:
-                return False
-            i, depth, atom = i + 1, depth - 1, True
-        elif c in "|^$":
-            i, atom = i + 1, False
-        elif c == ".":
-            i, atom = i + 1, True
-        elif c in _META or not c.isprintable():
-            return False
-        else:
-            i, atom = i + 1, True
-    return depth == 0
-
-
-def _class_end(pattern: str, start: int) -> int | None:
-    """The index after the class opening at `start`, or None when it is outside the subset."""
-    i = start + 1
-    negated = i < len(pattern) and pattern[i] == "^"
-    i += negated
-    members = 0
-    previous_literal = False
-    while i < len(pattern) and pattern[i] != "]":
-        c = pattern[i]
-        if c == "\\":
-            if i + 1 >= len(pattern):
-                return None
-            escaped = pattern[i + 1]
-            if (escaped not in "dws" or negated) and escaped not in _ESCAPABLE:
-                return None
-            previous_literal = False  # no range starts at an escape
-            i += 2
-        elif c == "-":
-            nxt = pattern[i + 1] if i + 1 < len(pattern) else ""
-            if not previous_literal or nxt in ("", "]", "\\", "[", "-", "&") or not nxt.isprintable():
-                return None
-            if ord(nxt) < ord(pattern[i - 1]):
-                return None  # an empty range: an error in both
-            i, previous_literal = i + 2, False
-        elif c in "[&^" or not c.isprintable():
-            return None
-        else:
-            i, previous_literal = i + 1, True
-        members += 1
-    if i >= len(pattern) or members == 0:
-        return None
-    return i + 1

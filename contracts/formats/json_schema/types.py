@@ -19,6 +19,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from contracts.errors import ContractError
+from contracts.formats.json_schema.patterns import check_patterns
+from contracts.formats.markers import (
+    ABSENT_FIELD,
+    ABSENT_MARK,
+    IN_DOCUMENT,
+    IN_DOCUMENT_OR_NULL,
+    PRESENCE_KEY,
+)
 from contracts.formats.protocol import Reference
 
 if TYPE_CHECKING:
@@ -45,7 +53,9 @@ class Shape:
         if self.kind == "object":
             return T.StructType(
                 [
-                    T.StructField(name, shape.spark_type(), not required or shape.nullable)
+                    T.StructField(
+                        name, shape.spark_type(), not required or shape.nullable, _presence(required, shape)
+                    )
                     for name, shape, required in self.fields
                 ]
             )
@@ -63,6 +73,25 @@ class Shape:
             "boolean": T.BooleanType(),
         }[self.kind]
 
+    @property
+    def has_optional_nulls(self) -> bool:
+        """Whether some optional property at or below this node accepts null: then a null there may
+        be the property's own or stand for its absence, which the record's `ABSENT_FIELD` tells."""
+        if self.kind == "object":
+            return any(
+                (not required and shape.nullable) or shape.has_optional_nulls
+                for _, shape, required in self.fields
+            )
+        return self.item is not None and self.item.has_optional_nulls
+
+
+def _presence(required: bool, shape: Shape) -> dict[str, Any] | None:
+    """An optional property's presence (contracts.formats.markers): a null is its absence, or, when
+    it accepts null, its absence only where the record's mask lists it."""
+    if required:
+        return None
+    return {PRESENCE_KEY: IN_DOCUMENT_OR_NULL if shape.nullable else IN_DOCUMENT}
+
 
 @dataclass(frozen=True)
 class JsonSchema:
@@ -73,11 +102,22 @@ class JsonSchema:
     shape: Shape
 
     def struct_type(self) -> StructType:
+        """The record's Spark type; with `ABSENT_FIELD` last when some optional property accepts
+        null (docs/semantics.md §1.5): a DataFrame then says which nulls are absent properties."""
         spark = self.shape.spark_type()
-        from pyspark.sql.types import StructType
+        from pyspark.sql.types import ArrayType, StringType, StructField, StructType
 
         assert isinstance(spark, StructType)
-        return spark
+        if not self.shape.has_optional_nulls:
+            return spark
+        if ABSENT_FIELD in spark.fieldNames():
+            raise ContractError(
+                f"the schema has a property {ABSENT_FIELD!r}, the name of the field that says which of a"
+                " record's nulls are absent properties (some optional property here accepts null)",
+                position=f"#/properties/{ABSENT_FIELD}",
+            )
+        mask = StructField(ABSENT_FIELD, ArrayType(StringType(), False), True, {ABSENT_MARK: True})
+        return StructType([*spark.fields, mask])
 
 
 def parse_json_schema(schema_str: str, references: Sequence[Reference] = ()) -> JsonSchema:
@@ -96,6 +136,7 @@ def parse_json_schema(schema_str: str, references: Sequence[Reference] = ()) -> 
         validator_for(document).check_schema(document)
     except SchemaError as e:
         raise ContractError(f"not a valid JSON Schema: {e.message}", position="schema") from e
+    check_patterns(document)
     shape = _Shaper(document).shape(document, "#", frozenset())
     if shape.kind != "object":
         raise ContractError(

@@ -11,10 +11,15 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from contracts.formats.arrow_text import struct_values
+from contracts.formats.fields import FieldTree, FieldVisit
+from contracts.formats.protobuf import dlq_value
+from contracts.formats.protobuf.fields import ProtobufFieldWalk
 from contracts.formats.protobuf.indexes import read_indexes, write_indexes
+from contracts.formats.protobuf.tree import protobuf_tree
 from contracts.formats.protobuf.types import holds_decimal, struct_type
 from contracts.formats.protobuf.values import (
     from_spark,
+    presence_view,
     record_reader,
     spark_converters,
     to_message,
@@ -28,6 +33,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from google.protobuf.descriptor import Descriptor
     from google.protobuf.message import Message
+    from pyspark.sql import Column
     from pyspark.sql.types import StructType
 
 
@@ -93,6 +99,18 @@ class ProtobufFormat:
 
     def __init__(self, message: str | None = None) -> None:
         self.message = message
+
+    def presence_view(self, record: Any, parsed: ProtoSchema) -> Any:
+        """The record as CEL reads it, with protobuf's presence (docs/semantics.md §3.6)."""
+        return presence_view(record, parsed.message())
+
+    def with_record(self, message: str) -> ProtobufFormat:
+        """This format reading each schema's record as the message of full name `message`."""
+        return ProtobufFormat(message)
+
+    def clear_length(self, body: bytes) -> int:
+        """The body's message indexes, which encoding rules leave in clear (§11.5)."""
+        return read_indexes(body)[1]
 
     def parse(self, schema_str: str, references: Sequence[Reference]) -> ProtoSchema:
         """The `.proto` text compiled with the referenced files, each under its reference's name,
@@ -228,6 +246,26 @@ class ProtobufFormat:
     def dlq_value(self, record: Any, parsed: ProtoSchema) -> bytes:
         """The message's protobuf JSON, as the reference's DLQ action writes a message."""
         return protobuf_dlq_value(record, parsed)
+
+    def field_tree(
+        self, parsed: ProtoSchema, metadata_tags: Mapping[str, tuple[str, ...]]
+    ) -> FieldTree | None:
+        """The message's tree; results are set as the protobuf runtime sets a field (converting some)."""
+        return FieldTree(protobuf_tree(parsed, metadata_tags), converting_writes=True)
+
+    def field_walk(
+        self,
+        parsed: ProtoSchema,
+        metadata_tags: Mapping[str, tuple[str, ...]],
+        rule_tags: frozenset[str],
+        visit: FieldVisit,
+        condition: bool = False,
+    ) -> Callable[[Any], Any]:
+        return ProtobufFieldWalk(parsed, metadata_tags, rule_tags, visit, condition)
+
+    def read_dlq_value(self, value: Column, parsed: ProtoSchema) -> Column:
+        """By protobuf's JSON parser, in an Arrow UDF (contracts.formats.protobuf.dlq_value)."""
+        return dlq_value.read_dlq_value(value, parsed, self, self.spark_type(parsed))
 
     def __repr__(self) -> str:
         return "ProtobufFormat()" if self.message is None else f"ProtobufFormat(message={self.message!r})"

@@ -6,9 +6,19 @@ integers widened so every value fits (as its `upcast.unsigned.ints` option does)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+from typing import TYPE_CHECKING, Any
 
 from contracts.errors import ContractError
+from contracts.formats.markers import (
+    CEL_DIFFERS_KEY,
+    NON_EMPTY,
+    NOT_DEFAULT,
+    PRESENCE_DEFAULT_KEY,
+    PRESENCE_KEY,
+    SET,
+    SET_OR_DEFAULT,
+)
 from contracts.formats.protobuf.options import field_params
 
 if TYPE_CHECKING:
@@ -22,9 +32,6 @@ DECIMAL = "confluent.type.Decimal"
 DEFAULT_DECIMAL = (10, 0)
 """The precision and scale of a Decimal field that declares none: Spark's and Confluent's Flink
 SQL default decimal (Confluent's Java converter also defaults the scale to 0)."""
-CEL_DIFFERS_KEY = "protobuf.celDiffers"
-"""Field metadata marking a field whose Spark value is not the value CEL sees (native CEL leaves
-it to cel-python)."""
 UNSIGNED = frozenset({4, 6, 7, 13})
 """FieldDescriptor.TYPE_UINT64, TYPE_FIXED64, TYPE_FIXED32, TYPE_UINT32."""
 WRAPPERS = frozenset(
@@ -54,12 +61,45 @@ def _message_type(message: Descriptor, path: tuple[str, ...]) -> DataType:
 
 def _struct_field(field: FieldDescriptor, path: tuple[str, ...]) -> StructField:
     """A field as a struct field: nullable when it can be unset (a message, a wrapper, a field with
-    presence), marked when what CEL sees of it differs from its Spark value."""
+    presence), marked when what CEL sees of it differs from its Spark value, and with its presence
+    as protobuf decides it (contracts.formats.markers)."""
     from pyspark.sql import types as T
 
     always_set = is_repeated(field) or (field.message_type is None and not field.has_presence)
-    metadata = {CEL_DIFFERS_KEY: True} if cel_differs(field, frozenset(path)) else None
+    metadata: dict[str, Any] = {CEL_DIFFERS_KEY: True} if cel_differs(field, frozenset(path)) else {}
+    metadata.update(presence(field))
     return T.StructField(field.name, _field_type(field, path), not always_set, metadata)
+
+
+def presence(field: FieldDescriptor) -> dict[str, Any]:
+    """The field's presence, as protobuf's `HasField` and the reference's CEL decide it (§3.6): a
+    repeated or map field is present when not empty; a message or wrapper when set (read unset:
+    null); another field with presence (`optional`, a oneof member) when set (read unset: its
+    default); a scalar without presence when it is not its default."""
+    if is_repeated(field):
+        return {PRESENCE_KEY: NON_EMPTY}
+    if field.message_type is not None:
+        return {PRESENCE_KEY: SET}
+    kind = SET_OR_DEFAULT if field.has_presence else NOT_DEFAULT
+    default = _spark_default(field)
+    return {
+        PRESENCE_KEY: kind,
+        **({PRESENCE_DEFAULT_KEY: json.dumps(default)} if default is not None else {}),
+    }
+
+
+def _spark_default(field: FieldDescriptor) -> Any:
+    """A scalar field's default as Spark holds it, when it is not its Spark type's zero: an enum's
+    value name, bytes as their values, a number or string proto2 declares."""
+    from google.protobuf.descriptor import FieldDescriptor as F
+
+    value = field.default_value
+    if field.type == F.TYPE_ENUM:
+        named = field.enum_type.values_by_number.get(value)
+        return named.name if named is not None else str(value)
+    if isinstance(value, bytes):
+        return list(value) if value else None
+    return value if value else None
 
 
 def _field_type(field: FieldDescriptor, path: tuple[str, ...]) -> DataType:

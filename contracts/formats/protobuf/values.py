@@ -19,6 +19,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from contracts.bounded import BoundedCache
+from contracts.formats.markers import PresenceRecord, Unsigned
 from contracts.formats.protobuf.types import (
     DECIMAL,
     DURATION,
@@ -34,13 +35,6 @@ from contracts.formats.protobuf.types import (
 if TYPE_CHECKING:
     from google.protobuf.descriptor import Descriptor, FieldDescriptor
     from google.protobuf.message import Message
-
-
-class Unsigned(int):
-    """A value of an unsigned integer field (uint32, uint64, fixed32, fixed64, their wrappers):
-    an int that tells CEL it is a uint, as the reference binds those fields."""
-
-    __slots__ = ()
 
 
 def to_record(message: Message) -> dict[str, Any]:
@@ -128,6 +122,8 @@ def _plain_converter(field: FieldDescriptor) -> Callable[[Any], Any] | None:
     into its record value (None where they are the same)."""
     message = field.message_type
     if message is None:
+        if field.type == field.TYPE_STRING and not _runtime_checks_utf8(field):
+            return _text_of(field)
         return Unsigned if field.type in UNSIGNED else None
     name = message.full_name
     if name == TIMESTAMP:
@@ -145,6 +141,111 @@ def _plain_converter(field: FieldDescriptor) -> Callable[[Any], Any] | None:
         return nested[0](value)
 
     return read_nested
+
+
+def _runtime_checks_utf8(field: FieldDescriptor) -> bool:
+    """Whether the runtime refuses a body whose string field is not UTF-8 (proto3); otherwise
+    (proto2, or an edition with `utf8_validation = NONE`) it hands such a value over as bytes."""
+    from google.protobuf.descriptor_pb2 import FeatureSet
+
+    features = getattr(field, "_GetFeatures", None)
+    return features is not None and features().utf8_validation == FeatureSet.VERIFY
+
+
+def _text_of(field: FieldDescriptor) -> Callable[[Any], Any]:
+    """A string field's value as text; ValueError naming the field for bytes that are not UTF-8,
+    which no Spark string holds (the record is then undecodable, docs/semantics.md §8.6)."""
+
+    def text(value: Any) -> Any:
+        if isinstance(value, bytes):
+            try:
+                return value.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ValueError(
+                    f"{field.full_name} holds a string that is not valid UTF-8"
+                    f" ({e.reason} at byte {e.start} of {value[:16]!r})"
+                ) from None
+        return value
+
+    return text
+
+
+def presence_view(record: Any, descriptor: Descriptor) -> Any:
+    """The record as the reference's CEL reads the message (docs/semantics.md §3.6): a
+    PresenceRecord holding every field — an unset `optional` or oneof member as its default, an
+    unset message or wrapper as null — and naming the unset ones (`HasField` semantics, a scalar
+    without presence at its default, an empty repeated or map field), nested messages likewise."""
+    return _VIEWS.get_or_make(descriptor, lambda: _compile_view(descriptor))(record)
+
+
+_VIEWS: BoundedCache[Any, Callable[[Any], Any]] = BoundedCache(256)
+"""Per process: the presence view of each message, its fields' steps resolved once."""
+
+_Step = Callable[[Any], "tuple[Any, bool]"]
+"""A field's step of a view: its record value to (what CEL reads, whether it is unset)."""
+
+
+def _compile_view(descriptor: Descriptor) -> Callable[[Any], Any]:
+    steps = tuple((field.name, _view_step(field)) for field in descriptor.fields)
+
+    def view(record: Any) -> Any:
+        if not isinstance(record, dict):
+            return record
+        fields: dict[str, Any] = {}
+        unset = []
+        for name, step in steps:
+            fields[name], is_unset = step(record.get(name))
+            if is_unset:
+                unset.append(name)
+        return PresenceRecord(fields, frozenset(unset))
+
+    return view
+
+
+def _view_step(field: FieldDescriptor) -> _Step:
+    """How the view reads one field of a record (see `presence_view`)."""
+    if is_repeated(field):
+        mapped = is_map(field)
+        holds = _nested_message(field.message_type.fields_by_name["value"] if mapped else field)
+        empty: Any = {} if mapped else []
+
+        def many(value: Any) -> tuple[Any, bool]:
+            if not value:
+                return (empty if value is None else value), True
+            if holds is None:
+                return value, False
+            if mapped:
+                return {key: presence_view(item, holds) for key, item in value.items()}, False
+            return [presence_view(item, holds) for item in value], False
+
+        return many
+    if field.message_type is not None:
+        holds = _nested_message(field)
+        if holds is None:
+            return lambda value: (value, value is None)
+        return lambda value: (None, True) if value is None else (presence_view(value, holds), False)
+    default = _record_default(field)
+    if field.has_presence:  # an unset `optional` scalar or oneof member (a record leaves it out)
+        return lambda value: (default, True) if value is None else (value, False)
+    return lambda value: (value, value == default)
+
+
+def _nested_message(field: FieldDescriptor) -> Descriptor | None:
+    """The message a field's values are records of, None for a scalar or a well-known value."""
+    message = field.message_type
+    if (
+        message is None
+        or message.full_name in (TIMESTAMP, DURATION, DECIMAL)
+        or message.full_name in WRAPPERS
+    ):
+        return None
+    return message
+
+
+def _record_default(field: FieldDescriptor) -> Any:
+    """A scalar field's default as a record holds it (an enum's number, an unsigned `Unsigned`)."""
+    convert = _plain_converter(field)
+    return field.default_value if convert is None else convert(field.default_value)
 
 
 def to_message(record: Any, descriptor: Descriptor, strict: bool = True) -> Message:

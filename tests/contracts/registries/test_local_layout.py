@@ -89,7 +89,7 @@ def test_every_legal_subject_round_trips_through_a_reload_inside_the_root(
 ) -> None:
     with tempfile.TemporaryDirectory() as container:
         root = Path(container) / "registry"
-        registry = LocalRegistry(root)
+        registry = LocalRegistry(root, create=True)
         registry.set_config(compatibility="NONE")
         ids = {
             subject: registry.register_schema(subject, avro(f"f{n}")) for n, subject in enumerate(subjects)
@@ -118,7 +118,7 @@ def test_every_legal_subject_round_trips_through_a_reload_inside_the_root(
 
 def test_dot_subjects_are_stored_under_the_root_and_never_touch_the_global_config(tmp_path: Path) -> None:
     root = tmp_path / "registry"
-    registry = LocalRegistry(root)
+    registry = LocalRegistry(root, create=True)
     registry.set_config(compatibility="FULL")
     for subject in (".", "..", "../x", ".events-value", ""):
         registry.register_schema(subject, avro("a"))
@@ -154,7 +154,7 @@ def test_a_long_subject_gets_a_hashed_directory_that_names_it(tmp_path: Path) ->
 
 @pytest.mark.parametrize("subject", ["a\x00b", "line\nbreak", "\x7f", "bell\x07", "\ud800", "a\udcffb"])
 def test_subjects_confluent_refuses_are_42208_and_write_nothing(tmp_path: Path, subject: str) -> None:
-    registry = LocalRegistry(tmp_path / "registry")
+    registry = LocalRegistry(tmp_path / "registry", create=True)
     for call in (
         lambda: registry.register_schema(subject, avro("a")),
         lambda: registry.set_config(subject, compatibility="NONE"),
@@ -290,7 +290,7 @@ def test_a_relative_path_is_resolved_once_at_construction(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    registry = LocalRegistry("registry")
+    registry = LocalRegistry("registry", create=True)
     assert registry.path == tmp_path.resolve() / "registry"
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -313,7 +313,7 @@ def test_spark_workers_write_a_relative_registry_where_the_driver_named_it(
     rows = [(encode_frame(source_id, body.getvalue()), "orders")]
     monkeypatch.chdir(tmp_path)
     relative = f"registry-{uuid.uuid4().hex}"
-    destination = LocalRegistry(relative)
+    destination = LocalRegistry(relative, create=True)
     destination.register_schema("other-value", avro("other"))
 
     moved = remap_schema_ids(

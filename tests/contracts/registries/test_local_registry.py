@@ -52,7 +52,9 @@ def code_of(error: pytest.ExceptionInfo[RegistryError]) -> tuple[int | None, int
 
 @pytest.fixture(params=["memory", "directory"])
 def registry(request: pytest.FixtureRequest, tmp_path: Path) -> LocalRegistry:
-    return LocalRegistry() if request.param == "memory" else LocalRegistry(tmp_path / "contracts")
+    if request.param == "memory":
+        return LocalRegistry()
+    return LocalRegistry(tmp_path / "contracts", create=True)
 
 
 # -- ids and versions --------------------------------------------------------------------------
@@ -698,7 +700,7 @@ def test_processes_registering_at_once_get_distinct_ids(tmp_path: Path, same_sub
     context = multiprocessing.get_context("spawn")
     for attempt in range(3):
         root = tmp_path / str(attempt)
-        LocalRegistry(root).set_config(compatibility="NONE")
+        LocalRegistry(root, create=True).set_config(compatibility="NONE")
         barrier, ids = context.Barrier(4), context.Queue()
         processes = [
             context.Process(
@@ -889,3 +891,14 @@ def test_bad_guids_in_files_are_contract_errors(tmp_path: Path, files: dict[str,
         (tmp_path / "orders-value" / name).write_text(json.dumps(payload))
     with pytest.raises(ContractError, match=message):
         LocalRegistry(tmp_path)
+
+
+def test_a_missing_directory_is_an_error_unless_create_is_given(tmp_path: Path) -> None:
+    typo = tmp_path / "contarcts"
+    with pytest.raises(RegistryError, match=r"registry directory '.*contarcts' does not exist"):
+        LocalRegistry(typo)
+    assert not typo.exists()
+    assert LocalRegistry(typo, create=True).get_subjects() == [] and typo.is_dir()
+    (tmp_path / "file").write_text("")
+    with pytest.raises(RegistryError, match="is not a directory"):
+        LocalRegistry(tmp_path / "file", create=True)

@@ -1,7 +1,6 @@
-"""The CEL_FIELD view of a Protobuf message for the native walk (executors/cel_field/native.py):
-the tree of values the reference's Protobuf walk meets (docs/semantics.md §4.9), as the nodes of
-the Avro tree (executors/cel_field/schema.py) plus `Present` for fields with presence (skipped
-when unset) and `Wrapped` for the well-known messages Spark holds as one value.
+"""The Protobuf field walk as a tree (`FieldWalking.field_tree`) for a native compiler: the values
+the reference's Protobuf walk meets (docs/semantics.md §4.9), with `Present` for fields with
+presence (skipped when unset) and `Wrapped` for the well-known messages Spark holds as one value.
 
 Leaves carry the walk's type names; a value CEL sees otherwise than Spark holds it carries a
 `logical` mark, which keeps a rule that visits it in Python: an unsigned integer (a `uint` in CEL),
@@ -14,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from contracts.formats.fields import Array, Field, Leaf, Map, Node, Present, Record, Wrapped, tags_of
+from contracts.formats.protobuf.fields import type_name
 from contracts.formats.protobuf.options import field_tags
 from contracts.formats.protobuf.types import (
     DECIMAL,
@@ -25,8 +26,6 @@ from contracts.formats.protobuf.types import (
     is_repeated,
 )
 from contracts.registry.protobuf_schema import ProtoSchema
-from executors.cel_field.protobuf_walk import type_name
-from executors.cel_field.schema import Array, Field, Leaf, Map, Node, Present, Record, Wrapped, tag_matches
 
 if TYPE_CHECKING:
     from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -48,11 +47,8 @@ class _Builder:
         return Record(message.full_name, tuple(self.field(field) for field in message.fields))
 
     def field(self, field: FieldDescriptor) -> Field:
-        tags = set(field_tags(field))
-        for path, path_tags in self.metadata_tags.items():
-            if tag_matches(field.full_name, path):
-                tags.update(path_tags)
-        return Field(field.name, field.full_name, frozenset(tags), self.node(field))
+        tags = tags_of(field.full_name, field_tags(field), self.metadata_tags)
+        return Field(field.name, field.full_name, tags, self.node(field))
 
     def node(self, field: FieldDescriptor) -> Node:
         if is_map(field):

@@ -1,34 +1,26 @@
-"""The reference's JSON Schema field walk (docs/semantics.md §4.8), for CEL_FIELD (and ENCRYPT) rules
-on JSON records, in Python.
+"""The reference's JSON Schema field walk (docs/semantics.md §4.8), for CEL_FIELD and ENCRYPT rules on
+JSON records: confluent-kafka 2.16.1's `common/json_schema.py` walk.
 
-It mirrors confluent-kafka 2.16.1's `common/json_schema.py` walk: from the root `$`, an object's
-`properties` field by field (full names `$.a.b`), array `items` element by element, a `type` list
-by the first type the value validates against, `oneOf` by the first valid branch, `anyOf` every
-valid branch, `allOf` each part, `$ref` followed; the field's type name is the innermost schema's
-(ENUM for `enum`/`const`, RECORD, MAP, ARRAY, STRING, INT, DOUBLE, BOOLEAN, NULL), and ENUM,
-STRING, INT, DOUBLE and BOOLEAN values go to the field's rule (CEL_FIELD's expression sees all but
-enums); maps' values are not walked. Tags are the property's `confluent:tags` plus the metadata
-tag paths matching its full name. `CelFieldWalkEvaluator` runs a CEL_FIELD rule through such a
-walk, this one or the Protobuf walk (executors/cel_field/protobuf_walk.py).
+From the root `$`, an object's `properties` field by field (full names `$.a.b`), array `items`
+element by element, a `type` list by the first type the value validates against, `oneOf` by the
+first valid branch, `anyOf` every valid branch, `allOf` each part, `$ref` followed; the field's
+type name is the innermost schema's (ENUM for `enum`/`const`, RECORD, MAP, ARRAY, STRING, INT,
+DOUBLE, BOOLEAN, NULL), and ENUM, STRING, INT, DOUBLE and BOOLEAN values go to the field's rule;
+maps' values are not walked, nor is a property that is absent or null. Tags are the property's
+`confluent:tags` plus the metadata tag paths matching its full name.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import Any
 
-from contracts.model import RuleKind
-from executors.cel import _runtime
-from executors.cel_field.schema import tag_matches
-from executors.protocol import BatchEvaluator, Outcome
+from contracts.formats.fields import ConditionFailed, FieldVisit, WalkedField, selects, tags_of
 
 TAGS_PROP = "confluent:tags"
 WALKED_TYPES = frozenset({"ENUM", "STRING", "INT", "DOUBLE", "BOOLEAN"})
 """The type names whose values the walk hands to the field's rule."""
-CEL_VISITED_TYPES = frozenset({"STRING", "INT", "DOUBLE", "BOOLEAN"})
-"""Those a CEL_FIELD expression sees: the reference's executor returns an enum unchanged (not primitive)."""
 _TYPE_NAMES = {
     "array": "ARRAY",
     "string": "STRING",
@@ -52,32 +44,6 @@ def type_name(schema: Any) -> str:
     if isinstance(declared, str) and declared in _TYPE_NAMES:
         return _TYPE_NAMES[declared]
     return "RECORD" if schema.get("properties") is not None else "NULL"
-
-
-class ConditionFailed(Exception):
-    """A visited field's result was a plain false in a condition's walk: the CONDITION fails."""
-
-
-class _EvaluationFailed(Exception):
-    def __init__(self, reason: str | None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-@dataclass
-class JsonField:
-    """The field being walked: its names and tags, the record holding it, and its current type name."""
-
-    name: str
-    full_name: str
-    tags: frozenset[str]
-    containing: dict[str, Any]
-    type_name: str
-
-
-FieldVisit = Callable[[JsonField, Any], Any]
-"""What a walk does to a value its rule's tags select: the field (its type name that of the
-value's innermost schema) and the value, to the new value."""
 
 
 class JsonFieldWalk:
@@ -113,7 +79,9 @@ class JsonFieldWalk:
         walked = record if self.condition else copy.deepcopy(record)
         return self._transform(self.document, self.resolver, "$", walked, None)
 
-    def _transform(self, schema: Any, resolver: Any, path: str, message: Any, field: JsonField | None) -> Any:
+    def _transform(
+        self, schema: Any, resolver: Any, path: str, message: Any, field: WalkedField | None
+    ) -> Any:
         if message is None or schema is None or isinstance(schema, bool):
             return message
         if field is not None:
@@ -141,12 +109,12 @@ class JsonFieldWalk:
             return self.visit(field, message)
         return message
 
-    def _selects(self, field: JsonField) -> bool:
+    def _selects(self, field: WalkedField) -> bool:
         """Whether the rule's tags (none: every field) select the field."""
-        return not self.rule_tags or not self.rule_tags.isdisjoint(field.tags)
+        return selects(self.rule_tags, field.tags)
 
     def _combined(
-        self, schema: Mapping[str, Any], resolver: Any, path: str, message: Any, field: JsonField | None
+        self, schema: Mapping[str, Any], resolver: Any, path: str, message: Any, field: WalkedField | None
     ) -> Any:
         """allOf each part; oneOf the first valid branch; anyOf every valid branch; then the
         sibling `properties` and `items` of this level."""
@@ -178,8 +146,8 @@ class JsonFieldWalk:
             if not isinstance(property_schema, dict):
                 continue
             full_name = f"{path}.{name}"
-            tags = self._tags(property_schema, full_name)
-            field = JsonField(name, full_name, tags, message, type_name(property_schema))
+            tags = tags_of(full_name, property_schema.get(TAGS_PROP), self.metadata_tags)
+            field = WalkedField(name, full_name, tags, message, type_name(property_schema))
             value = message.get(name)
             if value is None:
                 continue
@@ -189,13 +157,6 @@ class JsonFieldWalk:
                     raise ConditionFailed
             else:
                 message[name] = result
-
-    def _tags(self, property_schema: Mapping[str, Any], full_name: str) -> frozenset[str]:
-        tags = set(property_schema.get(TAGS_PROP) or ())
-        for path, path_tags in self.metadata_tags.items():
-            if tag_matches(full_name, path):
-                tags.update(path_tags)
-        return frozenset(tags)
 
     def _first_type(self, schema: Mapping[str, Any], types: list[Any], message: Any, resolver: Any) -> Any:
         for declared in types:
@@ -212,76 +173,3 @@ class JsonFieldWalk:
             resolved = resolver.lookup(branch["$ref"])
             branch, resolver = resolved.contents, resolved.resolver
         return (branch, resolver) if self.validator(branch, _resolver=resolver).is_valid(message) else None
-
-
-@dataclass(frozen=True)
-class CelFieldJsonBatch:
-    """Picklable factory of the Python evaluator of one CEL_FIELD rule on JSON records; `document`
-    is the parsed schema with its references bundled (every `$ref` local)."""
-
-    expr: str
-    kind: RuleKind
-    rule_tags: frozenset[str]
-    document: Any
-    metadata_tags: Mapping[str, tuple[str, ...]]
-    failure_message: str
-    visited_types: frozenset[str] = CEL_VISITED_TYPES
-
-    def walk(self, visit: Callable[[Any, Any], Any], condition: bool) -> JsonFieldWalk:
-        return JsonFieldWalk(self.document, self.metadata_tags, self.rule_tags, visit, condition)
-
-    def __call__(self) -> BatchEvaluator:
-        return CelFieldWalkEvaluator(self)
-
-
-class WalkedRule(Protocol):
-    """What a CEL_FIELD rule evaluated through a format's field walk says about itself."""
-
-    expr: str
-    kind: RuleKind
-    failure_message: str
-    visited_types: frozenset[str]
-
-    def walk(self, visit: Callable[[Any, Any], Any], condition: bool) -> Callable[[Any], Any]: ...
-
-
-class CelFieldWalkEvaluator:
-    """Evaluates one CEL_FIELD rule over records through its format's walk (JSON or Protobuf):
-    each field the walk visits gets the expression when its type is one the expression sees."""
-
-    def __init__(self, spec: WalkedRule) -> None:
-        self.spec = spec
-        self.condition = spec.kind is RuleKind.CONDITION
-        self.program = _runtime.compile_program(spec.expr)
-        self.reads_message = "message" in spec.expr
-        self.walk = spec.walk(self._visit, self.condition)
-
-    def __call__(self, records: Sequence[Any]) -> Sequence[Outcome]:
-        return [self._one(record) for record in records]
-
-    def _one(self, record: Any) -> Outcome:
-        try:
-            result = self.walk(record)
-        except ConditionFailed:
-            return Outcome(False, record, self.spec.failure_message)
-        except _EvaluationFailed as e:
-            return Outcome(False, record, e.reason)
-        except Exception as e:  # an evaluation error is a rule failure (docs/semantics.md §2.2)
-            return Outcome(False, record, _runtime.evaluation_reason(e))
-        return Outcome(True, record if self.condition else result)
-
-    def _visit(self, field: Any, value: Any) -> Any:
-        if field.type_name not in self.spec.visited_types:
-            return value
-        activation = _runtime.field_activation(
-            value,
-            field.name,
-            field.full_name,
-            field.type_name,
-            sorted(field.tags),
-            field.containing if self.reads_message else None,
-        )
-        outcome = self.program.field(activation, value, condition=self.condition)
-        if not outcome.passed:
-            raise _EvaluationFailed(outcome.reason)
-        return outcome.value

@@ -1,4 +1,5 @@
-"""A DLQ value's JSON record read back into the Spark record of its Avro schema, natively.
+"""A WRITE-side DLQ value's JSON record read back into the Spark record of its Avro schema,
+natively (docs/semantics.md §7.7).
 
 A WRITE-side DLQ value is the record as JSON (docs/semantics.md §7.3): bytes as latin-1 text,
 decimals, dates, timestamps and times as their Python text, non-finite floats as "NaN",
@@ -26,7 +27,7 @@ Convert = Callable[["Column"], "Column"]
 _TIME_UNITS = {"time-millis": 1_000, "time-micros": 1_000_000}
 
 
-def record_column(value: Column, schema: AvroSchema) -> Column:
+def read_dlq_value(value: Column, schema: AvroSchema) -> Column:
     """The record a DLQ `value` (binary) holds as a JSON object, as the Spark struct of `schema`;
     null where the value is no JSON object (a deserialize reject's wire bytes, a primitive).
 

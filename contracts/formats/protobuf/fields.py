@@ -1,5 +1,5 @@
-"""The reference's Protobuf field walk (docs/semantics.md §4.8), for CEL_FIELD and ENCRYPT rules on
-Protobuf records (contracts/formats/protobuf/values.py), in Python.
+"""The reference's Protobuf field walk (docs/semantics.md §4.9), for CEL_FIELD and ENCRYPT rules on
+Protobuf records (contracts/formats/protobuf/values.py).
 
 It mirrors confluent-kafka 2.16.1's `common/protobuf.py` `transform`: a message field by field in
 declaration order, a field with presence that is unset skipped (an unset message, wrapper, oneof
@@ -17,18 +17,16 @@ from __future__ import annotations
 
 import copy
 import datetime
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from contracts.formats.fields import ConditionFailed, FieldVisit, WalkedField, selects, tags_of
 from contracts.formats.protobuf.options import field_tags
 from contracts.formats.protobuf.types import DECIMAL, DURATION, TIMESTAMP, WRAPPERS, is_map, is_repeated
-from contracts.formats.protobuf.values import to_message
-from contracts.model import RuleKind
+from contracts.formats.protobuf.values import presence_view, to_message
 from contracts.registry.protobuf_schema import ProtoSchema
-from executors.cel_field.json_walk import CelFieldWalkEvaluator, ConditionFailed
-from executors.cel_field.schema import PRIMITIVE_TYPE_NAMES, tag_matches
-from executors.protocol import BatchEvaluator
 
 if TYPE_CHECKING:
     from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -56,17 +54,6 @@ def type_name(field: FieldDescriptor) -> str:
     return _SCALAR_NAMES.get(field.type, "NULL")
 
 
-@dataclass
-class ProtoField:
-    """The field being walked: its names and tags, the record holding it, and its type name."""
-
-    name: str
-    full_name: str
-    tags: frozenset[str]
-    containing: dict[str, Any]
-    type_name: str
-
-
 @dataclass(frozen=True)
 class _Plan:
     """One field of a message as the walk meets it, resolved once per descriptor."""
@@ -79,9 +66,6 @@ class _Plan:
     map: bool
     child: Descriptor | None
     """The message its values are walked as (a map's value message), None for a leaf."""
-
-
-FieldVisit = Callable[[ProtoField, Any], Any]
 
 
 class ProtobufFieldWalk:
@@ -119,11 +103,12 @@ class ProtobufFieldWalk:
         return walked
 
     def _message(self, descriptor: Descriptor, record: dict[str, Any]) -> None:
+        view = functools.partial(presence_view, descriptor=descriptor)
         for plan in self._plan(descriptor):
             value = record.get(plan.name)
             if value is None:  # unset with presence (or left out: an unset oneof member)
                 continue
-            field = ProtoField(plan.name, plan.full_name, plan.tags, record, plan.type_name)
+            field = WalkedField(plan.name, plan.full_name, plan.tags, record, plan.type_name, view)
             if plan.map:
                 result: Any = {key: self._value(plan, item, field) for key, item in value.items()}
             elif plan.repeated:
@@ -138,11 +123,10 @@ class ProtobufFieldWalk:
             else:
                 record[plan.name] = result
 
-    def _value(self, plan: _Plan, value: Any, field: ProtoField) -> Any:
+    def _value(self, plan: _Plan, value: Any, field: WalkedField) -> Any:
         child = plan.child
         if child is None:
-            selected = not self.rule_tags or not self.rule_tags.isdisjoint(field.tags)
-            return self.visit(field, value) if selected else value
+            return self.visit(field, value) if selects(self.rule_tags, field.tags) else value
         special = _SPECIAL.get(child.full_name)
         if special is not None:
             as_message = special[0](value)
@@ -162,10 +146,7 @@ class ProtobufFieldWalk:
         return found
 
     def _field_plan(self, field: FieldDescriptor) -> _Plan:
-        tags = set(field_tags(field))
-        for path, path_tags in self.metadata_tags.items():
-            if tag_matches(field.full_name, path):
-                tags.update(path_tags)
+        tags = tags_of(field.full_name, field_tags(field), self.metadata_tags)
         value_field = field.message_type.fields_by_name["value"] if is_map(field) else field
         child = value_field.message_type
         if child is not None and child.full_name in _LEAF_MESSAGES:
@@ -173,7 +154,7 @@ class ProtobufFieldWalk:
         return _Plan(
             field.name,
             field.full_name,
-            frozenset(tags),
+            tags,
             type_name(field),
             is_repeated(field),
             is_map(field),
@@ -200,23 +181,3 @@ _SPECIAL: dict[str, tuple[Callable[[Any], dict[str, Any]], Callable[[dict[str, A
     **{name: (lambda value: {"value": value}, lambda record: record["value"]) for name in WRAPPERS},
 }
 """Well-known messages a record holds as a plain value: that value as the message's fields and back."""
-
-
-@dataclass(frozen=True)
-class CelFieldProtobufBatch:
-    """Picklable factory of the Python evaluator of one CEL_FIELD rule on Protobuf records."""
-
-    expr: str
-    kind: RuleKind
-    rule_tags: frozenset[str]
-    schema: ProtoSchema
-    metadata_tags: Mapping[str, tuple[str, ...]]
-    failure_message: str
-    visited_types: frozenset[str] = PRIMITIVE_TYPE_NAMES
-    """The type names whose values the expression sees (the reference's primitive field types)."""
-
-    def walk(self, visit: FieldVisit, condition: bool) -> ProtobufFieldWalk:
-        return ProtobufFieldWalk(self.schema, self.metadata_tags, self.rule_tags, visit, condition)
-
-    def __call__(self) -> BatchEvaluator:
-        return CelFieldWalkEvaluator(self)
