@@ -10,10 +10,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from contracts.formats.protocol import SchemaFormat
-
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from contracts.formats.protocol import SchemaFormat
 
 RULE_NAME = "__rule.name"
 RULE_MODE = "__rule.mode"
