@@ -42,6 +42,41 @@ def plan_names(df: Any, function: str) -> bool:
     return function in out.getvalue()
 
 
+PYTHON_NODES = ("ArrowEvalPython", "BatchEvalPython", "MapInArrow", "MapInPandas", "PythonUDF")
+"""The physical plan nodes in which rows cross to a Python worker."""
+
+
+def union_branches(df: Any) -> list[str]:
+    """The subtrees under the physical plan's first Union, each as its plan text ([] without one)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        df.explain()
+    lines = out.getvalue().split("== Physical Plan ==")[-1].strip("\n").splitlines()
+    start = next((i for i, line in enumerate(lines) if re.search(r"(^|- )Union\b", line)), None)
+    if start is None:
+        return []
+    column = lines[start].index("Union")  # where each child's ":- " or "+- " begins
+    branches: list[list[str]] = []
+    for line in lines[start + 1 :]:
+        node = re.match(r"[ :]*[:+]- ", line)  # not a node: an expression's text running on
+        if node is not None and node.end() - 3 < column:
+            break
+        if node is not None and node.end() - 3 == column:
+            branches.append([])
+        branches[-1].append(line)
+    return ["\n".join(branch) for branch in branches]
+
+
+def decoded_natively(df: Any, function: str) -> bool:
+    """Whether the query's rows the JVM decodes with `function` meet no Python node: the plan is a
+    union of a branch reading them with `function` and no Python node, and one where Python runs
+    (docs/semantics.md §8.10)."""
+    branches = union_branches(df)
+    native = [b for b in branches if not any(node in b for node in PYTHON_NODES)]
+    python = [b for b in branches if any(node in b for node in PYTHON_NODES)]
+    return len(branches) == 2 and len(native) == 1 and function in native[0] and len(python) == 1
+
+
 def both_paths(
     spark: Any,
     tmp: Path,

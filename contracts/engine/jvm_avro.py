@@ -35,7 +35,7 @@ import pyarrow as pa
 
 from contracts.engine import python_rows, serde
 from contracts.engine.frame import RECORD
-from contracts.engine.routing import Router, with_partition
+from contracts.engine.routing import Router
 from contracts.errors import ContractError
 from contracts.formats.avro.sizes import size_check
 from contracts.formats.avro.types import _PRIMITIVES
@@ -322,12 +322,12 @@ class JvmDecode:
             )
             by_jvm = by_jvm & ~F.coalesce(named, F.lit(False))
         by_jvm = F.coalesce(by_jvm & value.isNotNull(), F.lit(False))
-        jvm_row = F.col(_JVM_ROW)
         reads = {
-            w.column: F.when(jvm_row & match, self._read(value, w))
+            w.column: F.when(by_jvm & match, self._read(value, w))
             for w, match in zip(self.writers, matches, strict=True)
         }
-        staged = with_partition(df).withColumn(_JVM_ROW, by_jvm).withColumns(reads)
+        staged = python_rows.stage(df, {_JVM_ROW: by_jvm, **reads})
+        jvm_row = F.col(_JVM_ROW)
         suspect = F.lit(False)
         for w, match in zip(self.writers, matches, strict=True):
             suspect = F.when(match, _suspect(F.col(w.column), w.spark_type)).otherwise(suspect)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from contracts.engine import python_rows, serde
 from contracts.engine.frame import RECORD
-from contracts.engine.routing import Router, with_partition
+from contracts.engine.routing import Router
 from contracts.errors import ContractError
 from contracts.formats.json_schema import layouts, native
 from contracts.formats.markers import ABSENT_FIELD, ABSENT_MARK
@@ -99,7 +99,7 @@ class JsonJvmDecode:
         body = F.when(F.substring(value, 1, 1) == F.lit(b"\x00"), F.substring(value, 6, _MAX_LENGTH))
         text = body.otherwise(F.substring(value, 18, _MAX_LENGTH)).cast("string")
         parsed = F.when(by_jvm, F.from_json(text, self.spark_type, _PERMISSIVE))
-        staged = with_partition(df).withColumn(_PARSED, parsed)
+        staged = python_rows.stage(df, {_PARSED: parsed})
         parsed = F.col(_PARSED)
         trusted = layouts.written_from(parsed, self.spark_type, text)
         trusted = by_jvm & F.coalesce(
