@@ -166,11 +166,12 @@ def _deserialize(contract: DataContract, df: Any, fused: bool, monkeypatch: Any,
 
 
 def python_passes(df: Any) -> int:
-    """How many Arrow-batched Python passes the query's physical plan runs."""
+    """How many Arrow-batched Python passes the query's physical plan runs (a `mapInArrow` pass or
+    an Arrow UDF, as the DLQ router is)."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         df.explain()
-    return out.getvalue().count("MapInArrow")
+    return out.getvalue().count("MapInArrow") + out.getvalue().count("ArrowEvalPython")
 
 
 def test_rules_in_the_decode_pass_give_the_rows_dlq_records_and_counts_of_a_pass_of_their_own(
