@@ -53,6 +53,7 @@ def test_a_missing_kek_in_a_task_copy_says_so() -> None:
     copy = pickle.loads(pickle.dumps(LocalRegistry()))
     spec = KeySpec("kek1", "local-kms", "key1", "r-value", "AES256_GCM")
     with pytest.raises(
-        EncryptionKeyError, match="no KEK 'kek1' in the DEK registry \\(the registry is a LocalRegistry"
+        EncryptionKeyError,
+        match="no KEK named 'kek1' for subject 'r-value' in the DEK registry \\(the registry is a LocalRegistry",
     ):
         KeyRing(spec, copy, {}, ()).cryptor(1)
