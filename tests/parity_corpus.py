@@ -550,7 +550,7 @@ CEL_FIELD = [
         "cel-field-condition-on-metadata-tags",
         [rule("short", "size(value) <= 3", type="CEL_FIELD", tags=["PRIVATE"], **dlq("long"))],
         metadata={"tags": {"com.acme.User.name": ["PRIVATE"], "**.city": ["PRIVATE"]}},
-        # A boolean field holding false fails a condition unvisited, as in the reference (docs/semantics.md §4.4).
+        # A boolean field holding false fails a condition unvisited (docs/semantics.md §4.4).
         difference=field_named(_first_too_long_or_false),
     ),
     case(
