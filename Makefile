@@ -60,7 +60,7 @@ test: $(STAMP) $(JARS_STAMP)
 bench: $(STAMP) $(JARS_STAMP)
 	$(BIN)/python benchmarks/bench.py
 
-# The property tests only, with random seeds and FUZZ_SCALE times their examples (tests/hypothesis_profiles.py):
+# The property tests only, with random seeds and FUZZ_SCALE times their examples (tests/support/hypothesis_profiles.py):
 # exploration for a developer's machine, never CI. Turn what it finds into explicit examples.
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -m hypothesis --durations=25 --hypothesis-show-statistics
