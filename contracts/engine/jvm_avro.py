@@ -1,14 +1,14 @@
 """Avro bodies decoded and encoded in the JVM by spark-avro (`from_avro`, `to_avro`), where they
 give exactly what the fastavro passes of `serde` give (docs/semantics.md §8.10).
 
-Decoding scans the frames once and sends no whole row to Python: a frame whose V0 id or V1 GUID
+Decoding sends no row `from_avro` reads to Python: a frame whose V0 id or V1 GUID
 names a writer this module can read in the JVM (the target, or a writer migrated natively) and
 whose row has no schema id header is decoded by `from_avro`; a tombstone gets its status natively;
 every other frame (an unknown or late-registered id, a header, a writer migrated in Python or one
 `from_avro` cannot read exactly) is decoded by the Python decoder in an Arrow UDF given those rows
-alone (contracts.engine.python_rows). `from_avro` in PERMISSIVE mode gives a record of nulls for a
-body it cannot read, and reads some bodies fastavro refuses (strings that are not UTF-8, dates and
-times Python cannot hold): those rows, found by Spark expressions, go to the same UDF, whose
+alone, in the other branch of a union (contracts.engine.python_rows). `from_avro` in PERMISSIVE
+mode gives a record of nulls for a body it cannot read, and reads some bodies fastavro refuses
+(strings that are not UTF-8, dates and times Python cannot hold): those rows, found by Spark expressions, go to the same UDF, whose
 Python decoder's reason (or success: a record of nulls) then decides. The UDF routes the rows it
 rejects in the same task, so the decode policy and the DLQ reasons are the ones of the fastavro
 path, byte for byte.
@@ -305,7 +305,7 @@ class JvmDecode:
         return cls(tuple(chosen), fallbacks) if chosen else None
 
     def decode(self, df: DataFrame, decoder: serde.Decoder, router: Router, keep_value: bool) -> DataFrame:
-        """`serde.decode`'s result in one scan of `df`, no row crossing to Python whole: `from_avro`
+        """`serde.decode`'s result for `df`, no row `from_avro` reads meeting a Python node: `from_avro`
         reads the JVM writers' frames; the other frames, and the JVM's suspect records, go to the
         Python decoder (contracts.engine.python_rows), which routes the rows it rejects through
         `router` in the same task, as the fastavro pass does."""

@@ -80,9 +80,9 @@ class JsonJvmDecode:
         return cls(tuple(prefixes), properties, masked=len(properties.fields) < len(target.fields))
 
     def decode(self, df: DataFrame, decoder: serde.Decoder, router: Router, keep_value: bool) -> DataFrame:
-        """`serde.decode`'s result in one scan of `df`, no row crossing to Python whole: `from_json`
-        reads the target's frames, and the rows it is not trusted with, with every other frame, go
-        to the Python decoder (contracts.engine.python_rows), which routes the rows it rejects
+        """`serde.decode`'s result for `df`, no row `from_json` is trusted with meeting a Python node:
+        `from_json` reads the target's frames, and the rows it is not trusted with, with every other
+        frame, go to the Python decoder (contracts.engine.python_rows), which routes the rows it rejects
         through `router` in the same task, as the Python pass does."""
         from pyspark.sql import functions as F
 

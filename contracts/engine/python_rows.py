@@ -3,8 +3,9 @@
 `from_avro` reads most frames. The others (a frame of an unknown or late-registered id, one named
 by a schema id header, one of a writer migrated in Python or read inexactly in the JVM) are
 decoded here, and the JVM's suspect records (a record of nulls, a value Python refuses) are judged
-here. Only those rows cross to the Python worker; every other row reaches it as a null, not as a
-whole row as in a `mapInArrow` pass. The rows it rejects go to their DLQ topics through the decode
+here. Only those rows reach the Python worker, in their own branch of a union; every other row
+takes the JVM's values in a native branch with no Python node (docs/semantics.md §8.10). The rows
+it rejects go to their DLQ topics through the decode
 stage's Router in the same task, as the fastavro pass sends them, and leave marked ROUTED for a
 native filter to drop.
 """
