@@ -8,8 +8,9 @@ every other frame (an unknown or late-registered id, a header, a writer migrated
 `from_avro` cannot read exactly) is decoded by the Python decoder in an Arrow UDF given those rows
 alone, in the other branch of a union (contracts.engine.python_rows). `from_avro` in PERMISSIVE
 mode gives a record of nulls for a body it cannot read, and reads some bodies fastavro refuses
-(strings that are not UTF-8, dates and times Python cannot hold): those rows, found by Spark expressions, go to the same UDF, whose
-Python decoder's reason (or success: a record of nulls) then decides. The UDF routes the rows it
+(strings that are not UTF-8, dates and times Python cannot hold): those rows, found by Spark
+expressions, go to the same UDF, whose Python decoder's reason (or success: a record of nulls)
+then decides. The UDF routes the rows it
 rejects in the same task, so the decode policy and the DLQ reasons are the ones of the fastavro
 path, byte for byte.
 
