@@ -437,7 +437,7 @@ def test_known_ids_and_native_rules_keep_every_python_node_off_the_rows_from_avr
     with avro_path("jvm"):
         contract = DataContract(registry, SUBJECT, dlq_sink=LocalTopicSink(tmp_path / "dlq"))
         decoded = contract.deserialize(source, on_decode_error="DLQ", decode_dlq_topic="bad")
-    assert decode_paths.decoded_natively(decoded, "from_avro")
+    assert decode_paths.decoded_natively(decoded)
     assert registry.register_schema(SUBJECT, Schema(json.dumps(later))) == late
     got = sorted((row.key, row.a, row.b) for row in decoded.collect())
     assert got == [(b"k0", 7, "x"), (b"k1", 7, "x"), (b"k2", 7, "x"), (b"k4", None, None)]

@@ -439,6 +439,6 @@ def test_known_ids_and_native_rules_keep_every_python_node_off_the_rows_from_jso
         decoded = contract.deserialize(
             spark.createDataFrame(rows, ROWS), on_decode_error="DLQ", decode_dlq_topic="bad"
         )
-    assert decode_paths.decoded_natively(decoded, "from_json")
+    assert decode_paths.decoded_natively(decoded)
     assert sorted(row.key for row in decoded.collect()) == [b"k0", b"k1"]
     assert [r.key for r in LocalTopicSink(tmp_path / "dlq").read("bad")] == [b"k2"]
