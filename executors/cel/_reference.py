@@ -14,6 +14,22 @@ from lark import Tree
 
 from executors.cel import _builtins
 
+# cel-python's grammar rules that only hand their one child on: the precedence levels and parentheses.
+PASS_THROUGH = frozenset(
+    {
+        "expr",
+        "conditionalor",
+        "conditionaland",
+        "relation",
+        "addition",
+        "multiplication",
+        "unary",
+        "member",
+        "primary",
+        "paren_expr",
+    }
+)
+
 
 @lru_cache(maxsize=1024)
 def parse(text: str) -> Tree:
@@ -29,3 +45,10 @@ def reference_evaluate(tree: Any, variables: Mapping[str, Any]) -> Any:
     if isinstance(value, Exception):
         raise value
     return value
+
+
+def unwrap(tree: Tree) -> Tree:
+    """The first node under `tree` that is more than a pass-through rule: `(x)` and `x` alike."""
+    while tree.data in PASS_THROUGH and len(tree.children) == 1 and isinstance(tree.children[0], Tree):
+        tree = tree.children[0]
+    return tree

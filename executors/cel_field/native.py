@@ -387,14 +387,12 @@ class NativePlanner:
             from pyspark.sql import functions as F
 
             if plan is None:
-                return NativeOutcome(
-                    F.lit(True), record if self.kind is RuleKind.TRANSFORM else None, always_passes=True
-                )
+                return NativeOutcome(F.lit(True), record if self.kind is RuleKind.TRANSFORM else None)
             emitted = plan.emit(record, None)
             passed = F.lit(True) if emitted.fail is None else ~emitted.fail
             new = emitted.value if emitted.value is not None else record
             transformed = new if self.kind is RuleKind.TRANSFORM else None
-            return NativeOutcome(passed, transformed, always_passes=emitted.fail is None)
+            return NativeOutcome(passed, transformed)
 
         return build
 
