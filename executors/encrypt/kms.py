@@ -15,10 +15,12 @@ from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
+from contracts.errors import DataContractError
+
 KMS_GROUP = "spark_data_contracts.kms"
 
 
-class KmsError(Exception):
+class KmsError(DataContractError):
     """A KMS that cannot be reached, configured or asked to wrap or unwrap a DEK."""
 
 
