@@ -581,7 +581,7 @@ class DataContract:
         )
         may_be_unreadable = any(n.may_be_unreadable for n in natives.values())
         unreadable_dlq = policy.action == "DLQ" and may_be_unreadable
-        later_rejects = unreadable_dlq or any(p.can_reject for p in (plan, *natives.values()))
+        later_rejects = unreadable_dlq or plan.can_reject or any(n.can_reject for n in natives.values())
         router = Router(run.sink, run.run_id, layout, stage="decode")
         leading = None
         if jvm is not None:

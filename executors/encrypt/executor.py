@@ -10,8 +10,10 @@ each DEK once (`keys.KeyRing`) and, on WRITE, keeps the DEK version it encrypts 
 
 from __future__ import annotations
 
+import base64
 import binascii
 import functools
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +45,13 @@ KMS_TYPE = "encrypt.kms.type"
 KMS_KEY_ID = "encrypt.kms.key.id"
 DEK_ALGORITHM = "encrypt.dek.algorithm"
 DEK_EXPIRY_DAYS = "encrypt.dek.expiry.days"
+
+# A string field's ciphertext from its base64: binascii's strict mode is base64.b64decode(value,
+# validate=True) without its Python-level wrapper, on Python 3.11 and later (3.10 has no strict mode).
+if sys.version_info >= (3, 11):
+    _from_base64 = functools.partial(binascii.a2b_base64, strict_mode=True)
+else:
+    _from_base64 = functools.partial(base64.b64decode, validate=True)
 
 
 class EncryptExecutor:
@@ -271,8 +280,7 @@ class _Evaluator:
         type_name = field.type_name
         if type_name == "STRING":
             try:
-                # base64.b64decode(value, validate=True), without its Python-level wrapper
-                data = binascii.a2b_base64(value, strict_mode=True)
+                data = _from_base64(value)
             except (binascii.Error, ValueError):
                 raise _FieldFailure(f"{_cannot_decrypt(field)}: the value is not base64") from None
         elif type_name == "BYTES":

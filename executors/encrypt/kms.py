@@ -68,11 +68,11 @@ def find_driver(kms_type: str, extra: Iterable[KmsDriver] = ()) -> KmsDriver:
     for driver in extra:
         if driver.kms_type == kms_type:
             return driver
-    driver = _installed().get(kms_type)
-    if driver is None:
+    installed = _installed().get(kms_type)
+    if installed is None:
         known = ", ".join(sorted({*_installed(), *(d.kms_type for d in extra)})) or "none"
         raise KmsError(f"no KMS driver for kms type {kms_type!r} (known: {known})")
-    return driver
+    return installed
 
 
 @lru_cache(maxsize=1)
