@@ -19,7 +19,7 @@ from typing import Any
 
 from fastavro.schema import SchemaParseException
 
-from contracts.contract import _ContractPlanner
+from contracts.contract import ContractPlanner as _ContractPlanner
 from contracts.errors import ContractError, DataContractError
 from contracts.model import Rule, RuleMode, Schema
 from contracts.planning import loader, migration

@@ -23,7 +23,7 @@ FULL_NAME_KEY = "avro.fullName"
 ARRAY_ELEMENT = "[]"
 MAP_VALUE = "{}"
 
-_PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
+PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
 _NAMED = frozenset({"record", "enum", "fixed"})
 _SIMPLE_SPARK = {
     "null": T.NullType(),
@@ -82,7 +82,7 @@ class _Names:
         if isinstance(schema, list):
             return schema
         if isinstance(schema, str):
-            if schema in _PRIMITIVES:
+            if schema in PRIMITIVES:
                 return {"type": schema}
             if schema not in self.named:
                 raise ContractError(
