@@ -1,6 +1,7 @@
-"""Plan-time answers of the reference runtime: cel-python's parse tree of an expression and its
-interpreter with Confluent's functions, which the native compiler consults to fold constants and
-to learn how a function behaves on sample values (docs/semantics.md §3.5)."""
+"""Plan-time answers of the reference runtime: cel-python's parse tree of an expression (and which
+of its grammar's nodes only pass a child on) and its interpreter with Confluent's functions, which
+the load checks and the native compiler consult to fold constants and to learn how a function
+behaves on sample values (docs/semantics.md §3.5)."""
 
 from __future__ import annotations
 
