@@ -429,7 +429,7 @@ class DataContract:
         `run_id` names this run's DLQ output (default: a new random id). Given, it makes a rerun
         replace what an earlier run with that id wrote: a LocalTopicSink drops that run's records
         when this is called, so the rerun of a job that failed half-way leaves no duplicates
-        (README, "Dead-letter sinks").
+        (docs/guide.md, "Dead-letter sinks").
         """
         plan = self._plans.rules(RuleMode.WRITE)
         check_workers(df.sparkSession)

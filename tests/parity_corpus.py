@@ -203,7 +203,7 @@ NULL_TRANSFORM_KEEPS_THE_RECORD = Difference(
 )
 
 # The reference's `__rule.exception` is str() of cel-python's error, its argument tuple; ours is
-# one line with the same meaning (README: What happens to a record).
+# one line with the same meaning (docs/guide.md: What happens to a record).
 _ONE_LINE_EXCEPTIONS = {
     b"('modulus or divide by zero', <class 'ZeroDivisionError'>, ('integer division or modulo by zero',))": (
         b"modulus or divide by zero: integer division or modulo by zero"

@@ -139,7 +139,7 @@ def readable(rows: DataFrame, source: Source, unreadable: Unreadable) -> DataFra
     }
     rejected = F.when(line.isNotNull(), status_literal(status)).otherwise(F.lit(None).cast(status_type()))
     staged = rows.withColumns({STATUS: rejected, _LINE: F.encode(line, "UTF-8")})
-    layout = DlqLayout(_LINE, contract.avro_schema, contract.target.format, value_column=_LINE)
+    layout = DlqLayout(_LINE, contract.parsed, contract.target.format, value_column=_LINE)
     router = Router(unreadable.sink, unreadable.run_id, layout, stage="read")
     routed = with_partition(staged).mapInArrow(router, staged.schema)
     return routed.drop(STATUS, _LINE, _MALFORMED)

@@ -17,8 +17,6 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from fastavro.schema import SchemaParseException
-
 from contracts.contract import ContractPlanner as _ContractPlanner
 from contracts.errors import ContractError, DataContractError
 from contracts.model import Rule, RuleMode, Schema
@@ -26,17 +24,10 @@ from contracts.planning import loader, migration
 from contracts.planning.plan import build_plan
 from contracts.plugins import ACTION_GROUP, EXECUTOR_GROUP, PluginRegistry, load_group
 from contracts.registry import LocalRegistry, Registry
-from contracts.registry.compatibility import (
-    Compatibility,
-    checked_against,
-    compatibility_errors,
-    compatibility_level,
-    parse_avro,
-)
-from contracts.registry.json_compatibility import json_schema_compatibility_errors
+from contracts.registry.checkers import UnreadableSchema, checker_for, incompatibilities
+from contracts.registry.compatibility import Compatibility, checked_against, compatibility_level
 from contracts.registry.layout import SUBJECT_FILE, subject_of, version_of
 from contracts.registry.local_dek import DEK_DIRECTORY
-from contracts.registry.protobuf_compatibility import protobuf_compatibility_errors
 from executors import as_executor
 
 _CONFIG_FILE = "config.json"
@@ -187,39 +178,31 @@ class _Compared:
 
 
 def _readable(target: loader.ContractVersion, problems: list[Problem], path: str | None) -> Any | None:
-    """The version's schema as its type's compatibility checker reads it (Avro with its references'
-    named types; a JSON Schema's document; the compiled Protobuf schema); None for a type without
-    a checker or, with a problem, a schema the checker refuses."""
-    schema_type = target.schema.schema_type.upper()
-    if schema_type == "JSON":
-        return json.loads(target.schema.schema_str)  # it loaded, so it is JSON
-    if schema_type == "PROTOBUF":
-        return target.parsed  # the parsed schema: protoc compiled it when it loaded
-    if schema_type != "AVRO":
+    """The version's schema as its type's compatibility check reads it, by the registry's own
+    dispatch (contracts/registry/checkers.py); None for a type without a check or, with a problem,
+    a schema the check cannot read."""
+    checker = checker_for(target.schema.schema_type)
+    if checker is None:
         return None
-    named: dict[str, Any] = {}
+    named = target.named_schemas if checker.reads_references else ()
+    references = [(reference.name, reference.schema_str) for reference in named]
     try:
-        for reference in target.named_schemas:
-            named.update(parse_avro(json.loads(reference.schema_str), named).names)
-        return parse_avro(json.loads(target.schema.schema_str), named)
-    except (ValueError, TypeError, KeyError, SchemaParseException) as error:
-        reason = f"the compatibility check cannot read the schema: {error}"
+        return checker.read(target.schema.schema_str, references)
+    except UnreadableSchema as error:
+        details = error.details
+        if error.reference is not None:
+            details = f"reference {references[error.reference][0]!r}: {details}"
+        reason = f"the compatibility check cannot read the schema: {details}"
         problems.append(Problem(reason, target.subject, target.version, position="schema", path=path))
         return None
 
 
 def _compatibility_errors(level: Compatibility, new: _Compared, old: _Compared) -> list[str]:
-    """Why `new` breaks `level` against `old`, by the checker of their schema type."""
-    if new.schema_type != old.schema_type:
-        return [f"the schema type changed from {old.schema_type} to {new.schema_type}"]
-    if new.schema_type == "JSON":
-        try:
-            return json_schema_compatibility_errors(level, new.readable, [old.readable])
-        except ValueError as error:
-            return [f"the compatibility check cannot read the schemas: {error}"]
-    if new.schema_type == "PROTOBUF":
-        return protobuf_compatibility_errors(level, new.readable, [old.readable])
-    return compatibility_errors(level, new.readable, [old.readable])
+    """Why `new` breaks `level` against `old`, as the registry would decide on registering it."""
+    try:
+        return incompatibilities(level, new.schema_type, new.readable, [(old.schema_type, old.readable)])
+    except UnreadableSchema as error:
+        return [f"the compatibility check cannot read the schemas: {error.details}"]
 
 
 def _incompatibilities(registry: Registry, subject: str, compared: list[_Compared]) -> list[Problem]:

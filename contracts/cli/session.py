@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 PANDAS_WARNING = "PySpark does not yet fully support pandas"
 """PySpark 4 warns that pandas 3 is not fully supported; this project uses only Arrow paths, where it
-works (README), so commands and examples filter that one warning out of their output."""
+works (docs/development.md), so commands and examples filter that one warning out of their output."""
 
 
 def new_session() -> SparkSession:

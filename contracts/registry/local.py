@@ -49,7 +49,6 @@ from contracts.codes import (
     VERSION_NOT_FOUND,
 )
 from contracts.errors import ContractError, RegistryError
-from contracts.registry.protobuf_schema import ProtoSchema, parse_proto
 from contracts.registry.references import Resolved, referenced_schemas
 
 try:
@@ -66,17 +65,14 @@ from contracts.model import (
     merge_metadata,
     merge_rule_sets,
 )
+from contracts.registry.checkers import CHECKERS, UnreadableSchema, checker_for, incompatibilities
 from contracts.registry.compatibility import (
     Compatibility,
-    ParsedAvro,
     checked_against,
-    compatibility_errors,
     compatibility_level,
-    parse_avro,
 )
 from contracts.registry.dek import DEFAULT_ALGORITHM, Dek, Kek
 from contracts.registry.guid import canonical_guid, schema_guid
-from contracts.registry.json_compatibility import json_schema_compatibility_errors
 from contracts.registry.layout import (
     CONFIG_FILE,
     MAX_ID,
@@ -95,7 +91,6 @@ from contracts.registry.layout import (
     write_json,
 )
 from contracts.registry.local_dek import LocalDekStore
-from contracts.registry.protobuf_compatibility import protobuf_compatibility_errors
 
 _DEFAULT_CONFIG: dict[str, Any] = {"compatibility": Compatibility.BACKWARD.value}
 _CONFIG_KEYS = frozenset(
@@ -154,10 +149,6 @@ def _not_found(kind: str, message: str) -> RegistryError:
     return RegistryError(message, status=404, error_code=codes[kind])
 
 
-_SCHEMA_TYPES = ("AVRO", "JSON", "PROTOBUF")
-"""The schema types LocalRegistry stores and checks."""
-
-
 def _is_avro(schema: Schema) -> bool:
     return schema.schema_type.upper() == "AVRO"
 
@@ -166,23 +157,15 @@ def _is_protobuf(schema: Schema) -> bool:
     return schema.schema_type.upper() == "PROTOBUF"
 
 
-def _json_document(schema: Schema) -> Any:
-    """A JSON Schema's document, once it is JSON and a valid schema (42201 otherwise)."""
-    from jsonschema.exceptions import SchemaError
-    from jsonschema.validators import validator_for
-
-    try:
-        document = json.loads(schema.schema_str)
-        validator_for(document).check_schema(document)
-    except json.JSONDecodeError as error:
-        raise _invalid_schema(f"Invalid schema of type JSON, details: {error}") from error
-    except SchemaError as error:
-        raise _invalid_schema(f"Invalid schema of type JSON, details: {error.message}") from error
-    return document
-
-
 def _invalid_schema(message: str) -> RegistryError:
     return RegistryError(message, status=422, error_code=INVALID_SCHEMA)
+
+
+def _unknown_type(schema: Schema) -> RegistryError:
+    """42201 for a schema type no checker reads (contracts/registry/checkers.py)."""
+    return _invalid_schema(
+        f"Invalid schema type {schema.schema_type}: LocalRegistry stores {', '.join(CHECKERS)}"
+    )
 
 
 def _invalid_version(version: object) -> RegistryError:
@@ -637,10 +620,8 @@ class LocalRegistry:
         self, schema: Schema, config: Mapping[str, Any], previous: Schema | None, normalize: bool
     ) -> Schema:
         """The schema as it would be stored: validated, metadata/rule set merged, normalized if asked."""
-        if schema.schema_type.upper() not in _SCHEMA_TYPES:
-            raise _invalid_schema(
-                f"Invalid schema type {schema.schema_type}: LocalRegistry stores {', '.join(_SCHEMA_TYPES)}"
-            )
+        if checker_for(schema.schema_type) is None:
+            raise _unknown_type(schema)
         candidate = _effective(schema, config, previous)
         self._check(candidate)
         if (normalize or config.get("normalize")) and not _is_protobuf(candidate):
@@ -651,38 +632,26 @@ class LocalRegistry:
 
     def _check(self, schema: Schema) -> None:
         """42201 when the schema is no valid schema of its type."""
-        if _is_avro(schema):
-            self._parse(schema)
-        elif _is_protobuf(schema):
-            self._parse_proto(schema)
-        else:
-            _json_document(schema)
+        self._read(schema)
 
-    def _parse(self, schema: Schema) -> ParsedAvro:
-        """Parse the Avro text with its references' named types resolved; 42201 when it cannot be."""
-        named: dict[str, Any] = {}
-        for found in self._references(schema):
-            try:
-                named.update(parse_avro(json.loads(found.schema.schema_str), named).names)
-            except Exception as error:  # fastavro raises several exception types for bad schemas
-                ref = found.reference
-                raise _invalid_schema(
-                    f"Invalid schema of type AVRO, details: reference '{ref.name}' to subject"
-                    f" '{ref.subject}' version {ref.version}: {error}"
-                ) from error
+    def _read(self, schema: Schema) -> Any:
+        """The schema as its type's compatibility check reads it (contracts/registry/checkers.py),
+        its references resolved; 42201 when it cannot be read."""
+        kind = schema.schema_type.upper()
+        checker = checker_for(kind)
+        if checker is None:
+            raise _unknown_type(schema)
+        found = self._references(schema) if checker.reads_references else []
         try:
-            return parse_avro(json.loads(schema.schema_str), named)
-        except Exception as error:  # fastavro raises several exception types for bad schemas
-            raise _invalid_schema(f"Invalid schema of type AVRO, details: {error}") from error
-
-    def _parse_proto(self, schema: Schema) -> ProtoSchema:
-        """Compile the .proto text with its references (their texts by import path); 42201 when
-        protoc refuses it or a reference cannot be resolved."""
-        imports = [(found.reference.name, found.schema.schema_str) for found in self._references(schema)]
-        try:
-            return parse_proto(schema.schema_str, imports)
-        except ContractError as error:
-            raise _invalid_schema(f"Invalid schema of type PROTOBUF, details: {error.reason}") from error
+            return checker.read(schema.schema_str, [(f.reference.name, f.schema.schema_str) for f in found])
+        except UnreadableSchema as error:
+            details = error.details
+            if error.reference is not None:
+                ref = found[error.reference].reference
+                details = (
+                    f"reference '{ref.name}' to subject '{ref.subject}' version {ref.version}: {details}"
+                )
+            raise _invalid_schema(f"Invalid schema of type {kind}, details: {details}") from error
 
     def _references(self, schema: Schema) -> list[Resolved]:
         """The schemas `schema` references, theirs too, dependencies first, each version once
@@ -719,22 +688,12 @@ class LocalRegistry:
         against = checked_against(level, group, candidate, [v.schema for v in existing])
         if not against:
             return []
-        changed = [
-            s.schema_type.upper() for s in against if s.schema_type.upper() != candidate.schema_type.upper()
-        ]
-        if changed:
-            errors = [f"the schema type changed from {changed[0]} to {candidate.schema_type.upper()}"]
-        elif _is_avro(candidate):
-            errors = compatibility_errors(level, self._parse(candidate), [self._parse(s) for s in against])
-        elif _is_protobuf(candidate):
-            previous_protos = [self._parse_proto(s) for s in against]
-            errors = protobuf_compatibility_errors(level, self._parse_proto(candidate), previous_protos)
-        else:
-            previous = [_json_document(s) for s in against]
-            try:
-                errors = json_schema_compatibility_errors(level, _json_document(candidate), previous)
-            except ValueError as error:  # a schema the compatibility check cannot read
-                raise _invalid_schema(f"Invalid schema of type JSON, details: {error}") from error
+        earlier = [(s.schema_type, self._read(s)) for s in against]
+        try:
+            errors = incompatibilities(level, candidate.schema_type, self._read(candidate), earlier)
+        except UnreadableSchema as error:  # a schema the compatibility check cannot compare
+            kind = candidate.schema_type.upper()
+            raise _invalid_schema(f"Invalid schema of type {kind}, details: {error.details}") from error
         return [*errors, f"{{compatibility: '{level.value}'}}"] if errors else []
 
     def _live_or_404(self, subject: str) -> list[_Version]:

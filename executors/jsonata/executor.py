@@ -4,7 +4,7 @@ Every rule gets a batch step running jsonata-python on the record's JSON view (a
 does: bytes, decimals, dates, times and timestamps in Avro's JSON form); the common shapes
 (renames, drops, constants, field copies, `&`, arithmetic, comparisons, boolean logic) also
 compile to native Spark Columns that give the same answers. Each evaluation is bounded in time
-and depth (README.md), so a runaway expression fails its rule for that record.
+and depth (docs/guide.md, "JSONata rules"), so a runaway expression fails its rule for that record.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from contracts.errors import ContractError
 from contracts.formats.wire import encode_frame
 
 SUBJECT = "users-value"
-MAX_ZERO_SIZE_ITEMS = 1_000_000  # README: the most items of zero-size types one record may declare
+MAX_ZERO_SIZE_ITEMS = 1_000_000  # docs/guide.md: the most items of zero-size types one record may declare
 MAJOR = "application.major.version"
 
 

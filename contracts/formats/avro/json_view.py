@@ -2,7 +2,7 @@
 
 Confluent's Java client hands a JSONata rule the record in Avro's JSON encoding and reads the
 result back with the target schema; jsonata-python refuses anything but JSON types. So values JSON
-cannot carry take Avro's JSON form here too (README.md, "JSONata rules"):
+cannot carry take Avro's JSON form here too (docs/guide.md, "JSONata rules"):
 
 - bytes and fixed: a string of one character per byte, U+0000 to U+00FF (ISO-8859-1);
 - decimal: that string of its unscaled value's big-endian two's complement bytes;

@@ -54,6 +54,7 @@ def test_a_missing_kek_in_a_task_copy_says_so() -> None:
     spec = KeySpec("kek1", "local-kms", "key1", "r-value", "AES256_GCM")
     with pytest.raises(
         EncryptionKeyError,
-        match="no KEK named 'kek1' for subject 'r-value' in the DEK registry \\(the registry is a LocalRegistry",
+        match="no KEK named 'kek1' for subject 'r-value' in the DEK registry"
+        " \\(the registry is a LocalRegistry",
     ):
         KeyRing(spec, copy, {}, ()).cryptor(1)
