@@ -55,7 +55,7 @@ test: $(STAMP) $(JARS_STAMP)
 	SPARK_REMOTE='local[2]' $(BIN)/pytest -m 'spark and not one_pass' --durations=25
 	$(BIN)/pytest -m cluster --durations=10
 
-# The property tests only, with random seeds and FUZZ_SCALE times their examples (tests/hypothesis_profiles.py):
+# The property tests only, with random seeds and FUZZ_SCALE times their examples (tests/support/hypothesis_profiles.py):
 # exploration for a developer's machine, never CI. Turn what it finds into explicit examples.
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -m hypothesis --durations=25 --hypothesis-show-statistics

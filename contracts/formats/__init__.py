@@ -7,38 +7,31 @@ every process the entry-point group `spark_data_contracts.formats` (docs/plugins
 
 from __future__ import annotations
 
-import threading
-from importlib.metadata import entry_points
+from operator import attrgetter
 
 from contracts.errors import ContractError
 from contracts.formats.avro.format import AvroFormat
 from contracts.formats.json_schema import JsonSchemaFormat
 from contracts.formats.protobuf import ProtobufFormat
 from contracts.formats.protocol import Records, SchemaFormat
+from contracts.plugins import FORMAT_GROUP, InstalledPlugins
 
-FORMAT_GROUP = "spark_data_contracts.formats"
-
-_FORMATS: dict[str, SchemaFormat] = {
-    "AVRO": AvroFormat(),
-    "JSON": JsonSchemaFormat(),
-    "PROTOBUF": ProtobufFormat(),
-}
-_LOADED = threading.Event()
-_LOCK = threading.Lock()
+_FORMATS: InstalledPlugins[SchemaFormat] = InstalledPlugins(
+    FORMAT_GROUP, attrgetter("schema_type"), builtins=(AvroFormat(), JsonSchemaFormat(), ProtobufFormat())
+)
+"""The formats of this process (contracts.plugins): built-in, installed as plugins, registered."""
 
 
 def register(schema_format: SchemaFormat) -> None:
     """Make `schema_format` the one that reads its `schema_type`, in this process."""
     if not isinstance(schema_format, SchemaFormat):
         raise TypeError(f"{schema_format!r} does not implement SchemaFormat (contracts.formats.protocol)")
-    with _LOCK:
-        _FORMATS[schema_format.schema_type.upper()] = schema_format
+    _FORMATS.register(schema_format)
 
 
 def get(schema_type: str) -> SchemaFormat:
     """The format of `schema_type` (case-insensitive); ContractError naming the known ones if none."""
-    _load_entry_points()
-    found = _FORMATS.get(schema_type.upper())
+    found = _FORMATS.find(schema_type)
     if found is None:
         raise ContractError(f"schema type {schema_type} is not supported (known: {', '.join(known())})")
     return found
@@ -46,22 +39,7 @@ def get(schema_type: str) -> SchemaFormat:
 
 def known() -> list[str]:
     """The schema types a format is registered for."""
-    _load_entry_points()
-    return sorted(_FORMATS)
-
-
-def _load_entry_points() -> None:
-    """Formats installed as plugins, registered once per process (the built-in ones win no ties:
-    a plugin may replace one)."""
-    if _LOADED.is_set():
-        return
-    with _LOCK:
-        if _LOADED.is_set():
-            return
-        plugins = [entry.load() for entry in entry_points(group=FORMAT_GROUP)]
-        _LOADED.set()
-    for plugin in plugins:
-        register(plugin() if isinstance(plugin, type) else plugin)
+    return [name.upper() for name in _FORMATS.names()]
 
 
 __all__ = ["FORMAT_GROUP", "Records", "SchemaFormat", "get", "known", "register"]

@@ -9,15 +9,12 @@ reference's `KmsDriver.new_kms_client` does (docs/semantics.md §11).
 from __future__ import annotations
 
 import importlib
-import inspect
 from collections.abc import Iterable, Mapping
-from functools import lru_cache
-from importlib.metadata import entry_points
+from operator import attrgetter
 from typing import Any, Protocol, runtime_checkable
 
 from contracts.errors import DataContractError
-
-KMS_GROUP = "spark_data_contracts.kms"
+from contracts.plugins import KMS_GROUP, InstalledPlugins
 
 
 class KmsError(DataContractError):
@@ -68,21 +65,14 @@ def find_driver(kms_type: str, extra: Iterable[KmsDriver] = ()) -> KmsDriver:
     for driver in extra:
         if driver.kms_type == kms_type:
             return driver
-    installed = _installed().get(kms_type)
+    installed = _INSTALLED.find(kms_type)
     if installed is None:
-        known = ", ".join(sorted({*_installed(), *(d.kms_type for d in extra)})) or "none"
+        known = ", ".join(sorted({*_INSTALLED.names(), *(d.kms_type for d in extra)})) or "none"
         raise KmsError(f"no KMS driver for kms type {kms_type!r} (known: {known})")
     return installed
 
 
-@lru_cache(maxsize=1)
-def _installed() -> dict[str, Any]:
-    """The drivers of the entry-point group, once per process."""
-    drivers: dict[str, Any] = {}
-    for point in entry_points(group=KMS_GROUP):
-        try:
-            loaded = point.load()
-            drivers[point.name] = loaded() if inspect.isclass(loaded) else loaded
-        except Exception as e:
-            raise KmsError(f"cannot load KMS driver {point.name!r} from {point.value!r}: {e}") from e
-    return drivers
+_INSTALLED: InstalledPlugins[KmsDriver] = InstalledPlugins(
+    KMS_GROUP, attrgetter("kms_type"), error=lambda message: KmsError(f"KMS driver: {message}")
+)
+"""The drivers of the entry-point group (contracts.plugins), loaded once per process."""

@@ -140,7 +140,8 @@ class CrashOnceAfterWriting:
             raise RuntimeError(f"simulated crash after writing micro-batch {batch_id}")
 
 
-@pytest.mark.one_pass  # on Spark Connect, tests/contracts/test_streaming.py restarts a foreach_batch query
+# On Spark Connect, tests/contracts/api/test_streaming.py restarts a foreach_batch query.
+@pytest.mark.one_pass
 def test_a_streaming_query_restarted_from_its_checkpoint_neither_loses_nor_duplicates_valid_output(
     spark: Any, kafka_broker: KafkaBroker, scenario: Scenario, tmp_path: Path
 ) -> None:

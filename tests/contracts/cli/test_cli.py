@@ -25,7 +25,7 @@ from contracts import DataContract, LocalRegistry, RegistryError, Schema
 from contracts.cli.progress import Progress
 from contracts.formats.wire import encode_frame
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples" / "registry"
 SUBJECT = "users-value"
 USER = {

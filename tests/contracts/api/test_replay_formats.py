@@ -55,7 +55,7 @@ def _items(spark: Any, contract: DataContract) -> Any:
     return df.selectExpr("*", "cast(id as string) as key", "'items' as topic")
 
 
-# Avro's, with every Avro type read back: tests/contracts/test_replay.py, tests/actions/test_dlq_frame.py.
+# Avro's, with every Avro type read back: tests/contracts/api/test_replay.py, tests/actions/test_dlq_frame.py.
 @pytest.mark.parametrize("schema_type", ["JSON", "PROTOBUF"])
 def test_write_side_dlq_records_read_back_and_replay_on_every_format(
     schema_type: str, spark: Any, tmp_path: Path
@@ -77,7 +77,7 @@ def test_write_side_dlq_records_read_back_and_replay_on_every_format(
     assert [(row.record.id, row.rule) for row in again] == [(3, "small")]
 
 
-# Avro's: tests/contracts/test_replay.py. One pass: frames replay through deserialize as any frames.
+# Avro's: tests/contracts/api/test_replay.py. One pass: frames replay through deserialize as any frames.
 @pytest.mark.one_pass
 @pytest.mark.parametrize("schema_type", ["JSON", "PROTOBUF"])
 def test_read_side_dlq_records_replay_through_deserialize_on_every_format(

@@ -1,6 +1,6 @@
 """Parity with confluent-kafka 2.16.1 (issue 3): every corpus case has the reference's outcome per record.
 
-Each case runs through the reference oracle (tests/reference_oracle.py) and through our engine —
+Each case runs through the reference oracle (tests/support/reference_oracle.py) and through our engine —
 `DataContract.serialize` on WRITE, `DataContract.deserialize` of the reference's bytes on READ —
 and each record must end the same way: the same record, an error naming the same rule, or the
 same DLQ record (topic, key, value bytes, headers in order). Records the reference passes or

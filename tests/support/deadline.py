@@ -52,7 +52,7 @@ def python_within(seconds: float, code: str) -> str:
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     try:
         command = [sys.executable, "-c", code]
         done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=seconds, check=False)

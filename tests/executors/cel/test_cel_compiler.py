@@ -7,6 +7,7 @@ import decimal
 import math
 from typing import Any
 
+import cel_corpus
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
@@ -19,7 +20,6 @@ from contracts.model import Rule, RuleKind, RuleMode
 from executors.cel import CelExecutor, _runtime
 from executors.cel._compiler import NotNativeCel, compile_expression, compile_rule
 from executors.protocol import BatchStep, NativeStep, RuleContext
-from tests.executors import cel_corpus
 
 AVRO = formats.get("AVRO")
 

@@ -1,9 +1,9 @@
 """ENCRYPT through a cloud KMS driver end to end on Spark: the `hcvault` driver, found through its
 entry point on the driver and in the Python workers alike, wraps and unwraps the DEK with real hvac
-over real HTTP against a fake Vault transit engine served on loopback (tests/fake_vault.py). A
+over real HTTP against a fake Vault transit engine served on loopback (tests/support/fake_vault.py). A
 loopback server rather than a patched SDK because the workers are other processes: only a
 network endpoint reaches them. The other drivers' KMS calls are proven in
-tests/executors/test_kms_drivers.py.
+tests/executors/encrypt/test_kms_drivers.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """ENCRYPT_PAYLOAD encoding rules on DataFrames: parity with confluent-kafka 2.16.1's
-EncryptionExecutor (tests/encrypt_oracle.py) both ways, for Avro and JSON Schema contracts; the
+EncryptionExecutor (tests/support/encrypt_oracle.py) both ways, for Avro and JSON Schema contracts; the
 wire prefix and schema id header in clear; failures to decrypt or encrypt routed by the rule's
 onFailure or the decode policy; no key material in plans, reprs, errors or DLQ records.
 """

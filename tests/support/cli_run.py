@@ -13,7 +13,7 @@ from typing import Any
 
 from contracts.cli.main import run
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Parity of migrations with confluent-kafka 2.16.1's AvroDeserializer (issue 5 §4, docs/semantics.md §6).
 
-The four versions of tests/contracts/test_serde.py (majors 1, 1, 2, 3; JSONata renames) are
+The four versions of tests/contracts/engine/test_serde.py (majors 1, 1, 2, 3; JSONata renames) are
 registered, in the same order, in the reference's mock registry and in a LocalRegistry, so schema
 ids match. Records written by each version with the reference serializer are read by the reference
 deserializer and by our `DataContract.deserialize`, for readers pinned to each major and to each

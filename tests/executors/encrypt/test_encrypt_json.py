@@ -1,7 +1,8 @@
 """ENCRYPT rules on JSON Schema records (docs/semantics.md §11): the reference's JSON walk finds the
 tagged fields (`confluent:tags`, nested objects, arrays, nullable type lists), parity both ways with
 confluent-kafka 2.16.1's JSONSerializer/JSONDeserializer and FieldEncryptionExecutor
-(tests/encrypt_oracle.py), AES256_SIV byte for byte; WRITE-side DLQ values redact the tagged fields."""
+(tests/support/encrypt_oracle.py), AES256_SIV byte for byte; WRITE-side DLQ values redact the tagged
+fields."""
 
 from __future__ import annotations
 

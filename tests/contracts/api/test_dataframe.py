@@ -13,6 +13,7 @@ from typing import Any
 import fastavro
 import pytest
 from pyspark import cloudpickle
+from read_counter import ReadCounter
 
 from actions.builtin import DlqAction
 from actions.dlq.local_topic import LocalTopicSink
@@ -778,19 +779,6 @@ def test_write_scans_the_source_once(sink: LocalTopicSink, spark: Any, tmp_path:
     assert ids(valid) == [1]
     assert sink.count("bad") == 2
     assert len(list(marks.iterdir())) == 2  # one read per source partition, not one per output
-
-
-class ReadCounter:
-    """Passes batches through and leaves one marker file per partition it reads."""
-
-    def __init__(self, directory: str) -> None:
-        self.directory = directory
-
-    def __call__(self, batches: Any) -> Any:
-        import uuid
-
-        Path(self.directory, uuid.uuid4().hex).touch()
-        yield from batches
 
 
 def test_write_adds_no_python_pass_when_no_rule_can_reject(

@@ -1,12 +1,12 @@
 """ENCRYPT on Protobuf records with AES-GCM (docs/semantics.md §11), in parity both ways with
-confluent-kafka 2.16.1's ProtobufSerializer and ProtobufDeserializer (tests/encrypt_oracle.py;
+confluent-kafka 2.16.1's ProtobufSerializer and ProtobufDeserializer (tests/support/encrypt_oracle.py;
 classes protoc generates at test time), on Spark DataFrames.
 
 AES-GCM draws a nonce per value, so frames are compared by what they decrypt to: the reference's
 read back here, ours read back there. Plain fields stay readable in our frames, unset ones
 (an optional scalar, a message, a oneof member) stay unset, and with `encrypt.dek.expiry.days`
 our rotated DEK version and the reference's older one read back on either side. AES256_SIV's
-byte-for-byte parity is tests/contracts/test_protobuf_fields.py's.
+byte-for-byte parity is tests/contracts/formats/protobuf/test_protobuf_fields.py's.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from encrypt_oracle import KMS_PARAMS, encrypt_rule
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis_profiles import examples
-from test_dataframe import ReadCounter
+from read_counter import ReadCounter
 from test_serde_properties import schemas_with_records
 
 from actions.dlq.local_topic import LocalTopicSink

@@ -95,7 +95,7 @@ def test_dlq_show_prints_the_records_with_their_rule_and_reason(spark: Any, tmp_
     assert [h["key"] for h in bob["headers"]][-1] == "__rule.exception" and bob["offset"] in (0, 1)
 
 
-@pytest.mark.one_pass  # the replay itself runs on both: tests/contracts/test_replay.py
+@pytest.mark.one_pass  # the replay itself runs on both: tests/contracts/api/test_replay.py
 def test_dlq_replay_writes_the_fixed_rows_and_sends_the_rest_back(spark: Any, tmp_path: Path) -> None:
     contracts, dlq_dir, output = tmp_path / "contracts", tmp_path / "dlq", tmp_path / "valid"
     _version(contracts, 1, 18)
@@ -135,7 +135,7 @@ def test_dlq_usage_errors_exit_2(tmp_path: Path) -> None:
     assert cli("dlq")[0] == 2
 
 
-@pytest.mark.one_pass  # the bookkeeping is the session's on both: tests/contracts/test_replay.py
+@pytest.mark.one_pass  # the bookkeeping is the session's on both: tests/contracts/api/test_replay.py
 def test_a_replay_rerun_with_its_run_id_takes_the_same_records_and_loses_none(
     spark: Any, tmp_path: Path
 ) -> None:

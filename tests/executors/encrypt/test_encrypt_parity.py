@@ -1,4 +1,4 @@
-"""ENCRYPT parity with confluent-kafka 2.16.1 (tests/encrypt_oracle.py), both ways, on DataFrames.
+"""ENCRYPT parity with confluent-kafka 2.16.1 (tests/support/encrypt_oracle.py), both ways, on DataFrames.
 
 Records the reference encrypts decrypt here (`deserialize` with the rule's READ) to the same
 values; records encrypted here (`serialize` with its WRITE) decrypt there; AES256_SIV, being

@@ -218,7 +218,7 @@ def test_serialize_encrypts_and_deserialize_decrypts_on_spark(
     from pyspark.sql.types import IntegerType, StructField, StructType
 
     text, records = case
-    # pyspark's createDataFrame cannot build a list of nulls (tests/avro_strategies.py).
+    # pyspark's createDataFrame cannot build a list of nulls (tests/support/avro_strategies.py).
     assume(not holds_list_of_nulls(json.loads(text)))
     parsed = parse_schema(text)
     registry = LocalRegistry()

@@ -14,4 +14,4 @@ LOAD_TOLERANT_CONFS = {
     "spark.executor.heartbeatInterval": "20s",
 }
 """Spark settings that keep a loaded machine from failing a test by luck (the foreachBatch runner's
-fixed 10 s connect-back on Spark Connect is retried instead: tests/query_start.py)."""
+fixed 10 s connect-back on Spark Connect is retried instead: tests/support/query_start.py)."""
