@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import uuid
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -206,6 +206,34 @@ class RuleMetrics:
     def __repr__(self) -> str:
         rules = [r.rule.name for r in self._plan.rules]
         return f"RuleMetrics({self._plan.mode.value}, {self._name!r}, rules={rules})"
+
+
+class SummedMetrics(RuleMetrics):
+    """The counts of calls over parts of one input (a replay's parts, each with its own plan),
+    summed per rule in the order the parts first ran it: `get()` asks each part."""
+
+    def __init__(self, parts: Sequence[RuleMetrics]) -> None:
+        super().__init__(parts[0]._plan, parts[0].name, None)
+        self._parts = tuple(parts)
+
+    def get(
+        self, progress: Any = None, *, timeout: float = DEFAULT_METRICS_TIMEOUT_S
+    ) -> dict[str, RuleCounts]:
+        """Per rule name, the sum of the parts' counts (`progress` and `timeout` as each part's)."""
+        counts: dict[str, RuleCounts] = {}
+        for part in self._parts:
+            for name, more in part.get(progress, timeout=timeout).items():
+                seen = counts.get(name)
+                if seen is None:
+                    counts[name] = RuleCounts(name, more.mode, more.passed, more.failed, dict(more.by_action))
+                    continue
+                by_action = dict(seen.by_action)
+                for action, n in more.by_action.items():
+                    by_action[action] = by_action.get(action, 0) + n
+                counts[name] = RuleCounts(
+                    name, seen.mode, seen.passed + more.passed, seen.failed + more.failed, by_action
+                )
+        return counts
 
 
 def counts_table(counts: Mapping[str, RuleCounts]) -> str:

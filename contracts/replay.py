@@ -122,6 +122,8 @@ def replay(
     `<run_id>-<n>`, as the result is computed. The arguments are those `check_replay` accepts."""
     from pyspark.sql import functions as F
 
+    from contracts.metrics import SummedMetrics, metrics_of, with_metrics
+
     rule = last_header(RULE_NAME)
     names = _rule_names(contract, apply)
     parts: list[tuple[Replayable, Column]] = [
@@ -142,7 +144,10 @@ def replay(
             outputs.append(variant.write(json_records, run_id=part_id))
         else:
             outputs.append(variant.read(json_records, writer_version, run_id=part_id))
-    return reduce(lambda left, right: left.unionByName(right), outputs)
+    valid = reduce(lambda left, right: left.unionByName(right), outputs)
+    # The counts of every part, summed per rule, as metrics_of answers for write/read/deserialize.
+    counted = [metrics for metrics in map(metrics_of, outputs) if metrics is not None]
+    return with_metrics(valid, SummedMetrics(counted)) if counted else valid
 
 
 def _rule_names(contract: Replayable, apply: str) -> list[str]:

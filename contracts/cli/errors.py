@@ -9,6 +9,7 @@ malformed JSON-lines file). Anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
 
 from contracts.errors import DataContractError
@@ -25,11 +26,14 @@ class UsageError(Exception):
 
 def is_user_error(error: BaseException) -> bool:
     """Whether `error` is the user's to fix (reported in one line) rather than a bug."""
-    from pyspark.errors import PySparkException
+    return isinstance(error, DataContractError | OSError | ValueError) or _is_spark_error(error)
 
-    return isinstance(error, DataContractError | OSError | ValueError | PySparkException) or _is_jvm_error(
-        error
-    )
+
+def _is_spark_error(error: BaseException) -> bool:
+    """Whether `error` is Spark's: only possible once pyspark is imported, so a command that ran
+    without Spark (`dlq show`) does not import it to report its own error."""
+    errors = sys.modules.get("pyspark.errors")
+    return (errors is not None and isinstance(error, errors.PySparkException)) or _is_jvm_error(error)
 
 
 def one_line(error: BaseException) -> str:
@@ -55,11 +59,8 @@ def one_line(error: BaseException) -> str:
 
 
 def _is_jvm_error(error: BaseException) -> bool:
-    try:
-        from py4j.protocol import Py4JJavaError
-    except ImportError:
-        return False
-    return isinstance(error, Py4JJavaError)
+    protocol = sys.modules.get("py4j.protocol")
+    return protocol is not None and isinstance(error, protocol.Py4JJavaError)
 
 
 def _jvm_summary(error: Any) -> str:

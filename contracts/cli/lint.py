@@ -300,8 +300,9 @@ def _received(
     compiler: _ContractPlanner, target: loader.ContractVersion, mode: RuleMode, rules: list[Rule]
 ) -> list[loader.ContractVersion | None]:
     """The version whose record each rule receives (None: its own): a migration rule's, in a
-    migration between its version and the one below, when that one exists."""
-    if not mode.is_migration:
+    migration between its version and the one below, when that one exists (versions count from 1:
+    a first version's rules receive its own record, and no registry is asked for a version 0)."""
+    if not mode.is_migration or target.version <= 1:
         return [None] * len(rules)
     try:
         below = compiler.load(target.version - 1)

@@ -122,7 +122,12 @@ FieldVisit = Callable[[WalkedField, Any], Any]
 
 
 class ConditionFailed(Exception):
-    """A condition's walk met a field whose result is a plain false: the CONDITION fails."""
+    """A condition's walk met a field whose result is a plain false: the CONDITION fails, its
+    reason naming the field (`field`, its full name; None when a walk does not say)."""
+
+    def __init__(self, field: str | None = None) -> None:
+        super().__init__(field)
+        self.field = field
 
 
 @runtime_checkable

@@ -70,8 +70,10 @@ class _Evaluator:
     def _one(self, record: Any) -> Outcome:
         try:
             result = self.walk(record)
-        except ConditionFailed:
-            return Outcome(False, record, self.spec.failure_message)
+        except ConditionFailed as failed:
+            # The reference's text, and the field that failed (docs/semantics.md §4.4).
+            where = f" (field {failed.field})" if failed.field else ""
+            return Outcome(False, record, self.spec.failure_message + where)
         except _EvaluationFailed as e:
             return Outcome(False, record, e.reason)
         except Exception as e:  # an evaluation error is a rule failure (docs/semantics.md §2.2)
@@ -92,5 +94,5 @@ class _Evaluator:
         )
         outcome = self.program.field(activation, value, condition=self.condition)
         if not outcome.passed:
-            raise _EvaluationFailed(outcome.reason)
+            raise _EvaluationFailed(f"{outcome.reason} (field {field.full_name})")
         return outcome.value

@@ -7,6 +7,7 @@ documents as ours on purpose, with the outcome we expect instead.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -230,6 +231,37 @@ ONE_LINE_EVALUATION_ERRORS = Difference(
     " it); the reference writes str() of cel-python's exception, its whole argument tuple",
     _one_line_exceptions,
 )
+
+
+def field_named(field_of: Callable[[dict[str, Any]], str]) -> Difference:
+    """Each DLQ record's `__rule.exception` ending with the field that failed (`field_of` its record)."""
+
+    def ours(reference: list[Outcome]) -> list[Outcome]:
+        named: list[Outcome] = []
+        for outcome in reference:
+            if outcome[0] == "dlq":
+                where = f" (field {field_of(json.loads(outcome[4]))})".encode()
+                headers = tuple(
+                    (name, value + where if name == "__rule.exception" else value)
+                    for name, value in outcome[5]
+                )
+                outcome = (*outcome[:5], headers)
+            named.append(outcome)
+        return named
+
+    return Difference(
+        "a failed CEL_FIELD condition's reason names the field that failed (docs/semantics.md §4.4,"
+        " §10.31); the reference's is the rule's text alone",
+        ours,
+    )
+
+
+def _first_too_long_or_false(user: dict[str, Any]) -> str:
+    """The field of a USER record where `size(value) <= 3` over name and city first fails."""
+    if len(user["name"]) > 3:
+        return "com.acme.User.name"
+    return "com.acme.User.active" if user["active"] is False else "com.acme.Address.city"
+
 
 CEL_CONDITIONS = [
     case("int-comparison-error-by-default", [rule("adult", "message.age >= 18")], USERS[:2]),
@@ -518,6 +550,8 @@ CEL_FIELD = [
         "cel-field-condition-on-metadata-tags",
         [rule("short", "size(value) <= 3", type="CEL_FIELD", tags=["PRIVATE"], **dlq("long"))],
         metadata={"tags": {"com.acme.User.name": ["PRIVATE"], "**.city": ["PRIVATE"]}},
+        # A boolean field holding false fails a condition unvisited (docs/semantics.md §4.4).
+        difference=field_named(_first_too_long_or_false),
     ),
     case(
         "cel-field-guard-on-type-name",
@@ -530,6 +564,9 @@ CEL_FIELD = [
         [rule("noNull", "typeName != 'NULL'", type="CEL_FIELD", **dlq("nulls"))],
         ITEMS,
         schema=ITEM,
+        difference=field_named(
+            lambda item: "Item." + next(name for name, value in item.items() if value is None)
+        ),
     ),
     case(
         "cel-field-read-transform",

@@ -158,8 +158,8 @@ class AvroFieldWalk:
             values = self._compiled(node.values, field)
             return None if values is None or values is _unchanged else _map(values)
         if isinstance(node, Record):
-            walked = [(child.name, self._compiled(child.node, child)) for child in node.fields]
-            children = [(name, walk) for name, walk in walked if walk is not None]
+            walked = [(child, self._compiled(child.node, child)) for child in node.fields]
+            children = [(child.name, child.full_name, walk) for child, walk in walked if walk is not None]
             return self._record(children) if children else None
         assert isinstance(node, Leaf)
         if field is None:
@@ -177,7 +177,7 @@ class AvroFieldWalk:
             WalkedField(name, full_name, tags, containing, type_name), value
         )
 
-    def _record(self, children: list[tuple[str, Walk]]) -> Walk:
+    def _record(self, children: list[tuple[str, str, Walk]]) -> Walk:
         condition = self.condition
 
         def walk(value: Any, _containing: Any) -> Any:
@@ -186,14 +186,14 @@ class AvroFieldWalk:
             # A copy, not the reference's in-place update, so a failed rule leaves the record as it
             # was; later fields still see earlier fields' new values through the record.
             current = value if condition else dict(value)
-            for name, child in children:
+            for name, full_name, child in children:
                 if name not in value:
                     continue
                 result = child(current[name], current)
                 if condition:
                     # Only a plain false at field level fails: an array's list of results never does.
                     if result is False:
-                        raise ConditionFailed
+                        raise ConditionFailed(full_name)
                 else:
                     current[name] = result
             return current

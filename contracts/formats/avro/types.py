@@ -47,6 +47,10 @@ _LOGICAL_SPARK = {
 # spark-avro widens a two-branch union of these primitives (no null) to the wider type.
 _WIDENED = {frozenset({"int", "long"}): T.LongType(), frozenset({"float", "double"}): T.DoubleType()}
 _MAX_DECIMAL_PRECISION = 38
+MAX_SPARK_FIELDS = 100_000
+"""The most fields (nested ones included) a Spark type of an Avro schema may have: a record type
+used by several fields is a copy in each, so a schema of a few dozen named types can expand to
+millions (docs/semantics.md §1.4)."""
 
 
 def parse_schema(schema: str | AvroSchema, references: Sequence[str | AvroSchema] = ()) -> AvroSchema:
@@ -151,10 +155,14 @@ def struct_type(schema: AvroSchema) -> T.StructType:
 
 
 class _Converter:
-    """One schema's type conversion: tracks the records being expanded to refuse recursion."""
+    """One schema's type conversion: tracks the records being expanded to refuse recursion, and
+    converts each record type once (`done`), counting the fields its expansion holds (`sizes`) to
+    refuse an expansion beyond MAX_SPARK_FIELDS before building it."""
 
     def __init__(self, names: _Names) -> None:
         self.names = names
+        self.done: dict[str, T.StructType] = {}
+        self.sizes: dict[int, int] = {}  # by id() of a StructType in `done`, which keeps it alive
 
     def convert(
         self, schema: AvroSchema, open_records: tuple[str, ...], where: str
@@ -177,6 +185,9 @@ class _Converter:
 
     def _record(self, record: dict[str, Any], open_records: tuple[str, ...], where: str) -> T.StructType:
         name = record["name"]
+        if name in self.done:
+            # Converted without meeting itself: the same type wherever it is used.
+            return self.done[name]
         if name in open_records:
             # spark-avro refuses recursion too (unless recursiveFieldMaxDepth truncates it).
             raise ContractError(
@@ -198,7 +209,27 @@ class _Converter:
             if field.get(TAGS_PROP):
                 metadata[TAGS_PROP] = list(field[TAGS_PROP])
             fields.append(T.StructField(field["name"], dtype, nullable, metadata))
-        return T.StructType(fields)
+        struct = T.StructType(fields)
+        size = self._size(struct)
+        if size > MAX_SPARK_FIELDS:
+            raise ContractError(
+                f"Avro record {name!r} expands to {size} Spark fields (each use of a record type is a"
+                f" copy), more than the {MAX_SPARK_FIELDS} allowed",
+                position=where or name,
+            )
+        self.done[name], self.sizes[id(struct)] = struct, size
+        return struct
+
+    def _size(self, dtype: T.DataType) -> int:
+        """The fields nested in `dtype` when expanded, each converted record's counted once."""
+        if isinstance(dtype, T.ArrayType):
+            return self._size(dtype.elementType)
+        if isinstance(dtype, T.MapType):
+            return self._size(dtype.valueType)
+        if not isinstance(dtype, T.StructType):
+            return 0
+        known = self.sizes.get(id(dtype))
+        return known if known is not None else sum(1 + self._size(f.dataType) for f in dtype.fields)
 
     def _union(self, union: list[Any], open_records: tuple[str, ...], where: str) -> tuple[T.DataType, bool]:
         branches = non_null_branches(union)

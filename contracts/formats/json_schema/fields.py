@@ -154,7 +154,7 @@ class JsonFieldWalk:
             result = self._transform(property_schema, resolver, full_name, value, field)
             if self.condition:
                 if result is False:
-                    raise ConditionFailed
+                    raise ConditionFailed(full_name)
             else:
                 message[name] = result
 

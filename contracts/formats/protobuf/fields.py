@@ -117,7 +117,7 @@ class ProtobufFieldWalk:
                 result = self._value(plan, value, field)
             if self.condition:
                 if result is False:
-                    raise ConditionFailed
+                    raise ConditionFailed(plan.full_name)
             elif result is None:
                 raise ValueError(f"the result for field {plan.full_name} is null, which it cannot hold")
             else:

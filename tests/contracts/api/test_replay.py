@@ -17,6 +17,7 @@ from contracts import (
     LocalTopicSink,
     RegistryError,
     Schema,
+    metrics_of,
 )
 
 SUBJECT = "payments-value"
@@ -92,6 +93,12 @@ def test_a_fixed_contract_replays_a_dlq_topic_and_nothing_is_lost(spark: Any, tm
         (6, 3.0, "GBP"),
     ]
     assert replayed.columns == ["id", "amount", "currency", "key", "headers", "topic"]
+    # The counts of the replay's parts, per rule: 3 and 6 ran positive, 2, 4 and 5 knownCurrency.
+    counts = metrics_of(replayed).get()  # type: ignore[union-attr]
+    assert {rule: (c.passed, c.failed, c.by_action.get("DLQ")) for rule, c in counts.items()} == {
+        "positive": (2, 0, 0),
+        "knownCurrency": (2, 1, 1),
+    }
     assert {row.topic for row in valid} == {"payments"}  # the topic they were first bound for
     assert [row.key for row in valid] == [b"2", b"3", b"5", b"6"]
 

@@ -174,12 +174,15 @@ def test_dlq_show_reads_the_files_without_importing_pyspark(tmp_path: Path) -> N
     script = (
         "import sys\n"
         "from contracts.cli.main import main\n"
+        f"missing = main(['dlq', 'show', 'order-dlq', '--dlq-dir', {str(tmp_path)!r}])\n"
+        "assert missing == 1, missing\n"  # its error told without Spark too
         f"status = main(['dlq', 'show', 'orders-dlq', '--dlq-dir', {str(tmp_path)!r}])\n"
-        "assert not [m for m in sys.modules if m.startswith(('pyspark', 'pyarrow'))], 'Spark imported'\n"
+        "assert not [m for m in sys.modules if m.startswith(('pyspark', 'py4j', 'pyarrow'))]\n"
         "sys.exit(status)\n"
     )
     shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0, shown.stderr
+    assert shown.stderr.startswith("spark-contracts dlq: DlqError: no topic 'order-dlq'")
     assert shown.stdout.splitlines()[2].split()[2:4] == ["positive", "-"]
     assert shown.stdout.splitlines()[-1] == f"orders-dlq: 2 records in {tmp_path}/orders-dlq (showing 2)"
 

@@ -626,3 +626,38 @@ def test_plan_time_variables_are_plain_strings_as_in_the_reference(spark: Any) -
     users = _users(spark)
     passed = step.build(F.struct(*[F.col(name) for name in users.columns])).passed
     assert [row[0] for row in users.select(passed).collect()] == [False, False]
+
+
+@pytest.mark.one_pass
+def test_a_failed_rules_reason_names_the_field_natively_and_in_python(spark: Any) -> None:
+    from contracts import DataContract, LocalRegistry, Schema
+
+    registry = LocalRegistry()
+    dlq = {"onFailure": "DLQ", "params": {"dlq.topic": "bad"}}
+    rules = [
+        {**_rule("typeName == 'INT' ; value >= 0", "CONDITION", **dlq), "name": "native"},
+        # isUuid keeps this one in Python (test_an_expression_without_native_form_runs_in_python).
+        {**_rule("name == 'zipcode' ; value.isUuid() || value == '12345'", "CONDITION", **dlq), "name": "py"},
+        {**_rule("name == 'age' ; 100 / (value - 30) != 0", "CONDITION", **dlq), "name": "error"},
+    ]
+    for rule in rules:
+        schema = {"schema": json.dumps(USER), "ruleSet": {"domainRules": [rule]}}
+        registry.register_schema(f"{rule['name']}-value", Schema.from_dict(schema))
+    users = _users(spark)
+    reasons = {}
+    for rule in rules:
+        contract = DataContract(registry, f"{rule['name']}-value")
+        [row] = contract.apply(users).rejected.collect()
+        reasons[rule["name"]] = (contract.explain("WRITE").count("(native)"), row["_contract"]["reason"])
+    assert reasons["native"] == (
+        1,
+        "Rule expr failed: typeName == 'INT' ; value >= 0 (field com.acme.User.age)",
+    )
+    assert reasons["py"] == (
+        0,
+        "Rule expr failed: name == 'zipcode' ; value.isUuid() || value == '12345'"
+        " (field com.acme.User.zipcode)",
+    )
+    assert "divide by zero" in reasons["error"][1] and reasons["error"][1].endswith(
+        "(field com.acme.User.age)"
+    )

@@ -15,6 +15,7 @@ import fastavro.validation
 import pyarrow as pa
 import pytest
 from avro_strategies import fastavro_round_trip, schemas_and_records
+from deadline import within
 from hypothesis import HealthCheck, given, settings
 from hypothesis_profiles import examples
 from pyspark.sql import Row
@@ -186,6 +187,32 @@ def test_recursive_schemas_are_refused_with_a_contract_error(schema: str) -> Non
     parsed = parse_schema(schema)
     with pytest.raises(ContractError, match="recursive"):
         struct_type(parsed)
+
+
+def _doubling(depth: int) -> str:
+    """Records R1..R<depth>, each with two fields of the record before it (its name the second time)."""
+    schema: Any = {"type": "record", "name": "R0", "fields": [{"name": "x", "type": ["null", "int"]}]}
+    for level in range(1, depth + 1):
+        fields = [{"name": "a", "type": schema}, {"name": "b", "type": ["null", f"R{level - 1}"]}]
+        schema = {"type": "record", "name": f"R{level}", "fields": fields}
+    return json.dumps(schema)
+
+
+def test_a_record_type_used_twice_at_every_level_converts_once_per_type() -> None:
+    # 2^depth copies of R0: each record type converted once (a depth of 16 took 10 s, 18 a minute).
+    dtype = struct_type(parse_schema(_doubling(12)))
+    assert dtype["a"].dataType is dtype["b"].dataType
+    leaf = dtype
+    for _ in range(12):
+        leaf = leaf["b"].dataType
+    assert leaf.fieldNames() == ["x"] and leaf["x"].metadata["avro.fullName"] == "R0.x"
+
+
+def test_a_type_expanding_beyond_the_bound_is_a_contract_error_naming_its_record() -> None:
+    parsed = parse_schema(_doubling(40))
+    with pytest.raises(ContractError, match="'R16' expands to 196606 Spark fields") as error:
+        within(30, lambda: struct_type(parsed))
+    assert "more than the 100000 allowed" in str(error.value)
 
 
 def test_a_decimal_wider_than_spark_allows_is_a_contract_error_at_its_field() -> None:
