@@ -65,10 +65,12 @@ bench: $(STAMP) $(JARS_STAMP)
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -m hypothesis --durations=25 --hypothesis-show-statistics
 
+# mypy checks the public API's modules ([tool.mypy] in pyproject.toml); not in `make test`.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) $(JARS) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(JARS) .pytest_cache .ruff_cache .mypy_cache .hypothesis

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from contracts.errors import (
     ContractError,
     ContractWarning,
@@ -72,7 +74,21 @@ __all__ = [
 ]
 
 # The engine and the actions import contracts' model and errors, so their public names are
-# resolved on first use rather than at import time (an eager import would be circular).
+# resolved on first use rather than at import time (an eager import would be circular); type
+# checkers read the same names from the TYPE_CHECKING imports below.
+if TYPE_CHECKING:
+    from actions.builtin import DlqAction, ErrorAction, NoneAction
+    from actions.dlq.frame import decode_dlq
+    from actions.dlq.kafka_topic import KafkaTopicSink
+    from actions.dlq.local_topic import LocalTopicSink
+    from actions.dlq.sink import DlqError, DlqRecord, DlqSink
+    from actions.protocol import ActionContext, ActionPlan, Effect
+    from contracts.contract import DataContract, RuleResult
+    from contracts.formats.wire import SubjectNameStrategy
+    from contracts.metrics import RuleCounts, RuleMetrics, metrics_of
+    from contracts.remap import remap_schema_ids
+    from executors.encrypt import EncryptExecutor, KmsDriver, LocalKmsDriver
+
 _LAZY = {
     "DataContract": "contracts.contract",
     "RuleCounts": "contracts.metrics",

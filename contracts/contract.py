@@ -81,7 +81,7 @@ class _Run:
 
 
 @dataclass(frozen=True)
-class _ContractPlanner:
+class ContractPlanner:
     """The contract's registry and plugins: compiles plans on the driver and, for schema ids first
     seen while decoding, on the workers (so it must pickle)."""
 
@@ -199,7 +199,7 @@ class _Plans:
     no DEK) is compiled again when the mode first runs, so a reader never creates a writer's keys.
     Shared by the copies of a contract that pin a run id, and by threads."""
 
-    def __init__(self, compiler: _ContractPlanner) -> None:
+    def __init__(self, compiler: ContractPlanner) -> None:
         self._compiler = compiler
         self._lock = threading.Lock()
         self._rules: dict[tuple[RuleMode, bool], Plan] = {}
@@ -290,7 +290,7 @@ class DataContract:
         self.subject = subject
         registered = loader.resolve(registry, subject, version, use_latest_with_metadata)
         self.target = loader.load_version(registry, registered, protobuf_message)
-        self._compiler = _ContractPlanner(
+        self._compiler = ContractPlanner(
             registry,
             subject,
             self.target,
@@ -581,7 +581,7 @@ class DataContract:
         )
         may_be_unreadable = any(n.may_be_unreadable for n in natives.values())
         unreadable_dlq = policy.action == "DLQ" and may_be_unreadable
-        later_rejects = unreadable_dlq or any(p.can_reject for p in (plan, *natives.values()))
+        later_rejects = unreadable_dlq or plan.can_reject or any(n.can_reject for n in natives.values())
         router = Router(run.sink, run.run_id, layout, stage="decode")
         leading = None
         if jvm is not None:

@@ -1,4 +1,5 @@
-"""The exception hierarchy: every error the engine raises derives from DataContractError."""
+"""The exception hierarchy: every error the library raises (contracts, executors, actions) derives from
+DataContractError."""
 
 from __future__ import annotations
 

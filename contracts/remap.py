@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from contracts.bounded import BoundedCache
 from contracts.codes import NOT_REGISTERED
-from contracts.engine.serde import _position, is_kafka_headers, schema_id_headers
+from contracts.engine.serde import is_kafka_headers, row_position, schema_id_headers
 from contracts.errors import RegistryError, SerializationError
 from contracts.formats.wire import (
     HEADER_SIZE,
@@ -263,7 +263,7 @@ class _Remapper:
 def _unremappable(batch: pa.RecordBatch, row: int, is_key: bool, error: Exception) -> SerializationError:
     """The error failing the job, naming the row's topic/partition/offset when it has them."""
     return SerializationError(
-        f"cannot remap the {'key' if is_key else 'value'}{_position(batch, row)}: {error}"
+        f"cannot remap the {'key' if is_key else 'value'}{row_position(batch, row)}: {error}"
     )
 
 

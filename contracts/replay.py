@@ -68,7 +68,17 @@ class Replayable(Protocol):
     ) -> DataFrame: ...
 
     def deserialize(
-        self, df: DataFrame, *args: Any, run_id: str | None = None, **kwargs: Any
+        self,
+        df: DataFrame,
+        value_col: str = ...,
+        key_col: str | None = ...,
+        on_decode_error: str = ...,
+        decode_dlq_topic: str | None = ...,
+        tombstones: str = ...,
+        *,
+        run_id: str | None = None,
+        is_key: bool | None = ...,
+        key: Any = ...,
     ) -> DataFrame: ...
 
     def _skipping(self, rule: str) -> Replayable: ...

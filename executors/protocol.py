@@ -77,13 +77,11 @@ class NativeOutcome:
     """A native step's result as Columns: `passed` is a boolean Column (null counts as failed);
     `record` the new record struct for a TRANSFORM, None for a CONDITION. A migration's result is
     plain data whose keys may be left out: `undefined` flags, per key, the rows where that key is
-    absent (its struct field is null there), so the projection onto the target can tell.
-    `always_passes` says `passed` is true for every record, known without reading one."""
+    absent (its struct field is null there), so the projection onto the target can tell."""
 
     passed: Column
     record: Column | None = None
     undefined: Mapping[str, Column] = field(default_factory=dict)
-    always_passes: bool = False
     error: Column | None = None
     """True where `passed` is not true because evaluating the rule raised an error, false where the
     rule ran cleanly. A clean failure's reason is the rule's own (its doc, expression or name); an

@@ -166,7 +166,7 @@ def framed(rows: DataFrame, source: Source, framed_keys: bool) -> DataFrame:
 
 
 def unreadable_count(rows: DataFrame) -> int | None:
-    """How many of `rows` (as `read_source` read them before taking the unreadable lines out) are
+    """How many of `rows` (as `read_rows` read them before taking the unreadable lines out) are
     unreadable lines, for a dry run; None for input that has none. One job reading every column:
     whether a line parses depends on the columns read."""
     from pyspark.sql import functions as F

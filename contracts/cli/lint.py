@@ -17,7 +17,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from contracts.contract import _ContractPlanner
+from contracts.contract import ContractPlanner as _ContractPlanner
 from contracts.errors import ContractError, DataContractError
 from contracts.model import Rule, RuleMode, Schema
 from contracts.planning import loader, migration

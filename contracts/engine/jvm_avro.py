@@ -39,7 +39,7 @@ from contracts.engine.frame import RECORD
 from contracts.engine.routing import Router
 from contracts.errors import ContractError
 from contracts.formats.avro.sizes import size_check
-from contracts.formats.avro.types import _PRIMITIVES
+from contracts.formats.avro.types import PRIMITIVES as _PRIMITIVES
 from contracts.formats.wire import encode_prefix
 
 if TYPE_CHECKING:

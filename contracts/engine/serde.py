@@ -556,7 +556,7 @@ def _migrate_rows(
 
 def undecodable_status(decoder: Decoder, batch: pa.RecordBatch, i: int, error: Exception) -> dict[str, Any]:
     """The status of a row the policy sends to the DLQ; under ERROR, the job fails here."""
-    where = _position(batch, i)
+    where = row_position(batch, i)
     reason = printable(str(error))  # a decoder's message may quote text no UTF-8 holds (§8.6)
     if decoder.policy.action == "ERROR":
         message = f"cannot deserialize the record{where} of subject {decoder.subject!r}: {reason}"
@@ -606,7 +606,7 @@ DECODE_POSITION = ("topic", "partition", "offset")
 ENCODE_POSITION = ("key", "topic", "partition")
 
 
-def _position(batch: pa.RecordBatch, i: int, columns: tuple[str, ...] = DECODE_POSITION) -> str:
+def row_position(batch: pa.RecordBatch, i: int, columns: tuple[str, ...] = DECODE_POSITION) -> str:
     """Where row `i` is, by the Kafka columns the batch has: " at topic t, partition 0, offset 7"."""
     parts = [f"{name} {_shown(batch.column(name)[i])}" for name in columns if name in batch.schema.names]
     return f" at {', '.join(parts)}" if parts else ""
@@ -719,7 +719,7 @@ def _refuse_unread(
     task = TaskContext.get()
     partition = task.partitionId() if task is not None else 0
     raise SerializationError(
-        f"the record{_position(batch, row, ENCODE_POSITION)} (row {rows_before + row} of Spark partition"
+        f"the record{row_position(batch, row, ENCODE_POSITION)} (row {rows_before + row} of Spark partition"
         f" {partition}) cannot be {doing}: {unreadable[row]}"
     )
 

@@ -38,6 +38,12 @@ _ARROW_ATOMIC = {
 }
 
 
+def readable_arrow_type(dtype: T.DataType) -> pa.DataType:
+    """The Arrow type Python code reads a Spark type's values as: all nullable, timestamps as int64 µs
+    and dates as int32 days."""
+    return _arrow(dtype, readable=True)
+
+
 def _arrow(dtype: T.DataType, readable: bool) -> pa.DataType:
     """Spark's Arrow type; `readable`: all nullable, timestamps as int64 µs and dates as int32 days."""
     if isinstance(dtype, T.StructType):

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contracts.bounded import BoundedCache
+from contracts.errors import DataContractError
 
 __all__ = ["MAX_WIDTH", "NotInJava", "compiled", "java_form", "refusal"]
 
@@ -49,7 +50,7 @@ _MAX_LENGTH = 4096  # longer patterns too
 _MAX_CODE_POINT = 0x10FFFF
 
 
-class NotInJava(ValueError):
+class NotInJava(DataContractError, ValueError):
     """The pattern has no java.util.regex form that is exact, linear and stack-bounded; says why."""
 
 

@@ -277,6 +277,6 @@ def has_transforms(rules: Sequence[PlannedRule]) -> bool:
 
 
 def native_transforms(group: tuple[bool, list[PlannedRule]]) -> bool:
-    """Whether a group of `Plan._groups` is a run of native rules holding a transform."""
+    """Whether a group of `Plan.groups` is a run of native rules holding a transform."""
     native, rules = group
     return native and has_transforms(rules)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from contracts.errors import ContractError
+from contracts.errors import ContractError, DataContractError
 from contracts.registry.compatibility import Compatibility, compatibility_errors, parse_avro
 from contracts.registry.json_compatibility import json_schema_compatibility_errors
 from contracts.registry.protobuf_compatibility import protobuf_compatibility_errors
@@ -22,7 +22,7 @@ ReferencedText = tuple[str, str]
 """A schema a schema references: the name it is referenced by, and its text (dependencies first)."""
 
 
-class UnreadableSchema(ValueError):
+class UnreadableSchema(DataContractError, ValueError):
     """A schema its type's check cannot read; `reference` is the index of the referenced schema at
     fault, None when the schema itself is."""
 

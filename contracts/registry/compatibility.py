@@ -244,11 +244,6 @@ def reader_errors(reader: ParsedAvro, writer: ParsedAvro) -> list[str]:
     return checker.errors
 
 
-def can_read(reader: ParsedAvro, writer: ParsedAvro) -> bool:
-    """Whether `reader` can read everything written with `writer`."""
-    return not reader_errors(reader, writer)
-
-
 def compatibility_errors(
     level: Compatibility | str, new: ParsedAvro, previous: Sequence[ParsedAvro]
 ) -> list[str]:

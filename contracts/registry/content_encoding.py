@@ -13,6 +13,8 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable, Iterator
 
+from contracts.errors import DataContractError
+
 ACCEPT_ENCODING = "gzip, deflate"
 """What the client asks for: the encodings it decodes in bounded pieces."""
 
@@ -22,7 +24,7 @@ PIECE = 64 * 1024
 _WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 
 
-class UnsupportedEncoding(ValueError):
+class UnsupportedEncoding(DataContractError, ValueError):
     """A Content-Encoding this client did not ask for and does not decode."""
 
 

@@ -296,12 +296,12 @@ def _parse_version(version: int | str) -> int | None:
     raise _invalid_version(version)
 
 
-def _check_creatable(given: str | os.PathLike[str], path: Path, create: bool) -> None:
+def _check_creatable(given: str, path: Path, create: bool) -> None:
     """RegistryError unless `path`, not a directory, may be created: `create` and nothing else there."""
     if path.exists():
-        raise RegistryError(f"registry directory {str(given)!r} is not a directory")
+        raise RegistryError(f"registry directory {given!r} is not a directory")
     if not create:
-        raise RegistryError(f"registry directory {str(given)!r} does not exist")
+        raise RegistryError(f"registry directory {given!r} does not exist")
 
 
 class LocalRegistry:
@@ -322,7 +322,7 @@ class LocalRegistry:
         self._deks = LocalDekStore(self._path, self.exclusive)
         if self._path is not None:
             if not self._path.is_dir():
-                _check_creatable(path, self._path, create)
+                _check_creatable(str(path), self._path, create)
                 try:
                     self._path.mkdir(parents=True, exist_ok=True)
                 except OSError as error:

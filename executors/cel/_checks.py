@@ -24,6 +24,7 @@ import lark
 from celpy.evaluation import base_functions
 
 from executors.cel import _builtins
+from executors.cel._reference import unwrap
 
 __all__ = ["MAX_DEPTH", "ExpressionProblem", "check_expression", "ensure_recursion_limit"]
 
@@ -221,29 +222,8 @@ def _arguments(node: lark.Tree, index: int) -> list[lark.Tree]:
     return [] if exprlist is None else list(exprlist.children)
 
 
-_PASS_THROUGH = frozenset(
-    {
-        "expr",
-        "conditionalor",
-        "conditionaland",
-        "relation",
-        "addition",
-        "multiplication",
-        "unary",
-        "member",
-        "primary",
-    }
-)
-
-
-def _unwrap(node: lark.Tree) -> lark.Tree:
-    while node.data in _PASS_THROUGH and len(node.children) == 1 and isinstance(node.children[0], lark.Tree):
-        node = node.children[0]
-    return node
-
-
 def _identifier(node: lark.Tree) -> str | None:
-    node = _unwrap(node)
+    node = unwrap(node)
     return str(node.children[0]) if node.data == "ident" else None
 
 
@@ -251,10 +231,10 @@ def _namespace(receiver: lark.Tree) -> str | None:
     """`a.b.c` when the receiver of a method call is a plain dotted name, as the reference reads
     `decimals.add(x, y)`: the function `decimals.add` rather than a method of `decimals`."""
     parts: list[str] = []
-    node = _unwrap(receiver)
+    node = unwrap(receiver)
     while node.data == "member_dot":
         parts.append(str(node.children[1]))
-        node = _unwrap(node.children[0])
+        node = unwrap(node.children[0])
     if node.data != "ident":
         return None
     return ".".join([str(node.children[0]), *reversed(parts)])

@@ -29,7 +29,7 @@ from executors.cel._native_types import (
     constant_term,
     error_term,
 )
-from executors.cel._reference import parse
+from executors.cel._reference import PASS_THROUGH, parse, unwrap
 from executors.protocol import NativeOutcome
 
 if TYPE_CHECKING:
@@ -39,20 +39,6 @@ if TYPE_CHECKING:
 
 __all__ = ["NotNativeCel", "compile_expression", "compile_rule", "compile_term", "split_rule"]
 
-_PASS_THROUGH = frozenset(
-    {
-        "expr",
-        "conditionalor",
-        "conditionaland",
-        "relation",
-        "addition",
-        "multiplication",
-        "unary",
-        "member",
-        "primary",
-        "paren_expr",
-    }
-)
 # Functions plain cel-python knows: a literal-only call to one of them is folded at plan time.
 _STANDARD = frozenset(
     {
@@ -170,14 +156,13 @@ def _transform(guard: Term | None, body: Callable[[Env], Val]) -> Callable[[Colu
         passed = F.lit(True) if new.error is None else ~new.error
         erred = F.lit(False) if new.error is None else new.error
         if guard is None:
-            return NativeOutcome(passed, new.value, always_passes=new.error is None, error=erred)
+            return NativeOutcome(passed, new.value, error=erred)
         g = guard.emit(env)
         ok = F.lit(True) if g.error is None else ~g.error
         apply = F.coalesce(g.value, F.lit(False))
         return NativeOutcome(
             F.when(ok, F.when(apply, passed).otherwise(True)),
             F.when(ok & apply, new.value).otherwise(record),
-            always_passes=new.error is None and g.error is None,
             error=~ok | (apply & erred),
         )
 
@@ -251,7 +236,7 @@ class _TermCompiler:
         """A TRANSFORM's new record (under `guard`): `message` itself or a map literal with exactly
         its fields."""
         self.part, self.offset = text, offset
-        tree = _unwrap(parse(text))
+        tree = unwrap(parse(text))
         if tree.data == "ident" and str(tree.children[0]) == "message":
             return lambda env: Val(env["message"])
         if tree.data != "map_lit":
@@ -274,7 +259,7 @@ class _TermCompiler:
     def term(self, tree: Tree, scope: _Scope) -> Term:
         rule = tree.data
         children = tree.children
-        if rule in _PASS_THROUGH and len(children) == 1:
+        if rule in PASS_THROUGH and len(children) == 1:
             return self.term(children[0], scope)
         if self.foldable(tree, scope):
             return functions.fold(_as_expr(tree), self.constants)
@@ -389,7 +374,7 @@ class _TermCompiler:
     def has(self, arguments: list[Tree], scope: _Scope) -> Term:
         """`has(x.f)`: whether a record has the field (always, when x is not null) or a map the key."""
         (argument,) = arguments
-        node = _unwrap(argument)
+        node = unwrap(argument)
         if node.data != "member_dot":
             raise NotNativeCel("has() of something other than a field selection")
         receiver = self.term(node.children[0], scope)
@@ -399,7 +384,7 @@ class _TermCompiler:
         """all / exists / exists_one / map / filter over a list (or a map's keys)."""
         if len(arguments) != 2:
             raise NotNativeCel(f"{name} with {len(arguments)} arguments")
-        variable = _unwrap(arguments[0])
+        variable = unwrap(arguments[0])
         if variable.data != "ident":
             raise NotNativeCel(f"{name} without a variable")
         receiver = self.term(target, scope)
@@ -443,12 +428,6 @@ def _chain(tree: Tree) -> list[Tree]:
     return operands[::-1]
 
 
-def _unwrap(tree: Tree) -> Tree:
-    while tree.data in _PASS_THROUGH and len(tree.children) == 1:
-        tree = tree.children[0]
-    return tree
-
-
 _LEVELS = ("expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary")
 
 
@@ -481,7 +460,7 @@ def _free_variables(tree: Tree) -> frozenset[str]:
         return frozenset({str(tree.children[0])})
     if tree.data == "member_dot_arg" and str(tree.children[1]) in functions.MACROS:
         arguments = _arguments(tree.children[2] if len(tree.children) > 2 else None)
-        variable = _unwrap(arguments[0]) if len(arguments) == 2 else None
+        variable = unwrap(arguments[0]) if len(arguments) == 2 else None
         if variable is not None and variable.data == "ident":
             body = _free_variables(arguments[1]) - {str(variable.children[0])}
             return _free_variables(tree.children[0]) | body

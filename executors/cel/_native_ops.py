@@ -15,7 +15,6 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from executors.cel._native_types import (
-    INT_MAX,
     INT_MIN,
     ORDERED,
     PASSED_ON,
@@ -527,7 +526,3 @@ def _constant_bool(value: bool, operand: Term) -> Term:
 
     emit = lambda env: Val(F.lit(value), operand.emit(env).error)  # noqa: E731
     return derived(CelType("bool"), emit, [(operand, (0, 0, 0, 1))], fails=operand.fails, depth=1)
-
-
-def within_int64(value: int) -> bool:
-    return INT_MIN <= value <= INT_MAX

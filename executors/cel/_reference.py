@@ -1,6 +1,7 @@
-"""Plan-time answers of the reference runtime: cel-python's parse tree of an expression and its
-interpreter with Confluent's functions, which the native compiler consults to fold constants and
-to learn how a function behaves on sample values (docs/semantics.md §3.5)."""
+"""Plan-time answers of the reference runtime: cel-python's parse tree of an expression (and which
+of its grammar's nodes only pass a child on) and its interpreter with Confluent's functions, which
+the load checks and the native compiler consult to fold constants and to learn how a function
+behaves on sample values (docs/semantics.md §3.5)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,22 @@ from celpy.evaluation import Activation, Evaluator
 from lark import Tree
 
 from executors.cel import _builtins
+
+# cel-python's grammar rules that only hand their one child on: the precedence levels and parentheses.
+PASS_THROUGH = frozenset(
+    {
+        "expr",
+        "conditionalor",
+        "conditionaland",
+        "relation",
+        "addition",
+        "multiplication",
+        "unary",
+        "member",
+        "primary",
+        "paren_expr",
+    }
+)
 
 
 @lru_cache(maxsize=1024)
@@ -29,3 +46,10 @@ def reference_evaluate(tree: Any, variables: Mapping[str, Any]) -> Any:
     if isinstance(value, Exception):
         raise value
     return value
+
+
+def unwrap(tree: Tree) -> Tree:
+    """The first node under `tree` that is more than a pass-through rule: `(x)` and `x` alike."""
+    while tree.data in PASS_THROUGH and len(tree.children) == 1 and isinstance(tree.children[0], Tree):
+        tree = tree.children[0]
+    return tree

@@ -16,7 +16,7 @@ from typing import Any
 
 from contracts.formats.fields import PRIMITIVE_TYPE_NAMES, ConditionFailed, FieldWalking, WalkedField
 from contracts.model import RuleKind
-from executors.cel import _runtime
+from executors.cel import compile_program, evaluation_reason, field_activation
 from executors.protocol import BatchEvaluator, Outcome
 
 
@@ -57,7 +57,7 @@ class _Evaluator:
         self.spec = spec
         self.condition = spec.kind is RuleKind.CONDITION
         # The shared CEL runtime: compiled once per worker, with the Confluent builtins (§3).
-        self.program = _runtime.compile_program(spec.expr)
+        self.program = compile_program(spec.expr)
         # Converting the containing record per field is the walk's main cost: only when it is read.
         self.reads_message = "message" in spec.expr
         self.walk = spec.schema_format.field_walk(
@@ -77,14 +77,14 @@ class _Evaluator:
         except _EvaluationFailed as e:
             return Outcome(False, record, e.reason)
         except Exception as e:  # an evaluation error is a rule failure (docs/semantics.md §2.2)
-            return Outcome(False, record, _runtime.evaluation_reason(e))
+            return Outcome(False, record, evaluation_reason(e))
         return Outcome(True, record if self.condition else result)
 
     def _visit(self, field: WalkedField, value: Any) -> Any:
         # The reference's executor hands back an enum, a fixed or a container unchanged.
         if field.type_name not in PRIMITIVE_TYPE_NAMES:
             return value
-        activation = _runtime.field_activation(
+        activation = field_activation(
             value,
             field.name,
             field.full_name,

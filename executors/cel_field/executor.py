@@ -18,8 +18,7 @@ import dataclasses
 from contracts.errors import ContractError
 from contracts.formats.fields import field_walking
 from contracts.model import Rule
-from executors.cel import _runtime
-from executors.cel._native_types import NotNativeCel
+from executors.cel import NotNativeCel, compile_program
 from executors.cel_field.batch import CelFieldBatch
 from executors.cel_field.native import NativePlanner
 from executors.protocol import (
@@ -55,7 +54,7 @@ class CelFieldExecutor:
             )
         expr = rule.expr or ""
         # Compiling on the driver reports syntax errors at load, with their position.
-        _runtime.compile_program(expr, subject=ctx.subject, version=ctx.version, rule=rule.name)
+        compile_program(expr, subject=ctx.subject, version=ctx.version, rule=rule.name)
         walked = f"fields tagged {', '.join(sorted(rule.tags))}" if rule.tags else "every field"
         tags = frozenset(rule.tags)
         failure = condition_failure_message(rule)

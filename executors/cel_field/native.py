@@ -6,7 +6,7 @@ because its guard errors, or compiled to Columns (docs/semantics.md §9.2). Nest
 rebuilt natively: `withField` for records, `transform` for arrays, `transform_values` for maps,
 member structs for multi-branch unions; a field with presence (a Protobuf tree's `Present`) is
 walked only when set. The tree is the format's (`FieldWalking.field_tree`). Guards and bodies
-compile through the shared CEL compiler (`executors.cel._compiler.compile_term`), so CEL_FIELD has
+compile through the shared CEL compiler (`executors.cel.compile_term`), so CEL_FIELD has
 every construct and builtin CEL has. A shape or expression with no exact native form raises
 `NotNativeCel` and the executor falls back to the Python walk for the whole rule.
 """
@@ -19,10 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from contracts.formats.fields import NULL, Array, Field, Leaf, Map, Node, Present, Record, Union, Wrapped
 from contracts.model import RuleKind
-from executors.cel import _runtime
-from executors.cel._compiler import compile_term, split_rule
-from executors.cel._native_types import CelType, NotNativeCel, Term
-from executors.cel._native_types import any_error as _or
+from executors.cel import CelType, NotNativeCel, Term, compile_term, field_activation, split_rule
+from executors.cel import any_error as _or
 from executors.protocol import NativeOutcome
 
 if TYPE_CHECKING:
@@ -387,14 +385,12 @@ class NativePlanner:
             from pyspark.sql import functions as F
 
             if plan is None:
-                return NativeOutcome(
-                    F.lit(True), record if self.kind is RuleKind.TRANSFORM else None, always_passes=True
-                )
+                return NativeOutcome(F.lit(True), record if self.kind is RuleKind.TRANSFORM else None)
             emitted = plan.emit(record, None)
             passed = F.lit(True) if emitted.fail is None else ~emitted.fail
             new = emitted.value if emitted.value is not None else record
             transformed = new if self.kind is RuleKind.TRANSFORM else None
-            return NativeOutcome(passed, transformed, always_passes=emitted.fail is None)
+            return NativeOutcome(passed, transformed)
 
         return build
 
@@ -600,12 +596,10 @@ class NativePlanner:
 def _bindings(leaf: Leaf, field: Field) -> tuple[dict[str, CelType], dict[str, Any]]:
     """The per-row variables and plan-time constants of one visited field and type name.
 
-    The constants are the Python twin's own activation (`_runtime.field_activation`), so a folded
+    The constants are the Python twin's own activation (`field_activation`), so a folded
     sub-expression sees exactly what the twin sees; `value` is a constant only for typeName NULL.
     """
-    activation = _runtime.field_activation(
-        None, field.name, field.full_name, leaf.type_name, sorted(field.tags), None
-    )
+    activation = field_activation(None, field.name, field.full_name, leaf.type_name, sorted(field.tags), None)
     del activation["message"]
     if leaf.type_name == "NULL":
         return {}, activation

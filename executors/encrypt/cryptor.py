@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, AESSIV
 
+from contracts.errors import DataContractError
+
 EMPTY_AAD = b""
 _NONCE = 12
 # Tink's key protos: AesGcmKey{version=1, key_value=3}, AesSivKey{version=1, key_value=2}.
@@ -20,7 +22,7 @@ _KEY_FIELD = {"AES128_GCM": 3, "AES256_GCM": 3, "AES256_SIV": 2}
 _KEY_SIZE = {"AES128_GCM": 16, "AES256_GCM": 32, "AES256_SIV": 64}
 
 
-class KeyMaterialError(ValueError):
+class KeyMaterialError(DataContractError, ValueError):
     """Key material that is not a key of the expected algorithm (its bytes are never quoted)."""
 
 

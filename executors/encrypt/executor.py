@@ -10,8 +10,10 @@ each DEK once (`keys.KeyRing`) and, on WRITE, keeps the DEK version it encrypts 
 
 from __future__ import annotations
 
+import base64
 import binascii
 import functools
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +45,13 @@ KMS_TYPE = "encrypt.kms.type"
 KMS_KEY_ID = "encrypt.kms.key.id"
 DEK_ALGORITHM = "encrypt.dek.algorithm"
 DEK_EXPIRY_DAYS = "encrypt.dek.expiry.days"
+
+# A string field's ciphertext from its base64: binascii's strict mode is base64.b64decode(value,
+# validate=True) without its Python-level wrapper, on Python 3.11 and later (3.10 has no strict mode).
+if sys.version_info >= (3, 11):
+    _from_base64 = functools.partial(binascii.a2b_base64, strict_mode=True)
+else:
+    _from_base64 = functools.partial(base64.b64decode, validate=True)
 
 
 class EncryptExecutor:
@@ -79,20 +88,12 @@ class EncryptExecutor:
             )
         keys = compile_keys(ctx, self.type, self.kms_drivers, self.clock, self.dek_ttl_ms)
         batch = EncryptBatch(
-            keys.spec,
+            keys.for_workers(ctx.rule_config, self.kms_drivers, self.clock, self.dek_ttl_ms),
             ctx.mode,
             frozenset(ctx.rule.tags),
             ctx.schema,
             walking,
             dict(ctx.metadata_tags),
-            keys.registry,
-            ctx.rule_config,
-            self.kms_drivers,
-            keys.write_dek,
-            keys.failure,
-            self.clock,
-            self.dek_ttl_ms,
-            keys.renews,
         )
         # Only string and bytes leaves change, in kind: where that keeps a record valid, no second check.
         keeps = swaps_keep_schema(ctx.schema_format)
@@ -112,6 +113,22 @@ class CompiledKeys:
     renews: bool = False
     runnable: bool = True
     """False when compiled read-only for a WRITE: no DEK was looked for (BatchStep.runnable)."""
+
+    def for_workers(
+        self, config: Mapping[str, str], drivers: tuple[KmsDriver, ...], clock: Any, ttl_ms: int
+    ) -> WorkerKeys:
+        """What a worker needs to open these keys itself, with the rule config and KMS drivers."""
+        return WorkerKeys(
+            self.spec,
+            self.registry,
+            config,
+            drivers,
+            self.write_dek,
+            self.failure,
+            clock,
+            ttl_ms,
+            self.renews,
+        )
 
 
 def compile_keys(
@@ -151,37 +168,13 @@ def cannot_get_dek(rule_type: str, error: EncryptionKeyError) -> str:
     return f"{rule_type} cannot get a DEK to encrypt with: {error}"
 
 
-def worker_keys(
-    spec: KeySpec,
-    registry: DekRegistry,
-    config: Mapping[str, str],
-    drivers: tuple[KmsDriver, ...],
-    clock: Any,
-    ttl_ms: int,
-    first: WriteDek | None,
-    renews: bool,
-) -> tuple[KeyRing, WriteKeys | None]:
-    """A worker's keys for a rule's evaluator: its KeyRing, and on WRITE (when the plan has a DEK
-    for it) its WriteKeys."""
-    clock = clock or now_millis
-    keys = KeyRing(spec, registry, config, drivers, ttl_ms=ttl_ms, now_millis_fn=clock)
-    if first is None:
-        return keys, None
-    renew = functools.partial(write_dek, spec, registry, config, drivers, clock, ttl_ms) if renews else None
-    return keys, WriteKeys(first, clock, renew)
-
-
 @dataclass(frozen=True)
-class EncryptBatch:
-    """Picklable factory of one ENCRYPT rule's evaluator: key names and versions, the registry and
-    the rule config (whose values never print); each worker unwraps the DEKs itself."""
+class WorkerKeys:
+    """Picklable keys of one ENCRYPT or ENCRYPT_PAYLOAD rule for its workers: key names and versions,
+    the registry and the rule config (whose values never print); each worker unwraps the DEKs itself.
+    `failure` is why a WRITE has no DEK (each record then fails with it)."""
 
     spec: KeySpec
-    mode: RuleMode
-    tags: frozenset[str]
-    schema: Any = field(repr=False)
-    schema_format: FieldWalking = field(repr=False)
-    metadata_tags: Mapping[str, tuple[str, ...]] = field(repr=False)
     registry: DekRegistry = field(repr=False)
     config: Mapping[str, str] = field(repr=False)
     drivers: tuple[KmsDriver, ...] = field(repr=False)
@@ -191,18 +184,35 @@ class EncryptBatch:
     dek_ttl_ms: int = DEFAULT_TTL_MS
     renews: bool = False
 
+    def open(self) -> tuple[KeyRing, WriteKeys | None]:
+        """A worker's keys for a rule's evaluator: its KeyRing, and on WRITE (when the plan has a DEK
+        for it) its WriteKeys."""
+        clock = self.clock or now_millis
+        spec, registry, config, drivers = self.spec, self.registry, self.config, self.drivers
+        ttl_ms = self.dek_ttl_ms
+        keys = KeyRing(spec, registry, config, drivers, ttl_ms=ttl_ms, now_millis_fn=clock)
+        if self.write_dek is None:
+            return keys, None
+        renew = None
+        if self.renews:
+            renew = functools.partial(write_dek, spec, registry, config, drivers, clock, ttl_ms)
+        return keys, WriteKeys(self.write_dek, clock, renew)
+
+
+@dataclass(frozen=True)
+class EncryptBatch:
+    """Picklable factory of one ENCRYPT rule's evaluator: its keys for workers, the schema and the
+    tags it encrypts."""
+
+    keys: WorkerKeys
+    mode: RuleMode
+    tags: frozenset[str]
+    schema: Any = field(repr=False)
+    schema_format: FieldWalking = field(repr=False)
+    metadata_tags: Mapping[str, tuple[str, ...]] = field(repr=False)
+
     def __call__(self) -> BatchEvaluator:
-        keys, writes = worker_keys(
-            self.spec,
-            self.registry,
-            self.config,
-            self.drivers,
-            self.clock,
-            self.dek_ttl_ms,
-            self.write_dek,
-            self.renews,
-        )
-        return _Evaluator(self, keys, writes)
+        return _Evaluator(self, *self.keys.open())
 
 
 class _FieldFailure(Exception):
@@ -218,10 +228,10 @@ class _Evaluator:
         self.walk = batch.schema_format.field_walk(batch.schema, batch.metadata_tags, batch.tags, transform)
         self._cryptors: dict[int, Cryptor] = {}
         self._version = 0
-        self._rotated = batch.spec.rotated
+        self._rotated = batch.keys.spec.rotated
 
     def __call__(self, records: Sequence[Any]) -> Sequence[Outcome]:
-        failure = self.batch.failure
+        failure = self.batch.keys.failure
         if failure is None and self.writes is not None:
             try:
                 self._version = self.writes.version()  # the batch's DEK version to encrypt with
@@ -270,8 +280,7 @@ class _Evaluator:
         type_name = field.type_name
         if type_name == "STRING":
             try:
-                # base64.b64decode(value, validate=True), without its Python-level wrapper
-                data = binascii.a2b_base64(value, strict_mode=True)
+                data = _from_base64(value)
             except (binascii.Error, ValueError):
                 raise _FieldFailure(f"{_cannot_decrypt(field)}: the value is not base64") from None
         elif type_name == "BYTES":

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from contracts.codes import DEK_ALREADY_EXISTS, KEY_NOT_FOUND
-from contracts.errors import RegistryError
+from contracts.errors import DataContractError, RegistryError
 from contracts.registry.dek import LATEST, Dek, DekRegistry, Kek
 from contracts.registry.local import copy_note
 from executors.encrypt.cryptor import EMPTY_AAD, Cryptor, cryptor, generate_key_material
@@ -30,7 +30,7 @@ DEFAULT_CAPACITY = 1000
 DEFAULT_TTL_MS = 5 * 60 * 1000
 
 
-class EncryptionKeyError(Exception):
+class EncryptionKeyError(DataContractError):
     """A KEK or DEK that cannot be found, created or unwrapped; the message never holds key bytes."""
 
 

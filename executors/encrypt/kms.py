@@ -13,10 +13,11 @@ from collections.abc import Iterable, Mapping
 from operator import attrgetter
 from typing import Any, Protocol, runtime_checkable
 
+from contracts.errors import DataContractError
 from contracts.plugins import KMS_GROUP, InstalledPlugins
 
 
-class KmsError(Exception):
+class KmsError(DataContractError):
     """A KMS that cannot be reached, configured or asked to wrap or unwrap a DEK."""
 
 
@@ -64,11 +65,11 @@ def find_driver(kms_type: str, extra: Iterable[KmsDriver] = ()) -> KmsDriver:
     for driver in extra:
         if driver.kms_type == kms_type:
             return driver
-    driver = _INSTALLED.find(kms_type)
-    if driver is None:
+    installed = _INSTALLED.find(kms_type)
+    if installed is None:
         known = ", ".join(sorted({*_INSTALLED.names(), *(d.kms_type for d in extra)})) or "none"
         raise KmsError(f"no KMS driver for kms type {kms_type!r} (known: {known})")
-    return driver
+    return installed
 
 
 _INSTALLED: InstalledPlugins[KmsDriver] = InstalledPlugins(

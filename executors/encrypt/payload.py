@@ -9,26 +9,23 @@ algorithms and the rotated-DEK version prefix are those of ENCRYPT (`compile_key
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from contracts.model import RuleMode
-from contracts.registry.dek import DekRegistry
 from executors.encrypt.cryptor import Cryptor
 from executors.encrypt.envelope import split_version, with_version
-from executors.encrypt.executor import cannot_get_dek, compile_keys, worker_keys
+from executors.encrypt.executor import WorkerKeys, cannot_get_dek, compile_keys
 from executors.encrypt.keys import (
-    DEFAULT_TTL_MS,
     EncryptionKeyError,
     KeyRing,
-    KeySpec,
     dek_ttl_ms,
     now_millis,
 )
 from executors.encrypt.kms import KmsDriver
 from executors.encrypt.localkms import LocalKmsDriver
-from executors.encrypt.rotation import WriteDek, WriteKeys
+from executors.encrypt.rotation import WriteKeys
 from executors.protocol import BatchEvaluator, BatchStep, Outcome, RuleContext, Step
 
 RULE_TYPE = "ENCRYPT_PAYLOAD"
@@ -53,16 +50,7 @@ class EncryptPayloadExecutor:
     def compile(self, ctx: RuleContext) -> Step:
         keys = compile_keys(ctx, self.type, self.kms_drivers, self.clock, self.dek_ttl_ms)
         batch = PayloadBatch(
-            keys.spec,
-            ctx.mode,
-            keys.registry,
-            ctx.rule_config,
-            self.kms_drivers,
-            keys.write_dek,
-            keys.failure,
-            self.clock,
-            self.dek_ttl_ms,
-            keys.renews,
+            keys.for_workers(ctx.rule_config, self.kms_drivers, self.clock, self.dek_ttl_ms), ctx.mode
         )
         why = "runs on serialized bytes, outside Spark's expressions"
         return BatchStep(batch, why_not_native=why, runnable=keys.runnable)
@@ -72,29 +60,11 @@ class EncryptPayloadExecutor:
 class PayloadBatch:
     """Picklable factory of one ENCRYPT_PAYLOAD rule's evaluator: names and versions only."""
 
-    spec: KeySpec
+    keys: WorkerKeys
     mode: RuleMode
-    registry: DekRegistry = field(repr=False)
-    config: Mapping[str, str] = field(repr=False)
-    drivers: tuple[KmsDriver, ...] = field(repr=False)
-    write_dek: WriteDek | None = None
-    failure: str | None = None
-    clock: Any = field(default=None, repr=False)
-    dek_ttl_ms: int = DEFAULT_TTL_MS
-    renews: bool = False
 
     def __call__(self) -> BatchEvaluator:
-        keys, writes = worker_keys(
-            self.spec,
-            self.registry,
-            self.config,
-            self.drivers,
-            self.clock,
-            self.dek_ttl_ms,
-            self.write_dek,
-            self.renews,
-        )
-        return _Evaluator(self, keys, writes)
+        return _Evaluator(self, *self.keys.open())
 
 
 class _Evaluator:
@@ -113,7 +83,7 @@ class _Evaluator:
         self._cryptors = {}  # each DEK version looked up once per batch
         self._nonces = []  # the batch's AES-GCM nonces, drawn at the first payload
         self._left = len(payloads)
-        self._failure = self.batch.failure
+        self._failure = self.batch.keys.failure
         if self._failure is None and self.writes is not None:
             try:
                 self._version = self.writes.version()  # the batch's DEK version to encrypt with
@@ -149,12 +119,14 @@ class _Evaluator:
             return Outcome(False, body, f"{RULE_TYPE} cannot encrypt the payload: {e}")
         except Exception as e:
             return Outcome(False, body, f"{RULE_TYPE} cannot encrypt the payload: {type(e).__name__}")
-        return Outcome(True, with_version(version, ciphertext) if self.batch.spec.rotated else ciphertext)
+        return Outcome(
+            True, with_version(version, ciphertext) if self.batch.keys.spec.rotated else ciphertext
+        )
 
     def _decrypt(self, payload: bytes) -> Outcome:
         where = f"{RULE_TYPE} cannot decrypt the payload"
         version, data = 1, payload
-        if self.batch.spec.rotated:
+        if self.batch.keys.spec.rotated:
             split = split_version(payload)
             if split is None:
                 return Outcome(False, payload, f"{where}: no DEK version in it")

@@ -12,7 +12,7 @@ from typing import Any
 import jsonata
 
 from contracts.bounded import BoundedCache
-from contracts.errors import SerializationError
+from contracts.errors import DataContractError, SerializationError
 from contracts.formats.protocol import SchemaFormat
 from contracts.formats.regex import compiled, refusal
 from contracts.model import RuleKind
@@ -37,7 +37,7 @@ class Bounds:
     max_depth: int = DEFAULT_MAX_DEPTH
 
 
-class InvalidRegex(ValueError):
+class InvalidRegex(DataContractError, ValueError):
     """A regular expression of the expression that RE2 refuses (a lookaround, a backreference)."""
 
 

@@ -1,4 +1,4 @@
-"""Avro ↔ Spark: schemas to Spark types (spark-avro's conventions), the field walk, and values.
+"""Avro ↔ Spark: schemas to Spark types (spark-avro's conventions) and values.
 
 Schemas are fastavro parsed schemas (`parse_schema`). Spark types follow spark-avro's
 `SchemaConverters.toSqlType`: records → structs, arrays → ArrayType, maps → MapType(string, …),
@@ -6,7 +6,7 @@ enums and uuid → string, fixed and bytes → binary, ["null", T] → nullable 
 struct<member0, …, memberN> (nulls dropped), date → DateType, time-millis/micros → int/long,
 timestamp-* → TimestampType, local-timestamp-* → TimestampNTZType, decimal → DecimalType.
 Every record field's StructField metadata holds `avro.fullName`, `avro.type` and, when the
-field has any, its inline `confluent:tags`; `avro_fields` walks the same facts for CEL_FIELD.
+field has any, its inline `confluent:tags`.
 
 Values: `avro_to_spark_value` / `spark_to_avro_value` convert one value (record dicts as fastavro
 reads them ↔ createDataFrame input / collected Rows); `records_to_arrow` / `arrow_to_records`
@@ -27,9 +27,7 @@ from contracts.formats.avro.types import (
     MAP_VALUE,
     TAGS_PROP,
     TYPE_KEY,
-    AvroField,
     AvroSchema,
-    avro_fields,
     parse_schema,
     spark_type,
     struct_type,
@@ -55,14 +53,12 @@ __all__ = [
     "MAP_VALUE",
     "TAGS_PROP",
     "TYPE_KEY",
-    "AvroField",
     "AvroSchema",
     "Records",
     "arrow_ready",
     "arrow_schema",
     "arrow_to_records",
     "arrow_type",
-    "avro_fields",
     "avro_to_spark_value",
     "chooses_union_branches",
     "parse_schema",

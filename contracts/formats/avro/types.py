@@ -1,4 +1,4 @@
-"""Avro schemas → Spark types, following spark-avro's SchemaConverters.toSqlType, and the field walk.
+"""Avro schemas → Spark types, following spark-avro's SchemaConverters.toSqlType.
 
 Schemas here are fastavro *parsed* schemas: named types carry their full name in `name`, and a
 type used again later appears as that name string (resolved through the `_Names` registry).
@@ -7,8 +7,7 @@ type used again later appears as that name string (resolved through the `_Names`
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import fastavro
@@ -24,7 +23,7 @@ FULL_NAME_KEY = "avro.fullName"
 ARRAY_ELEMENT = "[]"
 MAP_VALUE = "{}"
 
-_PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
+PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
 _NAMED = frozenset({"record", "enum", "fixed"})
 _SIMPLE_SPARK = {
     "null": T.NullType(),
@@ -87,7 +86,7 @@ class _Names:
         if isinstance(schema, list):
             return schema
         if isinstance(schema, str):
-            if schema in _PRIMITIVES:
+            if schema in PRIMITIVES:
                 return {"type": schema}
             if schema not in self.named:
                 raise ContractError(
@@ -282,75 +281,3 @@ def _leaf_type(schema: dict[str, Any], where: str) -> T.DataType:
 
 def _join(where: str, name: str) -> str:
     return f"{where}.{name}" if where else name
-
-
-@dataclass(frozen=True)
-class AvroField:
-    """One record field met while walking a schema: what CEL_FIELD rules see of it (docs/semantics.md §4).
-
-    `path` locates the field's Spark column from the top-level record: field names, plus
-    ARRAY_ELEMENT / MAP_VALUE for collection elements and `memberN` for multi-branch unions.
-    """
-
-    path: tuple[str, ...]
-    name: str
-    full_name: str
-    type_name: str
-    tags: tuple[str, ...]
-    nullable: bool
-    schema: AvroSchema
-
-
-def avro_fields(schema: AvroSchema) -> Iterator[AvroField]:
-    """Every record field of a schema, depth first, each with its path, fullName, typeName and tags."""
-    names = _Names(schema)
-    yield from _walk(schema, names, (), ())
-
-
-def _walk(
-    schema: AvroSchema, names: _Names, path: tuple[str, ...], open_records: tuple[str, ...]
-) -> Iterator[AvroField]:
-    resolved = names.resolve(schema, ".".join(path))
-    if isinstance(resolved, list):
-        branches = non_null_branches(resolved)
-        if len(branches) == 1:
-            yield from _walk(branches[0], names, path, open_records)
-        elif not is_widened_union(branches):
-            for i, branch in enumerate(branches):
-                yield from _walk(branch, names, (*path, f"member{i}"), open_records)
-    elif resolved["type"] == "array":
-        yield from _walk(resolved["items"], names, (*path, ARRAY_ELEMENT), open_records)
-    elif resolved["type"] == "map":
-        yield from _walk(resolved["values"], names, (*path, MAP_VALUE), open_records)
-    elif resolved["type"] == "record":
-        yield from _walk_record(resolved, names, path, open_records)
-
-
-def _walk_record(
-    record: dict[str, Any], names: _Names, path: tuple[str, ...], open_records: tuple[str, ...]
-) -> Iterator[AvroField]:
-    if record["name"] in open_records:
-        raise ContractError(
-            f"recursive Avro schema: record {record['name']!r} contains itself", position=".".join(path)
-        )
-    inner = (*open_records, record["name"])
-    for field in record["fields"]:
-        field_path = (*path, field["name"])
-        field_type = field["type"]
-        yield AvroField(
-            path=field_path,
-            name=field["name"],
-            full_name=f"{record['name']}.{field['name']}",
-            type_name=_type_name(field_type, names),
-            tags=tuple(field.get(TAGS_PROP) or ()),
-            nullable=_is_nullable(field_type, names),
-            schema=field_type,
-        )
-        yield from _walk(field_type, names, field_path, inner)
-
-
-def _is_nullable(schema: AvroSchema, names: _Names) -> bool:
-    resolved = names.resolve(schema, "")
-    if isinstance(resolved, list):
-        return len(non_null_branches(resolved)) < len(resolved)
-    return resolved["type"] == "null"

@@ -23,7 +23,7 @@ from pyspark.sql import types as T
 from contracts.bounded import BoundedCache
 from contracts.errors import SerializationError
 from contracts.formats.arrow_text import invalid_utf8_rows, sound_nulls, valid_utf8
-from contracts.formats.arrow_types import _arrow, arrow_schema
+from contracts.formats.arrow_types import arrow_schema, arrow_type, readable_arrow_type
 from contracts.formats.avro.types import (
     _NAMED,
     AvroSchema,
@@ -452,7 +452,7 @@ def _compile(schema: AvroSchema, union_branches: bool) -> _Codec:
     assert isinstance(resolved, dict)
     fields = compiler.fields(resolved)
     columns = tuple(
-        _Column(name, node, _arrow(f.dataType, readable=False), _arrow(f.dataType, readable=True))
+        _Column(name, node, arrow_type(f.dataType), readable_arrow_type(f.dataType))
         for (name, node), f in zip(fields, dtype.fields, strict=True)
     )
     return _Codec(_record_node(fields), dtype, columns, arrow_schema(dtype), compiler.chooses_branches)

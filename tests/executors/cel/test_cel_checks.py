@@ -132,6 +132,14 @@ def test_calls_of_the_environment_load(expr: str) -> None:
     load(expr)
 
 
+def test_a_parenthesised_macro_variable_loads_as_the_reference_reads_it() -> None:
+    """cel-python reads `all((x), …)` as `all(x, …)`; the load check unwraps the parentheses too."""
+    expr = "[1, 2].all((x), x > 0) && [1].map((y), y + 1) == [2]"
+    load(expr)
+    record = _runtime.to_cel({"id": 1, "zero": 0, "name": "a"})
+    assert _runtime.compile_program(expr).condition({"message": record}).passed
+
+
 # -- nesting depth ---------------------------------------------------------------------------
 
 DEEP = {

@@ -25,7 +25,6 @@ from contracts.errors import ContractError, SerializationError
 from contracts.formats.avro import (
     arrow_schema,
     arrow_to_records,
-    avro_fields,
     avro_to_spark_value,
     chooses_union_branches,
     parse_schema,
@@ -188,8 +187,6 @@ def test_recursive_schemas_are_refused_with_a_contract_error(schema: str) -> Non
     parsed = parse_schema(schema)
     with pytest.raises(ContractError, match="recursive"):
         struct_type(parsed)
-    with pytest.raises(ContractError, match="recursive"):
-        list(avro_fields(parsed))
 
 
 def _doubling(depth: int) -> str:
@@ -276,40 +273,6 @@ def test_field_metadata_carries_tags_full_name_and_avro_type(spark: Any) -> None
         "avro.fullName": "com.acme.Address.zip",
         "avro.type": "STRING",
     }
-
-
-def test_the_field_walk_yields_path_full_name_type_name_and_tags() -> None:
-    walked = [
-        (f.path, f.name, f.full_name, f.type_name, f.tags, f.nullable)
-        for f in avro_fields(parse_schema(TAGGED))
-    ]
-    assert walked == [
-        (("ssn",), "ssn", "com.acme.User.ssn", "STRING", ("PII",), False),
-        (("address",), "address", "com.acme.User.address", "RECORD", (), True),
-        (("address", "zip"), "zip", "com.acme.Address.zip", "STRING", ("PII", "GEO"), False),
-        (("amount",), "amount", "com.acme.User.amount", "COMBINED", (), False),
-        (("labels",), "labels", "com.acme.User.labels", "ARRAY", ("META",), False),
-    ]
-
-
-def test_the_field_walk_enters_arrays_maps_and_union_members() -> None:
-    item = {"type": "record", "name": "Item", "fields": [{"name": "sku", "type": "string"}]}
-    schema = parse_schema(
-        record(
-            {"name": "items", "type": {"type": "array", "items": item}},
-            {"name": "byId", "type": {"type": "map", "values": "Item"}},
-            {"name": "either", "type": ["null", "string", "Item"]},
-        )
-    )
-    walked = [(f.path, f.full_name) for f in avro_fields(schema)]
-    assert walked == [
-        (("items",), "R.items"),
-        (("items", "[]", "sku"), "Item.sku"),
-        (("byId",), "R.byId"),
-        (("byId", "{}", "sku"), "Item.sku"),
-        (("either",), "R.either"),
-        (("either", "member1", "sku"), "Item.sku"),
-    ]
 
 
 @pytest.mark.parametrize(
