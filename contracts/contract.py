@@ -205,6 +205,15 @@ class _Plans:
         self._rules: dict[tuple[RuleMode, bool], Plan] = {}
         self._encoding: dict[tuple[RuleMode, bool], PayloadRules] = {}
 
+    def __getstate__(self) -> dict[str, Any]:
+        # A contract travels to Spark Connect's server inside a foreachBatch function: its plans go
+        # along, its lock (which does not pickle) is made anew there.
+        return {key: value for key, value in self.__dict__.items() if key != "_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def rules(self, mode: RuleMode, run: bool = True) -> Plan:
         """The domain rules' plan of `mode`: the one that runs, or (not `run`) one to show."""
         return self._once(

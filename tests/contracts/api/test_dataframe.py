@@ -1481,3 +1481,13 @@ def test_conform_matches_nested_fields_by_name_inside_arrays_and_maps(spark: Any
         ContractError, match=r"column 'items\[\]' has field\(s\) note the schema's struct lacks"
     ):
         contract.conform(extra)
+
+
+def test_a_contract_pickles_after_its_plans_compiled(sink: LocalTopicSink, users: Any) -> None:
+    """foreach_batch on Spark Connect sends the contract to the server inside its function."""
+    contract = make_contract(
+        sink, [rule("positiveAge", "message.age > 0", onFailure="DLQ", params={"dlq.topic": "t"})]
+    )
+    contract.write(users)  # compiles the WRITE plan that runs
+    copy = cloudpickle.loads(cloudpickle.dumps(contract))
+    assert ids(copy.write(users)) == ids(contract.write(users))
