@@ -35,7 +35,7 @@ def _state(root: Path) -> dict[str, bytes]:
 
 
 def _registry(tmp_path: Path) -> LocalRegistry:
-    registry = LocalRegistry(tmp_path / "registry")
+    registry = LocalRegistry(tmp_path / "registry", create=True)
     payload = contract_payload(SCHEMA, {**KMS_PARAMS, "dlq.topic": "people-dlq"})
     payload["ruleSet"]["domainRules"][0]["onFailure"] = "DLQ"
     registry.register_schema(SUBJECT, Schema.from_dict(payload))
