@@ -1,16 +1,15 @@
 """Avro bodies decoded and encoded in the JVM by spark-avro (`from_avro`, `to_avro`), where they
 give exactly what the fastavro passes of `serde` give (docs/semantics.md §8.10).
 
-Decoding sends no row `from_avro` reads to Python: a frame whose V0 id or V1 GUID
+Decoding scans the frames once and sends no whole row to Python: a frame whose V0 id or V1 GUID
 names a writer this module can read in the JVM (the target, or a writer migrated natively) and
 whose row has no schema id header is decoded by `from_avro`; a tombstone gets its status natively;
 every other frame (an unknown or late-registered id, a header, a writer migrated in Python or one
 `from_avro` cannot read exactly) is decoded by the Python decoder in an Arrow UDF given those rows
-alone, in the other branch of a union (contracts.engine.python_rows). `from_avro` in PERMISSIVE
-mode gives a record of nulls for a body it cannot read, and reads some bodies fastavro refuses
-(strings that are not UTF-8, dates and times Python cannot hold): those rows, found by Spark
-expressions, go to the same UDF, whose Python decoder's reason (or success: a record of nulls)
-then decides. The UDF routes the rows it
+alone (contracts.engine.python_rows). `from_avro` in PERMISSIVE mode gives a record of nulls for a
+body it cannot read, and reads some bodies fastavro refuses (strings that are not UTF-8, dates and
+times Python cannot hold): those rows, found by Spark expressions, go to the same UDF, whose
+Python decoder's reason (or success: a record of nulls) then decides. The UDF routes the rows it
 rejects in the same task, so the decode policy and the DLQ reasons are the ones of the fastavro
 path, byte for byte.
 
@@ -36,7 +35,7 @@ import pyarrow as pa
 
 from contracts.engine import python_rows, serde
 from contracts.engine.frame import RECORD
-from contracts.engine.routing import Router
+from contracts.engine.routing import Router, with_partition
 from contracts.errors import ContractError
 from contracts.formats.avro.sizes import size_check
 from contracts.formats.avro.types import PRIMITIVES as _PRIMITIVES
@@ -306,7 +305,7 @@ class JvmDecode:
         return cls(tuple(chosen), fallbacks) if chosen else None
 
     def decode(self, df: DataFrame, decoder: serde.Decoder, router: Router, keep_value: bool) -> DataFrame:
-        """`serde.decode`'s result for `df`, no row `from_avro` reads meeting a Python node: `from_avro`
+        """`serde.decode`'s result in one scan of `df`, no row crossing to Python whole: `from_avro`
         reads the JVM writers' frames; the other frames, and the JVM's suspect records, go to the
         Python decoder (contracts.engine.python_rows), which routes the rows it rejects through
         `router` in the same task, as the fastavro pass does."""
@@ -323,12 +322,12 @@ class JvmDecode:
             )
             by_jvm = by_jvm & ~F.coalesce(named, F.lit(False))
         by_jvm = F.coalesce(by_jvm & value.isNotNull(), F.lit(False))
+        jvm_row = F.col(_JVM_ROW)
         reads = {
-            w.column: F.when(by_jvm & match, self._read(value, w))
+            w.column: F.when(jvm_row & match, self._read(value, w))
             for w, match in zip(self.writers, matches, strict=True)
         }
-        staged = python_rows.stage(df, {_JVM_ROW: by_jvm, **reads})
-        jvm_row = F.col(_JVM_ROW)
+        staged = with_partition(df).withColumn(_JVM_ROW, by_jvm).withColumns(reads)
         suspect = F.lit(False)
         for w, match in zip(self.writers, matches, strict=True):
             suspect = F.when(match, _suspect(F.col(w.column), w.spark_type)).otherwise(suspect)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from contracts.engine import python_rows, serde
 from contracts.engine.frame import RECORD
-from contracts.engine.routing import Router
+from contracts.engine.routing import Router, with_partition
 from contracts.errors import ContractError
 from contracts.formats.json_schema import layouts, native
 from contracts.formats.markers import ABSENT_FIELD, ABSENT_MARK
@@ -80,9 +80,9 @@ class JsonJvmDecode:
         return cls(tuple(prefixes), properties, masked=len(properties.fields) < len(target.fields))
 
     def decode(self, df: DataFrame, decoder: serde.Decoder, router: Router, keep_value: bool) -> DataFrame:
-        """`serde.decode`'s result for `df`, no row `from_json` is trusted with meeting a Python node:
-        `from_json` reads the target's frames, and the rows it is not trusted with, with every other
-        frame, go to the Python decoder (contracts.engine.python_rows), which routes the rows it rejects
+        """`serde.decode`'s result in one scan of `df`, no row crossing to Python whole: `from_json`
+        reads the target's frames, and the rows it is not trusted with, with every other frame, go
+        to the Python decoder (contracts.engine.python_rows), which routes the rows it rejects
         through `router` in the same task, as the Python pass does."""
         from pyspark.sql import functions as F
 
@@ -99,7 +99,7 @@ class JsonJvmDecode:
         body = F.when(F.substring(value, 1, 1) == F.lit(b"\x00"), F.substring(value, 6, _MAX_LENGTH))
         text = body.otherwise(F.substring(value, 18, _MAX_LENGTH)).cast("string")
         parsed = F.when(by_jvm, F.from_json(text, self.spark_type, _PERMISSIVE))
-        staged = python_rows.stage(df, {_PARSED: parsed})
+        staged = with_partition(df).withColumn(_PARSED, parsed)
         parsed = F.col(_PARSED)
         trusted = layouts.written_from(parsed, self.spark_type, text)
         trusted = by_jvm & F.coalesce(

@@ -3,9 +3,8 @@
 `from_avro` reads most frames. The others (a frame of an unknown or late-registered id, one named
 by a schema id header, one of a writer migrated in Python or read inexactly in the JVM) are
 decoded here, and the JVM's suspect records (a record of nulls, a value Python refuses) are judged
-here. Only those rows reach the Python worker, in their own branch of a union; every other row
-takes the JVM's values in a native branch with no Python node (docs/semantics.md §8.10). The rows
-it rejects go to their DLQ topics through the decode
+here. Only those rows cross to the Python worker; every other row reaches it as a null, not as a
+whole row as in a `mapInArrow` pass. The rows it rejects go to their DLQ topics through the decode
 stage's Router in the same task, as the fastavro pass sends them, and leave marked ROUTED for a
 native filter to drop.
 """
@@ -47,7 +46,6 @@ ROUTED = "__contract_routed"
 SUSPECT = "__contract_suspect"
 """True for a row the JVM decoded whose record the Python decoder must judge."""
 _GIVEN = "__contract_python_rows"
-_TO_PYTHON = "__contract_to_python"
 
 
 def decoded_type(decoder: serde.Decoder) -> StructType:
@@ -204,18 +202,6 @@ class PythonRows:
         return given.take(pc.if_else(chosen, positions, pa.scalar(None, pa.int64())))
 
 
-def stage(df: DataFrame, reads: Mapping[str, Column]) -> DataFrame:
-    """`df` with PARTITION and what a JVM decoder reads (`reads`, each free of the others), each
-    read made nondeterministic to the optimizer (it is computed where PARTITION is): Catalyst
-    pushes a filter through a deterministic projection by copying the projection's expressions
-    into it, which would run `from_avro` once per field a filter or rule above reads."""
-    from pyspark.sql import functions as F
-
-    here = F.spark_partition_id()
-    kept = {name: F.when(here >= F.lit(0), read) for name, read in reads.items()}
-    return df.select("*", here.alias(PARTITION), *[read.alias(name) for name, read in kept.items()])
-
-
 def decode_rest(
     staged: DataFrame,
     decoder: serde.Decoder,
@@ -226,50 +212,26 @@ def decode_rest(
     columns: list[str],
 ) -> DataFrame:
     """`serde.decode`'s result (`columns` of the input, then the writers', RECORD and STATUS) for
-    `staged` (`stage`: the input with PARTITION and what a JVM decoder read), in two branches of
-    one union (docs/semantics.md §8.10): the rows `by_python` and the `suspect` ones reach the UDF,
-    which decodes or judges them and routes its rejects; every other row takes the JVM's values
-    (`by_jvm`: per writer column, or RECORD, its value), a tombstone its status, and meets no
-    Python node at all."""
-    from pyspark.sql import functions as F
-
-    marked = staged.withColumn(_TO_PYTHON, F.coalesce(by_python | suspect, F.lit(False)))
-    writers = [serde.writer_column(v) for v in decoder.native_types]
-    value = F.col(f"`{decoder.value_column}`")
-    tombstone = F.when(value.isNull(), status_literal(decoder.tombstone_status))
-    by_jvm_only = marked.filter(~F.col(_TO_PYTHON)).select(
-        *[F.col(f"`{name}`") for name in columns],
-        *[by_jvm.get(name, F.lit(None)).alias(name) for name in [*writers, RECORD]],
-        tombstone.alias(STATUS),
-    )
-    return _decoded_in_python(
-        marked.filter(F.col(_TO_PYTHON)), decoder, router, by_python, suspect, by_jvm, columns
-    ).unionByName(by_jvm_only)
-
-
-def _decoded_in_python(
-    staged: DataFrame,
-    decoder: serde.Decoder,
-    router: Router,
-    by_python: Column,
-    suspect: Column,
-    by_jvm: Mapping[str, Column],
-    columns: list[str],
-) -> DataFrame:
-    """The rows of `staged`, all of which the UDF decodes (`by_python`) or judges (`suspect`): its
-    rejects routed and dropped, a suspect it finds readable keeping the JVM's values."""
+    `staged`, the input with PARTITION and what a JVM decoder read: the rows `by_python` are decoded
+    and the `suspect` ones judged by the UDF, its rejects routed and dropped; every other row takes
+    the JVM's values (`by_jvm`: per writer column, or RECORD, its value), a tombstone its status."""
     from pyspark.sql import functions as F
 
     rows = PythonRows(decoder, router, decoded_type(decoder).json())
     names = _given_columns(decoder, router, staged.columns)
     fields = [F.col(f"`{name}`") for name in names]
-    given = rows.column(F.struct(*fields, F.col(PARTITION), suspect.alias(SUSPECT)))
+    given = rows.column(
+        F.when(by_python | suspect, F.struct(*fields, F.col(PARTITION), suspect.alias(SUSPECT)))
+    )
     out = staged.withColumn(_GIVEN, given).filter(~F.coalesce(F.col(_GIVEN)[ROUTED], F.lit(False)))
     decoded = F.col(_GIVEN)
     writers = [serde.writer_column(v) for v in decoder.native_types]
     for name in [*writers, RECORD]:
         out = out.withColumn(name, F.when(by_python, decoded[name]).otherwise(by_jvm.get(name, F.lit(None))))
-    out = out.withColumns({STATUS: F.lit(None).cast(status_type()), FAILURE: decoded[FAILURE]})
+    value = F.col(f"`{decoder.value_column}`")
+    out = out.withColumns(
+        {STATUS: F.when(value.isNull(), status_literal(decoder.tombstone_status)), FAILURE: decoded[FAILURE]}
+    )
     return raise_failures(out).select(*[F.col(f"`{name}`") for name in [*columns, *writers, RECORD, STATUS]])
 
 

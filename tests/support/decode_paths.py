@@ -42,41 +42,6 @@ def plan_names(df: Any, function: str) -> bool:
     return function in out.getvalue()
 
 
-PYTHON_NODES = ("ArrowEvalPython", "BatchEvalPython", "MapInArrow", "MapInPandas", "PythonUDF")
-"""The physical plan nodes in which rows cross to a Python worker."""
-
-
-def union_branches(df: Any) -> list[str]:
-    """The subtrees under the physical plan's first Union, each as its plan text ([] without one)."""
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        df.explain()
-    lines = out.getvalue().split("== Physical Plan ==")[-1].strip("\n").splitlines()
-    found = [(i, re.search(r"(?:^|- )((?:\*\(\d+\) )?Union)\b", line)) for i, line in enumerate(lines)]
-    unions = [(i, match) for i, match in found if match is not None]
-    if not unions:
-        return []
-    start, match = unions[0]
-    column = match.start(1)  # where each child's ":- " or "+- " begins (a codegen stage's "*(2) " too)
-    branches: list[list[str]] = []
-    for line in lines[start + 1 :]:
-        node = re.match(r"[ :]*[:+]- ", line)  # not a node: an expression's text running on
-        if node is not None and node.end() - 3 < column:
-            break
-        if node is not None and node.end() - 3 == column:
-            branches.append([])
-        branches[-1].append(line)
-    return ["\n".join(branch) for branch in branches]
-
-
-def decoded_natively(df: Any) -> bool:
-    """Whether the query's rows a JVM decoder reads meet no Python node: the plan is a union of a
-    branch with no Python node (the JVM's rows; over local data Spark may compute it while planning)
-    and one where Python runs (docs/semantics.md §8.10)."""
-    python = [any(node in branch for node in PYTHON_NODES) for branch in union_branches(df)]
-    return sorted(python) == [False, True]
-
-
 def both_paths(
     spark: Any,
     tmp: Path,

@@ -211,9 +211,8 @@ def test_a_row_naming_its_schema_in_a_header_and_records_of_nulls_agree(spark: A
     assert len(result["python"][1]) == 3
 
 
-def test_the_jvm_decode_reads_its_source_once_per_branch(spark: Any, tmp_path: Path) -> None:
-    """Frames from_avro decodes and frames left to fastavro (an unknown id) come from one scan in
-    each branch of the decode's union (§8.10): the native one and the one Python decodes."""
+def test_the_jvm_decode_reads_its_source_once(spark: Any, tmp_path: Path) -> None:
+    """Frames from_avro decodes and frames left to fastavro (an unknown id) come from one scan."""
     registry = LocalRegistry()
     schema_id = registry.register_schema(SUBJECT, Schema(json.dumps(OPTIONAL)))
     some = body({"a": 7, "b": "x"}, parse_schema(json.dumps(OPTIONAL)))
@@ -228,7 +227,7 @@ def test_the_jvm_decode_reads_its_source_once_per_branch(spark: Any, tmp_path: P
         decoded = contract.deserialize(counted, on_decode_error="DLQ", decode_dlq_topic="bad")
         assert reads_with_from_avro(decoded)
         assert decoded.count() == 2
-    assert len(list(marks.iterdir())) == 4  # one read per source partition and branch
+    assert len(list(marks.iterdir())) == 2  # one read per source partition
 
 
 @pytest.mark.parametrize("frame", ["truncated", "bad utf-8"])
@@ -405,41 +404,3 @@ def test_a_record_fastavro_refuses_fails_serialize_with_the_same_message_on_both
         assert found is not None, str(caught.value)[:2000]
         messages[path] = found.group(0)
     assert messages["jvm"] == messages["python"]
-
-
-def test_known_ids_and_native_rules_keep_every_python_node_off_the_rows_from_avro_reads(
-    spark: Any, tmp_path: Path
-) -> None:
-    """§8.10: a union of a native branch (from_avro, the rule) and a branch of the rows Python
-    decodes; a frame of an id registered after the plan was built, a header-framed body and a
-    truncated one still decode as fastavro decodes them, in the Python branch."""
-    (tmp_path / "registry").mkdir()
-    registry = LocalRegistry(tmp_path / "registry")  # workers read a late id from its files
-    rule = {"name": "small", "kind": "CONDITION", "type": "CEL", "mode": "READ", "expr": "message.a < 100"}
-    payload = {"schema": json.dumps(OPTIONAL), "ruleSet": {"domainRules": [rule]}}
-    known = registry.register_schema(SUBJECT, Schema.from_dict(payload))
-    late = known + 1  # the registry's next id: registered below, after the plan is built
-    later = {
-        **OPTIONAL,
-        "fields": [*OPTIONAL["fields"], {"name": "c", "type": ["null", "long"], "default": None}],
-    }
-    some = body({"a": 7, "b": "x"}, parse_schema(json.dumps(OPTIONAL)))
-    some_later = body({"a": 7, "b": "x", "c": 5}, parse_schema(json.dumps(later)))
-    header = [(VALUE_SCHEMA_ID_HEADER, encode_prefix(known))]
-    rows = [
-        (b"k0", encode_frame(known, some), "t", 0, 0, None),
-        (b"k1", encode_frame(late, some_later), "t", 0, 1, None),
-        (b"k2", some, "t", 0, 2, header),
-        (b"k3", encode_frame(known, some[:-1]), "t", 0, 3, None),
-        (b"k4", None, "t", 0, 4, None),
-    ]
-    source = spark.createDataFrame(rows, ROWS_WITH_HEADERS)
-    with avro_path("jvm"):
-        contract = DataContract(registry, SUBJECT, dlq_sink=LocalTopicSink(tmp_path / "dlq"))
-        decoded = contract.deserialize(source, on_decode_error="DLQ", decode_dlq_topic="bad")
-    assert decode_paths.decoded_natively(decoded)
-    assert registry.register_schema(SUBJECT, Schema(json.dumps(later))) == late
-    got = sorted((row.key, row.a, row.b) for row in decoded.collect())
-    assert got == [(b"k0", 7, "x"), (b"k1", 7, "x"), (b"k2", 7, "x"), (b"k4", None, None)]
-    (rejected,) = LocalTopicSink(tmp_path / "dlq").read("bad")
-    assert rejected.key == b"k3"

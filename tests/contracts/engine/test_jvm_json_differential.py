@@ -417,28 +417,3 @@ def test_a_pattern_is_checked_in_linear_time_on_both_paths(
     assert len(python[0]) == 1 and [key for key, _, _ in python[1]] == [b"k1"]
     (_, _, headers) = python[1][0]
     assert "the record does not match its JSON Schema at /s:" in dict(headers)["__rule.exception"].decode()
-
-
-def test_known_ids_and_native_rules_keep_every_python_node_off_the_rows_from_json_reads(
-    spark: Any, tmp_path: Path
-) -> None:
-    """§8.11: a union of a native branch (from_json, the rule) and a branch of the rows Python
-    decodes, which still decodes an untrusted body and routes an invalid one."""
-    registry = LocalRegistry()
-    rule = {"name": "some", "kind": "CONDITION", "type": "CEL", "mode": "READ", "expr": "message.id > 0"}
-    payload = {"schema": json.dumps(ORDER), "schemaType": "JSON", "ruleSet": {"domainRules": [rule]}}
-    schema_id = registry.register_schema(SUBJECT, Schema.from_dict(payload))
-    good = compact(GOOD, ORDER)
-    rows = [
-        (b"k0", encode_frame(schema_id, good), "t", 0, 0),
-        (b"k1", encode_frame(schema_id, b" " + good), "t", 0, 1),  # not to_json's layout: Python reads it
-        (b"k2", encode_frame(schema_id, good[:-1] + b',"x":1}'), "t", 0, 2),
-    ]
-    with path_chosen(jvm_json.PATH_ENV, "jvm"):
-        contract = DataContract(registry, SUBJECT, dlq_sink=LocalTopicSink(tmp_path / "dlq"))
-        decoded = contract.deserialize(
-            spark.createDataFrame(rows, ROWS), on_decode_error="DLQ", decode_dlq_topic="bad"
-        )
-    assert decode_paths.decoded_natively(decoded)
-    assert sorted(row.key for row in decoded.collect()) == [b"k0", b"k1"]
-    assert [r.key for r in LocalTopicSink(tmp_path / "dlq").read("bad")] == [b"k2"]
