@@ -2,7 +2,9 @@
 is read as its type's compatibility check reads it, and how two readings compare under a level.
 
 `LocalRegistry` (registering a version) and `spark-contracts lint` (checking a registry directory)
-both go through it, so the two cannot disagree about a schema type.
+both go through it, so the two cannot disagree about a schema type. AVRO, JSON and PROTOBUF have
+checks of their own; a schema type a plugin format reads (`contracts.plugins.FORMATS`) is read
+with that format's `parse`, and its versions are not compared (docs/semantics.md §1).
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from contracts import plugins
 from contracts.errors import ContractError, DataContractError
 from contracts.registry.compatibility import Compatibility, compatibility_errors, parse_avro
 from contracts.registry.json_compatibility import json_schema_compatibility_errors
 from contracts.registry.protobuf_compatibility import protobuf_compatibility_errors
 from contracts.registry.protobuf_schema import parse_proto
+from contracts.registry.references import Reference
 
 ReferencedText = tuple[str, str]
 """A schema a schema references: the name it is referenced by, and its text (dependencies first)."""
@@ -100,8 +104,32 @@ CHECKERS: dict[str, SchemaChecker] = {
 
 
 def checker_for(schema_type: str) -> SchemaChecker | None:
-    """The checker of a schema type (any case), None for a type the registry does not know."""
-    return CHECKERS.get(schema_type.upper())
+    """The checker of a schema type (any case), None for a type the registry does not know: its
+    own, else one reading the type with the plugin format registered for it."""
+    checker = CHECKERS.get(schema_type.upper())
+    if checker is not None:
+        return checker
+    schema_format = plugins.FORMATS.find(schema_type)
+    return None if schema_format is None else _plugin_checker(schema_format)
+
+
+def known_types() -> list[str]:
+    """The schema types the registry reads: its own, then those of plugin formats."""
+    return [*CHECKERS, *sorted({name.upper() for name in plugins.FORMATS.names()} - set(CHECKERS))]
+
+
+def _plugin_checker(schema_format: Any) -> SchemaChecker:
+    """A plugin format's schemas read by its `parse`; they have no compatibility rules here."""
+
+    def read(text: str, references: Sequence[ReferencedText]) -> Any:
+        try:
+            return schema_format.parse(text, [Reference(name, found) for name, found in references])
+        except ContractError as error:
+            raise UnreadableSchema(error.reason) from error
+        except Exception as error:  # a plugin may raise any exception for a schema it cannot read
+            raise UnreadableSchema(str(error)) from error
+
+    return SchemaChecker(read, lambda level, new, earlier: [])
 
 
 def incompatibilities(
