@@ -22,9 +22,6 @@ from contracts.registry.protobuf_compatibility import protobuf_compatibility_err
 from contracts.registry.protobuf_schema import parse_proto
 from contracts.registry.references import Reference
 
-ReferencedText = tuple[str, str]
-"""A schema a schema references: the name it is referenced by, and its text (dependencies first)."""
-
 
 class UnreadableSchema(DataContractError, ValueError):
     """A schema its type's check cannot read; `reference` is the index of the referenced schema at
@@ -40,8 +37,9 @@ class UnreadableSchema(DataContractError, ValueError):
 class SchemaChecker:
     """One schema type's registry semantics."""
 
-    read: Callable[[str, Sequence[ReferencedText]], Any]
-    """The schema's text (with its references) as `errors` reads it; UnreadableSchema if it is none."""
+    read: Callable[[str, Sequence[Reference]], Any]
+    """The schema's text (with the schemas it references, dependencies first) as `errors` reads it;
+    UnreadableSchema if it is none."""
     errors: Callable[[Compatibility, Any, Sequence[Any]], list[str]]
     """Why the new reading breaks the level against the earlier ones (none: compatible)."""
     reads_references: bool = True
@@ -49,11 +47,11 @@ class SchemaChecker:
     document only, so its references are not resolved for it)."""
 
 
-def _read_avro(text: str, references: Sequence[ReferencedText]) -> Any:
+def _read_avro(text: str, references: Sequence[Reference]) -> Any:
     named: dict[str, Any] = {}
-    for index, (_, referenced) in enumerate(references):
+    for index, referenced in enumerate(references):
         try:
-            named.update(parse_avro(json.loads(referenced), named).names)
+            named.update(parse_avro(json.loads(referenced.schema_str), named).names)
         except Exception as error:  # fastavro raises several exception types for bad schemas
             raise UnreadableSchema(str(error), reference=index) from error
     try:
@@ -62,7 +60,7 @@ def _read_avro(text: str, references: Sequence[ReferencedText]) -> Any:
         raise UnreadableSchema(str(error)) from error
 
 
-def _read_json(text: str, references: Sequence[ReferencedText]) -> Any:
+def _read_json(text: str, references: Sequence[Reference]) -> Any:
     """The JSON Schema's document, once it is JSON and a valid schema of its dialect."""
     from jsonschema.exceptions import SchemaError
     from jsonschema.validators import validator_for
@@ -84,9 +82,9 @@ def _json_errors(level: Compatibility, new: Any, earlier: Sequence[Any]) -> list
         raise UnreadableSchema(str(error)) from error
 
 
-def _read_protobuf(text: str, references: Sequence[ReferencedText]) -> Any:
+def _read_protobuf(text: str, references: Sequence[Reference]) -> Any:
     try:
-        return parse_proto(text, list(references))
+        return parse_proto(text, [(reference.name, reference.schema_str) for reference in references])
     except ContractError as error:
         raise UnreadableSchema(error.reason) from error
 
@@ -121,9 +119,9 @@ def known_types() -> list[str]:
 def _plugin_checker(schema_format: Any) -> SchemaChecker:
     """A plugin format's schemas read by its `parse`; they have no compatibility rules here."""
 
-    def read(text: str, references: Sequence[ReferencedText]) -> Any:
+    def read(text: str, references: Sequence[Reference]) -> Any:
         try:
-            return schema_format.parse(text, [Reference(name, found) for name, found in references])
+            return schema_format.parse(text, references)
         except ContractError as error:
             raise UnreadableSchema(error.reason) from error
         except Exception as error:  # a plugin may raise any exception for a schema it cannot read

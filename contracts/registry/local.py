@@ -421,7 +421,7 @@ class LocalRegistry:
             raise _unknown_type(schema)
         found = self._references(schema) if checker.reads_references else []
         try:
-            return checker.read(schema.schema_str, [(f.reference.name, f.schema.schema_str) for f in found])
+            return checker.read(schema.schema_str, [resolved.named() for resolved in found])
         except UnreadableSchema as error:
             details = error.details
             if error.reference is not None:

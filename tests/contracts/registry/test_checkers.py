@@ -46,7 +46,9 @@ def test_a_changed_schema_type_is_one_incompatibility_whatever_the_level() -> No
 
 def test_an_unreadable_reference_is_named_by_its_index() -> None:
     with pytest.raises(UnreadableSchema) as raised:
-        CHECKERS["AVRO"].read(_V1, [("ok.avsc", '"string"'), ("bad.avsc", '{"type": "nope"}')])
+        CHECKERS["AVRO"].read(
+            _V1, [Reference("ok.avsc", '"string"'), Reference("bad.avsc", '{"type": "nope"}')]
+        )
     assert raised.value.reference == 1
 
 
@@ -93,7 +95,7 @@ def test_local_registry_stores_a_plugin_formats_schemas_read_by_its_parse(
     assert len({base, first, second}) == 3
     with pytest.raises(RegistryError, match="LocalRegistry stores AVRO, JSON, PROTOBUF, WORDS"):
         registry.register_schema("x", Schema("{}", "NOPE"))
-    assert checker_for("WORDS").read('["b"]', [("base", '["a"]')]) == ["a", "b"]  # type: ignore[union-attr]
+    assert checker_for("WORDS").read('["b"]', [Reference("base", '["a"]')]) == ["a", "b"]  # type: ignore[union-attr]
     with pytest.raises(RegistryError, match="a WORDS schema is a list of words") as caught:
         registry.register_schema("s", Schema('{"not": "words"}', "WORDS"))
     assert caught.value.error_code == 42201
