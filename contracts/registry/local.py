@@ -355,8 +355,6 @@ class LocalRegistry:
             candidate = self._prepare(schema, config, live[-1].schema if live else None, False)
             return not self._incompatibilities(candidate, against, config)
 
-    # -- registration helpers ----------------------------------------------------------------
-
     # -- the DEK registry (contracts.registry.dek.DekRegistry) -------------------------------
 
     def register_kek(
@@ -397,6 +395,8 @@ class LocalRegistry:
     ) -> Dek:
         """One DEK version (-1: the newest); RegistryError 40470 if none."""
         return self._deks.get_dek(kek_name, subject, algorithm, version, deleted)
+
+    # -- registration helpers ----------------------------------------------------------------
 
     def _prepare(
         self, schema: Schema, config: Mapping[str, Any], previous: Schema | None, normalize: bool
