@@ -45,15 +45,21 @@ demo-kafka: $(STAMP) $(JARS_STAMP)
 # decoder on the classic pass, spark-avro and `from_json` (the defaults, `auto`) on the Connect
 # pass, so each path runs the DataFrame suite; the differential tests run both paths on both passes.
 # Tests marked one_pass check what no session type changes: the Connect pass leaves them out.
-# Last, the tests marked cluster run on one local-cluster[2,1,1024] session (two executor JVMs
-# and their Python workers as separate processes), in a process of their own (tests/cluster).
+# On Connect, a test parametrized over a corpus runs a quarter of its cases (tests/conftest.py).
+# Beside the Connect pass, the tests marked cluster run on one local-cluster[2,1,1024] session (two
+# executor JVMs and their Python workers as separate processes), in a process of their own
+# (tests/cluster); mostly waiting on JVMs starting, it costs the Connect pass little. Its output
+# is printed when it ends, and either pass failing fails `make test`.
 test: $(STAMP) $(JARS_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	SPARK_CONTRACTS_AVRO_PATH=python SPARK_CONTRACTS_JSON_PATH=python $(BIN)/pytest -m 'not cluster' --durations=25
-	SPARK_REMOTE='local[2]' $(BIN)/pytest -m 'spark and not one_pass' --durations=25
-	$(BIN)/pytest -m cluster --durations=10
+	@log=$$(mktemp); \
+	$(BIN)/pytest -m cluster --durations=10 > $$log 2>&1 & cluster=$$!; \
+	SPARK_REMOTE='local[2]' $(BIN)/pytest -m 'spark and not one_pass' --durations=25; connect=$$?; \
+	wait $$cluster; clustered=$$?; cat $$log; rm -f $$log; \
+	test $$connect -eq 0 && test $$clustered -eq 0
 
 # Every benchmark in benchmarks/ at a size that fits in about ten minutes on two idle cores, as one
 # table of ratios, each against its baseline measured in the same run (benchmarks/bench.py).

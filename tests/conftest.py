@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from hypothesis import settings
-from hypothesis_profiles import chosen_profile
+from hypothesis_profiles import CONNECT_SHARE, chosen_profile
 from spark_settings import LOAD_TOLERANT_CONFS
 
 from tools.jars import spark_jars_setting
@@ -28,6 +28,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     alone = pytest.mark.skip(
         reason="the local-cluster tests run in a process of their own: pytest -m cluster"
     )
+    if os.environ.get("SPARK_REMOTE"):
+        _a_share_of_each_corpus(config, items)
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         if "spark" in fixtures:
@@ -38,6 +40,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.cluster)
             if not chosen:
                 item.add_marker(alone)
+
+
+CORPUS_SIZE = 8
+"""A test parametrized over at least this many cases is a corpus: Spark Connect runs a share of it."""
+
+
+def _a_share_of_each_corpus(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On Spark Connect, every CONNECT_SHARE-th case of a corpus (its first included), as property
+    tests draw a share of their examples there: the classic pass checks every case, this pass proves
+    the corpus runs on Connect. Which cases run is fixed by their order, never by chance."""
+    cases: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        if getattr(item, "callspec", None) is not None:
+            cases.setdefault(item.nodeid.split("[", 1)[0], []).append(item)
+    left_out = [
+        item
+        for corpus in cases.values()
+        if len(corpus) >= CORPUS_SIZE
+        for index, item in enumerate(corpus)
+        if index % CONNECT_SHARE
+    ]
+    if left_out:
+        dropped = set(map(id, left_out))
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if id(item) not in dropped]
 
 
 @pytest.fixture(scope="session")
