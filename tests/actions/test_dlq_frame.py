@@ -279,7 +279,8 @@ def test_a_json_record_that_does_not_fit_the_schema_fails_the_read(spark: Any, t
         sink.read_df(spark, "t", schema=schema).collect()
 
 
-def test_a_union_of_several_types_cannot_be_read_back_and_says_where() -> None:
+def test_a_union_of_several_types_cannot_be_read_back_and_says_where(spark: Any) -> None:
+    """Builds Columns, so it needs a session (alone it had none: it passed only after another test)."""
     schema = parse_schema(
         json.dumps(
             {
