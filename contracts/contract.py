@@ -5,22 +5,18 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-import threading
 import uuid
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from operator import attrgetter
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from actions.builtin import checked_topic
 from actions.dlq.local_topic import DEFAULT_DLQ_DIR, LocalTopicSink
-from actions.dlq.redaction import Redaction, redaction_for
 from actions.dlq.replays import take
 from actions.dlq.sink import DlqSink, RunScopedSink, is_run_id
-from actions.protocol import Action, ActionContext, ActionPlan, Effect
+from actions.protocol import Action
 from contracts import keys
-from contracts.codes import VERSION_NOT_FOUND
 from contracts.engine import jvm_avro, jvm_json, python_pass, runner, serde
 from contracts.engine.conform import conformed
 from contracts.engine.counts import Gatherer
@@ -29,22 +25,27 @@ from contracts.engine.native_migration import NativeMigration, native_migration
 from contracts.engine.payload import PayloadRules
 from contracts.engine.reasons import NativeReasons, with_exact_reasons
 from contracts.engine.routing import DlqLayout, Router, route_rejected
-from contracts.engine.serde import WriterVersion
 from contracts.engine.workers import check_workers
-from contracts.errors import ContractError, ContractWarning, RegistryError
+from contracts.errors import ContractError, ContractWarning
 from contracts.formats.markers import ABSENT_MARK
 from contracts.formats.protocol import SchemaFormat
 from contracts.formats.wire import SchemaRef, encode_prefix, schema_id_header
 from contracts.metrics import CollectMetrics, RuleMetrics, metrics_of, new_metrics, with_metrics
 from contracts.model import RegisteredSchema, RuleMode
-from contracts.planning import loader, migration
-from contracts.planning.plan import Plan, SkippedRuleSet, build_plan
-from contracts.plugins import ACTION_GROUP, EXECUTOR_GROUP, PluginRegistry, load_group, with_overrides
+from contracts.planning import loader
+from contracts.planning.plan import Plan
+from contracts.planning.planner import (
+    CompiledPlans,
+    ContractPlanner,
+    WriterVersion,
+    action_registry,
+    dlq_redaction,
+    executor_registry,
+)
 from contracts.registry import Registry
 from contracts.registry.guid import canonical_guid
 from contracts.replay import RuleSkippingRegistry, VersionSchema, check_replay, replay, taken_frame
 from contracts.streaming import MicroBatchWriter
-from executors import as_executor
 from executors.config import RuleConfig
 
 if TYPE_CHECKING:
@@ -78,178 +79,6 @@ class _Run:
 
     sink: DlqSink
     run_id: str
-
-
-@dataclass(frozen=True)
-class ContractPlanner:
-    """The contract's registry and plugins: compiles plans on the driver and, for schema ids first
-    seen while decoding, on the workers (so it must pickle)."""
-
-    registry: Registry
-    subject: str
-    target: loader.ContractVersion
-    executors: PluginRegistry[Any]
-    actions: PluginRegistry[Any]
-    # What executors get besides the schema: the rule config (its values never print) and the
-    # registry holding the DEKs (the contract's own, also when a replay wraps `registry`).
-    rule_config: RuleConfig = field(default_factory=RuleConfig)
-    keys: Registry | None = field(default=None, repr=False)
-    protobuf_message: str | None = None
-    """The Protobuf record message every version is read with (None: each file's first)."""
-
-    def resolve_action(self, name: str, ctx: ActionContext) -> ActionPlan:
-        action = self.actions.find(name)
-        if action is None:
-            raise ContractError(
-                f"unknown action {name!r} (known: {', '.join(self.actions.names())})",
-                subject=ctx.subject,
-                version=ctx.version,
-                rule=ctx.rule.name,
-                position="onFailure/onSuccess",
-            )
-        planned = action.plan(ctx)
-        if planned.effect is not Effect.FAIL and planned.topic is not None:
-            # A custom action's topic (a DLQ, or a copy's) is checked as the DLQ action checks its own.
-            position = f"actions.{name}.topic"
-            checked_topic(
-                planned.topic, position, subject=ctx.subject, version=ctx.version, rule=ctx.rule.name
-            )
-        return planned
-
-    def plan(self, mode: RuleMode, read_only: bool = False) -> Plan:
-        """The target's plan for `mode`; `read_only` compiles it to be shown, creating nothing."""
-        version = self.target
-        rules = loader.rules_for(version, mode, self.executors)
-        keys = self.keys if self.keys is not None else self.registry
-        compiled = loader.compile_rules(
-            version, mode, rules, self.executors, None, keys, self.rule_config, read_only
-        )
-        skipped = tuple(rule.name for rule in loader.skipped_rules(version, mode, self.executors))
-        where = (version.subject, version.version, mode, version.spark_type)
-        note = SkippedRuleSet(version.schema.rules.enable_at, skipped) if skipped else None
-        left_out = [
-            (rule.name, why)
-            for rule, why in loader.left_out_rules(version.schema.rules.domain_rules, mode, self.executors)
-        ]
-        redaction = _redaction(version, self.rule_config)
-        return build_plan(
-            *where, compiled, self.resolve_action, skipped=note, left_out=left_out, redaction=redaction
-        )
-
-    def payload(
-        self, version: loader.ContractVersion, mode: RuleMode, read_only: bool = False
-    ) -> PayloadRules:
-        """The encoding rules of `version` in WRITE or READ, compiled and planned (§11.5);
-        `read_only` as for `plan`."""
-        rules = loader.encoding_rules_for(version, mode, self.executors)
-        keys = self.keys if self.keys is not None else self.registry
-        compiled = loader.compile_rules(
-            version, mode, rules, self.executors, None, keys, self.rule_config, read_only
-        )
-        where = (version.subject, version.version, mode, version.spark_type)
-        return PayloadRules(build_plan(*where, compiled, self.resolve_action))
-
-    def load(self, version: int) -> loader.ContractVersion:
-        if version == self.target.version:
-            return self.target
-        registered = self.registry.get_version(self.subject, version)
-        return loader.load_version(self.registry, registered, self.protobuf_message)
-
-    def writer(self, registered: RegisteredSchema) -> WriterVersion:
-        """A writer version with its migration plans to the target (docs/semantics.md §6)."""
-        writer = registered.version
-        target = self.target.version
-        low, high = sorted((writer, target))
-        try:
-            versions = {number: self.load(number) for number in range(low, high + 1)}
-        except RegistryError as e:
-            if e.error_code != VERSION_NOT_FOUND:
-                raise
-            # A deleted version in between fails only the records whose migration crosses it.
-            failure = f"cannot migrate from version {writer} to {target}: {e}"
-            loaded = self.load(writer)
-            return WriterVersion(writer, loaded.parsed, loaded.format, failure=failure)
-        except ContractError as e:
-            if e.position != "protobuf_message":
-                raise
-            # A version without the chosen message fails only the records whose migration crosses it.
-            failure = f"cannot read version {writer}'s records as version {target}'s: {e}"
-            loaded = loader.load_version(self.registry, registered)  # its first message: never decoded
-            return WriterVersion(writer, loaded.parsed, loaded.format, failure=failure)
-        plans = migration.migration_plans(versions, writer, target, self.executors, self.resolve_action)
-        native = native_migration(versions, writer, target, self.executors, self.resolve_action)
-        loaded = versions[writer]
-        payload = self.payload(loaded, RuleMode.READ)
-        return WriterVersion(writer, loaded.parsed, loaded.format, plans, native, payload=payload)
-
-    def versions(self) -> list[RegisteredSchema]:
-        """Every version of the subject, as the registry holds them now."""
-        return [self.registry.get_version(self.subject, v) for v in self.registry.get_versions(self.subject)]
-
-    def writers(self, versions: Iterable[RegisteredSchema] | None = None) -> dict[int, WriterVersion]:
-        """Every version of the subject (or of `versions`) by schema id, prefetched on the driver."""
-        chosen = self.versions() if versions is None else versions
-        return {registered.schema_id: self.writer(registered) for registered in chosen}
-
-
-class _Plans:
-    """A contract's plans, each compiled once, when first needed (docs/semantics.md §11.2). A plan
-    is first compiled read-only (to check the contract at load, and to show it), creating nothing;
-    a mode's plan whose steps cannot run as compiled read-only (ENCRYPT's WRITE, which looks for
-    no DEK) is compiled again when the mode first runs, so a reader never creates a writer's keys.
-    Shared by the copies of a contract that pin a run id, and by threads."""
-
-    def __init__(self, compiler: ContractPlanner) -> None:
-        self._compiler = compiler
-        self._lock = threading.Lock()
-        self._rules: dict[tuple[RuleMode, bool], Plan] = {}
-        self._encoding: dict[tuple[RuleMode, bool], PayloadRules] = {}
-
-    def __getstate__(self) -> dict[str, Any]:
-        # A contract travels to Spark Connect's server inside a foreachBatch function: its plans go
-        # along, its lock (which does not pickle) is made anew there.
-        return {key: value for key, value in self.__dict__.items() if key != "_lock"}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
-
-    def rules(self, mode: RuleMode, run: bool = True) -> Plan:
-        """The domain rules' plan of `mode`: the one that runs, or (not `run`) one to show."""
-        return self._once(
-            self._rules, mode, run, lambda read_only: self._compiler.plan(mode, read_only), lambda p: p
-        )
-
-    def encoding(self, mode: RuleMode, run: bool = True) -> PayloadRules:
-        """The target's encoding rules of `mode` (§11.5), as `rules` compiles them."""
-        target = self._compiler.target
-        return self._once(
-            self._encoding,
-            mode,
-            run,
-            lambda read_only: self._compiler.payload(target, mode, read_only),
-            lambda payload: payload.plan,
-        )
-
-    def _once(
-        self,
-        cache: dict[tuple[RuleMode, bool], Any],
-        mode: RuleMode,
-        run: bool,
-        compile: Callable[[bool], Any],
-        plan_of: Callable[[Any], Plan],
-    ) -> Any:
-        with self._lock:
-            running = cache.get((mode, True))
-            if running is not None:
-                return running
-            shown = cache.get((mode, False))
-            if shown is None:
-                shown = cache[(mode, False)] = compile(True)
-            if not run:
-                return shown
-            cache[(mode, True)] = running = shown if plan_of(shown).runnable else compile(False)
-            return running
 
 
 class DataContract:
@@ -303,23 +132,24 @@ class DataContract:
             registry,
             subject,
             self.target,
-            _executor_registry(executors),
-            with_overrides(load_group(ACTION_GROUP, attrgetter("name")), actions),
+            executor_registry(executors),
+            action_registry(actions),
             RuleConfig(rule_config),
             registry,
             protobuf_message,
+            native_migration,
         )
         self._dlq_sink = dlq_sink
         self._run_id: str | None = None
         self._resolved: dict[int, NativeMigration | None] = {}
-        self._plans = _Plans(self._compiler)
+        self._plans = CompiledPlans(self._compiler)
         # Both modes compiled read-only now: a contract that cannot run fails at load (§9.9).
         for mode in (RuleMode.WRITE, RuleMode.READ):
             self._plans.rules(mode, run=False)
         self._plans.encoding(RuleMode.WRITE, run=False)
-        self._redaction = _redaction(self.target, self._compiler.rule_config)
+        self._redaction = dlq_redaction(self.target, self._compiler.rule_config)
         shown = (self._plans.rules(mode, run=False) for mode in (RuleMode.WRITE, RuleMode.READ))
-        for plan in (*shown, self._plans.encoding(RuleMode.WRITE, run=False).plan):
+        for plan in (*shown, self._plans.encoding(RuleMode.WRITE, run=False)):
             for rule in plan.rules:
                 if rule.step is None:
                     warnings.warn(rule.unhandled(), ContractWarning, stacklevel=2)
@@ -393,8 +223,8 @@ class DataContract:
         chosen = _mode(mode)
         plan = self.plan(chosen).explain()
         encoding = self._plans.encoding(chosen, run=False)
-        if encoding:
-            lines = encoding.plan.explain().splitlines()[1:]
+        if encoding.rules:
+            lines = encoding.explain().splitlines()[1:]
             where = (
                 "after encoding, in serialize"
                 if chosen is RuleMode.WRITE
@@ -690,7 +520,10 @@ class DataContract:
             headers_column=_present(df, "headers"),
             topic_column=_present(df, "topic"),
         )
-        payload = (self._plans.encoding(RuleMode.WRITE), Router(run.sink, run.run_id, layout, stage="encode"))
+        payload = (
+            PayloadRules(self._plans.encoding(RuleMode.WRITE)),
+            Router(run.sink, run.run_id, layout, stage="encode"),
+        )
         encoded = jvm_avro.encode(
             enforced, schema, schema_ref, output, self.target.format, in_header, payload
         )
@@ -812,7 +645,7 @@ class DataContract:
         variant.target = loader.load_version(registry, registered, self._compiler.protobuf_message)
         variant._compiler = dataclasses.replace(self._compiler, registry=registry, target=variant.target)
         variant._resolved = {}
-        variant._plans = _Plans(variant._compiler)
+        variant._plans = CompiledPlans(variant._compiler)
         for mode in (RuleMode.WRITE, RuleMode.READ):
             variant._plans.rules(mode, run=False)
         return variant
@@ -937,20 +770,6 @@ class DataContract:
 
     def __repr__(self) -> str:
         return f"DataContract(subject={self.subject!r}, version={self.version}, id={self.schema_id})"
-
-
-def _executor_registry(executors: Iterable[Any] | Mapping[str, Any] | None) -> PluginRegistry[Any]:
-    base = load_group(EXECUTOR_GROUP, attrgetter("type"), as_executor)
-    if isinstance(executors, Mapping):
-        return with_overrides(base, {name: as_executor(e) for name, e in executors.items()})
-    return with_overrides(base, [as_executor(e) for e in executors] if executors else None)
-
-
-def _redaction(target: loader.ContractVersion, config: Mapping[str, str]) -> Redaction | None:
-    """What a WRITE-side DLQ value of `target` redacts: the fields its ENCRYPT rules tag, unless
-    the rule config's `dlq.redact.rule.types` names other types (or none)."""
-    rules = target.schema.rules.domain_rules
-    return redaction_for(rules, target.parsed, target.format, target.metadata_tags, config)
 
 
 def _mode(mode: str | RuleMode) -> RuleMode:

@@ -33,6 +33,7 @@ from contracts.errors import ContractError
 from contracts.formats.json_schema import layouts, native
 from contracts.formats.markers import ABSENT_FIELD, ABSENT_MARK
 from contracts.formats.wire import encode_prefix
+from contracts.planning.planner import WriterVersion
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -119,7 +120,7 @@ class JsonJvmDecode:
         return out.drop(_PARSED, _TRUSTED) if _PARSED in out.columns else out
 
 
-def fallback_reason(writer: serde.WriterVersion) -> str | None:
+def fallback_reason(writer: WriterVersion) -> str | None:
     """Why a writer's frames keep the Python decode; None when `from_json` may read them."""
     if writer.failure is not None:
         return "its records cannot reach the target"

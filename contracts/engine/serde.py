@@ -17,13 +17,11 @@ import json
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from contracts.codes import NOT_REGISTERED
 from contracts.engine import migrate
 from contracts.engine.frame import (
     FAILURE,
@@ -38,11 +36,10 @@ from contracts.engine.frame import (
     status_type,
 )
 from contracts.engine.gc_pause import gc_paused
-from contracts.engine.native_migration import NativeMigration
 from contracts.engine.payload import PayloadRefused, PayloadRules, split_clear
 from contracts.engine.python_pass import LeadingRules
 from contracts.engine.routing import Router, with_partition
-from contracts.errors import DataContractError, RegistryError, SerializationError, in_one_line
+from contracts.errors import DataContractError, SerializationError, in_one_line
 from contracts.formats.arrow_text import printable, text_values
 from contracts.formats.arrow_types import arrow_schema
 from contracts.formats.protocol import SchemaFormat, decodes_as_read_back, display_name
@@ -53,11 +50,9 @@ from contracts.formats.wire import (
     decode_schema_id,
     describe,
     encode_prefix,
-    writer_schema,
 )
 from contracts.planning.loader import ContractVersion
-from contracts.planning.plan import Plan
-from contracts.registry import Registry
+from contracts.planning.planner import LateWriters, WriterVersion
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -72,51 +67,6 @@ TOMBSTONE_POLICIES = ("keep", "drop")
 RULE_STATUS = "__contract_rule_status"
 """Inside the decode pass with leading rules: the statuses the rules gave, kept apart from those of
 the decode (which its router sends to their topics) until the router has passed."""
-
-
-@dataclass(frozen=True)
-class WriterVersion:
-    """A version records may have been written with: its parsed schema and the migrations to the
-    target, as plans for the Python passes and, where exact, as Columns (`native`)."""
-
-    version: int
-    schema: Any
-    schema_format: SchemaFormat
-    migrations: tuple[Plan, ...] = ()
-    native: NativeMigration | None = None
-    failure: str | None = None
-    """Why its records cannot reach the target (a version in between was deleted), if they cannot."""
-    payload: PayloadRules | None = None
-    """Its READ encoding rules, which turn a payload into the body its format reads (§11.5)."""
-
-    @cached_property
-    def chooses_branches(self) -> bool:
-        """Whether a plain value may not tell its type (an Avro union's branch): see `needs_tags`."""
-        return self.schema_format.needs_tags(self.schema)
-
-
-@dataclass(frozen=True)
-class LateWriters:
-    """Resolves a schema id or GUID that was not prefetched (registered later) through the registry,
-    and builds its migrations with the contract's plugins; the decoder caches it per worker."""
-
-    registry: Registry
-    subject: str
-    build: Any  # (schema id, registered version) -> WriterVersion; a picklable callable
-
-    def resolve(self, schema: SchemaRef) -> WriterVersion:
-        """Raise SerializationError when the id or GUID is unknown ("unknown schema guid …") or
-        belongs to another subject."""
-        found = writer_schema(self.registry, schema)
-        try:
-            registered = self.registry.lookup_schema(self.subject, found)
-        except RegistryError as e:
-            if e.error_code in NOT_REGISTERED:
-                raise SerializationError(
-                    f"{describe(schema)} is not registered under subject {self.subject!r}"
-                ) from e
-            raise
-        return self.build(registered)
 
 
 @dataclass(frozen=True)
@@ -516,7 +466,7 @@ def read_frame(decoder: Decoder, frame: Any, id_header: bytes | None) -> tuple[W
             raise SerializationError(
                 f"{display_name(schema_format)} body of {describe(schema_id)} cannot be decoded: {e}"
             ) from e
-        body = clear + writer.payload.apply(payload)
+        body = clear + PayloadRules(writer.payload).apply(payload)
     reader = decoder.target_schema if writer.version == decoder.target_version else None
     tagged = writer.chooses_branches and decoder.keeps_branches(writer)
     try:
