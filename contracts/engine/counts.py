@@ -10,12 +10,13 @@ generated stage, and the counts are one more job (the same rules, aggregated) wh
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from contracts.engine.frame import OUTCOME_PREFIX
-from contracts.planning.plan import PlannedRule
+from contracts.planning.plan import Plan, PlannedRule
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Observation
@@ -66,6 +67,46 @@ class Observed:
 Gatherer: TypeAlias = "Observed | str | CountOnDemand"
 """What gathers a call's counts: an observation (batch, first action), the name a streaming query's
 progress reports them under, or a CountOnDemand."""
+
+CollectMetrics: TypeAlias = "bool | Literal['observe']"
+"""A contract's `collect_metrics`: True counts each call the cheapest exact way, "observe" always
+during the first action, False not at all."""
+
+
+@dataclass(frozen=True)
+class Counting:
+    """How one call's counts of `plan` are gathered: the name they go by, what answers them (none
+    on a streaming DataFrame or for a plan without rules) and what the passes feed."""
+
+    plan: Plan
+    name: str
+    source: CountOnDemand | Observed | None
+    gatherer: Gatherer | None
+
+
+def counting(plan: Plan, df: DataFrame, how: CollectMetrics, runs_on_input: bool) -> Counting:
+    """Counts for one call of `plan` on `df`, under a name generated for it.
+
+    On a streaming DataFrame (which Observation does not support): the name its query's progress
+    reports them under. On a batch one: a CountOnDemand when `how` allows it, every rule runs as
+    Spark expressions and the rules read `df` itself (`runs_on_input`: no decode or migration pass
+    before them), else an Observation. Nothing when the plan has no rules."""
+    from pyspark.sql import Observation
+
+    name = f"contract_{plan.plan_id}_{uuid.uuid4().hex[:8]}"
+    if not plan.rules:
+        return Counting(plan, name, None, None)
+    if df.isStreaming:
+        return Counting(plan, name, None, name)
+    if how is True and runs_on_input and plan.all_native:
+        on_demand = CountOnDemand(plan.rules)
+        return Counting(plan, name, on_demand, on_demand)
+    # Rules run in Python may run again to count on demand when no action has counted them: they
+    # are pure, unless a custom action calls back or a copy is routed with the counts.
+    pure = not plan.copies and not any(rule.has_callbacks for rule in plan.rules)
+    fallback = CountOnDemand(plan.rules) if how is True and runs_on_input and pure else None
+    observed = Observed(Observation(name), fallback)
+    return Counting(plan, name, observed, observed)
 
 
 def gather(frame: DataFrame, rules: Sequence[PlannedRule], gatherer: Gatherer) -> DataFrame:

@@ -214,6 +214,20 @@ class ContractPlanner:
             writer, loaded.parsed, loaded.format, plans, native, payload=payload if payload.rules else None
         )
 
+    def explain_migration(self, writer_version: int) -> str:
+        """How `writer_version`'s records reach the target: its migration steps and where they run."""
+        writer = self.writer(self.registry.get_version(self.subject, writer_version))
+        target = self.target.version
+        header = f"Migration of subject {self.subject!r} from version {writer_version} to {target}"
+        if writer.failure is not None:
+            return f"{header}: impossible, {writer.failure}"
+        if not any(plan.rules for plan in writer.migrations):
+            return f"{header}: no migration rules"
+        how = "as Spark expressions" if writer.native is not None else "in Python (a mapInArrow pass)"
+        steps = [plan.explain() for plan in writer.migrations if plan.rules]
+        indented = ["  " + line for step in steps for line in step.splitlines()]
+        return "\n".join([f"{header}, run {how}:", *indented])
+
     def versions(self) -> list[RegisteredSchema]:
         """Every version of the subject, as the registry holds them now."""
         return [self.registry.get_version(self.subject, v) for v in self.registry.get_versions(self.subject)]

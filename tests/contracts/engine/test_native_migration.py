@@ -222,7 +222,7 @@ def person(**fields: Any) -> dict[str, Any]:
 def runs_natively(reader: DataContract, df: Any) -> bool:
     """Whether `read(df, writer_version=1)` migrates as Columns (its native form resolved by Spark)."""
     writer = reader._compiler.writer(reader.registry.get_version(SUBJECT, 1))
-    return 1 in reader._natives([writer], df)
+    return 1 in reader._pipelines().natives([writer], df)
 
 
 def read_both(monkeypatch: pytest.MonkeyPatch, reader: DataContract, df: Any) -> tuple[Any, Any]:
