@@ -16,12 +16,13 @@ from actions.dlq.local_topic import DEFAULT_DLQ_DIR, LocalTopicSink
 from actions.dlq.replays import take
 from actions.dlq.sink import DlqSink
 from actions.protocol import Action
-from contracts.engine import serde
+from contracts.engine import decode
+from contracts.engine.columns import refuse_reserved_columns
 from contracts.engine.conform import conformed
 from contracts.engine.counts import CollectMetrics
-from contracts.engine.frame import refuse_reserved_columns
 from contracts.engine.native_migration import NativeMigration, native_migration
 from contracts.engine.pipelines import Counted, Pipelines
+from contracts.engine.tombstones import tombstone_filter
 from contracts.engine.workers import check_workers
 from contracts.errors import ContractError, ContractWarning
 from contracts.formats.markers import ABSENT_MARK
@@ -281,9 +282,9 @@ class DataContract:
             checked_topic(decode_dlq_topic, "decode_dlq_topic", subject=self.subject, version=self.version)
         refuse_reserved_columns(df, self.subject, self.version)
         check_workers(df.sparkSession)
-        df = serde.tombstone_filter(df, value_col, tombstones)
+        df = tombstone_filter(df, value_col, tombstones)
         is_key = value_col == "key" if is_key is None else is_key
-        policy = serde.DecodePolicy(on_decode_error, decode_dlq_topic)
+        policy = decode.DecodePolicy(on_decode_error, decode_dlq_topic)
         key_pipelines = None if key is None else key._pipelines()
         pipelines = self._pipelines()
         return _counted(pipelines.deserialize(df, value_col, key_col, policy, run_id, is_key, key_pipelines))
@@ -432,4 +433,4 @@ def _mode(mode: str | RuleMode) -> RuleMode:
 
 def _counted(counted: Counted) -> DataFrame:
     """A call's output, answering `metrics_of` with its counts (and `key=True` with its key's)."""
-    return with_metrics(counted.frame, metrics_for(counted.counts), metrics_for(counted.key_counts))
+    return with_metrics(counted.df, metrics_for(counted.counts), metrics_for(counted.key_counts))

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from contracts.engine.frame import OUTCOME_PREFIX
+from contracts.engine.columns import OUTCOME_PREFIX
 from contracts.planning.plan import Plan, PlannedRule
 
 if TYPE_CHECKING:

@@ -11,23 +11,34 @@ import dataclasses
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from actions.dlq.redaction import Redaction
 from actions.dlq.sink import DlqSink, RunScopedSink, is_run_id
-from contracts.engine import jvm_avro, jvm_json, kafka_keys, python_pass, runner, serde
+from contracts.engine import (
+    decode,
+    encode,
+    id_headers,
+    jvm_avro,
+    jvm_json,
+    kafka_keys,
+    python_migration,
+    python_pass,
+    runner,
+    tombstones,
+)
+from contracts.engine.columns import ORIGINAL, RECORD, STATUS, WARNINGS
 from contracts.engine.counts import CollectMetrics, Counting, Gatherer, counting
-from contracts.engine.frame import ORIGINAL, RECORD, STATUS, WARNINGS
+from contracts.engine.encoding_rules import PayloadRules
 from contracts.engine.native_migration import NativeMigration
-from contracts.engine.payload import PayloadRules
 from contracts.engine.reasons import NativeReasons, with_exact_reasons
 from contracts.engine.routing import DlqLayout, Router, route_rejected
 from contracts.errors import ContractError
-from contracts.formats.wire import SchemaRef, encode_prefix, schema_id_header
+from contracts.formats.wire import schema_id_header
 from contracts.model import RegisteredSchema, RuleMode
 from contracts.planning.loader import ContractVersion
 from contracts.planning.plan import Plan
-from contracts.planning.planner import CompiledPlans, ContractPlanner, WriterVersion
+from contracts.planning.planner import CompiledPlans, ContractPlanner, LateWriters, WriterVersion
 from contracts.registry.guid import canonical_guid
 
 if TYPE_CHECKING:
@@ -47,7 +58,7 @@ class Run:
 class Counted:
     """A call's output and how its counts (and, with a key contract, the key's) are gathered."""
 
-    frame: DataFrame
+    df: DataFrame
     counts: Counting | None
     key_counts: Counting | None = None
 
@@ -115,7 +126,7 @@ class Pipelines:
             staged = packed.withColumn(ORIGINAL, F.col(RECORD))
             migrated = native.apply(staged, ORIGINAL, lambda reason: F.raise_error(reason))
         else:
-            migrated = serde.migrate_decoded(packed, writer, self.target)
+            migrated = python_migration.migrate_decoded(packed, writer, self.target)
         counts, gatherer = self._counting(plan, df, runs_on_input=False)
         staged = runner.run(plan, migrated, gatherer, keep_outcomes=warn)
         layout = DlqLayout(record_column=ORIGINAL, schema=writer.schema, schema_format=self.target.format)
@@ -130,7 +141,7 @@ class Pipelines:
         df: DataFrame,
         value_col: str,
         key_col: str | None,
-        policy: serde.DecodePolicy,
+        policy: decode.DecodePolicy,
         run_id: str | None,
         is_key: bool,
         key: Pipelines | None,
@@ -154,11 +165,9 @@ class Pipelines:
             True,
             dlq_value=value_col,
         )
-        nested = kafka_keys.nest_decoded_key(
-            decoded_keys.frame, key.target.spark_type, key_column, df.columns
-        )
+        nested = kafka_keys.nest_decoded_key(decoded_keys.df, key.target.spark_type, key_column, df.columns)
         decoded = self._decode(nested, value_col, kafka_keys.RAW_KEY, policy, run_id, is_key)
-        return Counted(decoded.frame.drop(kafka_keys.RAW_KEY), decoded.counts, decoded_keys.counts)
+        return Counted(decoded.df.drop(kafka_keys.RAW_KEY), decoded.counts, decoded_keys.counts)
 
     def serialize(
         self,
@@ -180,9 +189,9 @@ class Pipelines:
         encoded_keys = self._key_pass(key, run_id)._encode(
             unpacked, kafka_keys.key_run_id(run_id), schema_id_serializer, True, absent=kafka_keys.ABSENT
         )
-        framed = kafka_keys.unpack_rest(encoded_keys.frame, key_column, df.columns, lifted)
+        framed = kafka_keys.unpack_rest(encoded_keys.df, key_column, df.columns, lifted)
         encoded = self._encode(framed, run_id, schema_id_serializer, is_key)
-        return Counted(encoded.frame, encoded.counts, encoded_keys.counts)
+        return Counted(encoded.df, encoded.counts, encoded_keys.counts)
 
     def natives(self, writers: Iterable[WriterVersion], df: DataFrame) -> dict[int, NativeMigration]:
         """The writer versions whose migration to the target runs as Columns, by version; each is
@@ -208,7 +217,7 @@ class Pipelines:
         df: DataFrame,
         value_col: str,
         key_col: str | None,
-        policy: serde.DecodePolicy,
+        policy: decode.DecodePolicy,
         run_id: str | None,
         is_key: bool,
         dlq_value: str | None = None,
@@ -223,14 +232,15 @@ class Pipelines:
         natives = self.natives(writers.values(), df)
         headers = _present(df, "headers")
         # A `headers` column of another type is not Kafka's, so it holds no schema id headers.
-        kafka_headers = headers if headers and serde.is_kafka_headers(df.schema[headers].dataType) else None
-        decoder = serde.Decoder(
+        is_kafka = headers is not None and id_headers.is_kafka_headers(df.schema[headers].dataType)
+        kafka_headers = headers if is_kafka else None
+        decoder = decode.Decoder(
             subject=self.subject,
             target_version=self.version,
             target_schema=self.target.parsed,
             target_type_json=self.target.spark_type.json(),
             writers=writers,
-            late=serde.LateWriters(self.planner.registry, self.subject, self.planner.writer),
+            late=LateWriters(self.planner.registry, self.subject, self.planner.writer),
             policy=policy,
             value_column=value_col,
             schema_format=self.target.format,
@@ -265,17 +275,17 @@ class Pipelines:
             decoded = jvm.decode(df, decoder, router, keep_value=later_rejects)
         else:
             # The plan's first Python rules run in the decode pass when they can: one pass, not two.
-            leading = serde.fuses(decoder, python_pass.leading_rules(plan))
-            decoded = serde.decode(df, decoder, router, keep_value=later_rejects, leading=leading)
-        unreadable = serde.unreadable_status(decoder, decoded.columns)
+            leading = decode.fuses(decoder, python_pass.leading_rules(plan))
+            decoded = decode.decode(df, decoder, router, keep_value=later_rejects, leading=leading)
+        unreadable = decode.unreadable_status(decoder, decoded.columns)
         for version, native in natives.items():
-            column = serde.writer_column(version)
+            column = decode.writer_column(version)
             decoded = native.apply(decoded, column, unreadable, otherwise=F.col(RECORD))
         counts, gatherer = self._counting(plan, df, runs_on_input=False)
-        staged = serde.release_tombstones(
+        staged = tombstones.release_tombstones(
             runner.run(plan, decoded, gatherer, leading_ran=leading is not None, keep_outcomes=warn)
         )
-        reasons = _migration_reasons({serde.writer_column(v): native for v, native in natives.items()})
+        reasons = _migration_reasons({decode.writer_column(v): native for v, native in natives.items()})
         migrations = natives.values()
         routed = self._route(staged, layout, plan, run, migrations, reasons, route_always=unreadable_dlq)
         passthrough = [name for name in df.columns if name != value_col]
@@ -294,12 +304,14 @@ class Pipelines:
         from pyspark.sql import functions as F
         from pyspark.sql.types import BinaryType, StructField, StructType
 
-        schema_ref = self._schema_ref(schema_id_serializer)
+        schema_ref = id_headers.schema_ref(self.target, schema_id_serializer)
         plan = self.plans.rules(RuleMode.WRITE)
         record_fields = set(self.target.spark_type.fieldNames())
         passthrough = [f for f in df.schema.fields if f.name not in record_fields and f.name != "value"]
-        in_header = self._schema_id_headers(df, schema_id_serializer, schema_ref, schema_id_header(is_key))
-        added = [] if in_header is None or in_header.from_input else [_headers_field()]
+        in_header = id_headers.serialized_headers(
+            df, self.target, schema_id_serializer, schema_ref, schema_id_header(is_key)
+        )
+        added = [] if in_header is None or in_header.from_input else [id_headers.headers_field()]
         output = StructType([*passthrough, StructField("value", BinaryType(), True), *added])
         # Only what the encode pass reads enters it: not the original record, status or field columns.
         needed = [*[F.col(f"`{f.name}`") for f in passthrough], F.col(RECORD)]
@@ -318,54 +330,12 @@ class Pipelines:
         )
         rules = PayloadRules(self.plans.encoding(RuleMode.WRITE))
         payload = (rules, Router(run.sink, run.run_id, layout, stage="encode"))
-        encoded = jvm_avro.encode(
-            enforced.frame, schema, schema_ref, output, self.target.format, in_header, payload
-        )
+        enforced_df, target_format = enforced.df, self.target.format
+        arguments = (schema, schema_ref, output, target_format, in_header, payload)
+        encoded = jvm_avro.to_avro_encode(enforced_df, *arguments)
+        if encoded is None:
+            encoded = encode.encode(enforced_df, *arguments)
         return Counted(encoded, enforced.counts)
-
-    def _schema_ref(self, schema_id_serializer: str) -> SchemaRef:
-        """What `serialize` names the target's schema by: its id, or its GUID (for "prefix_guid" and
-        "header"), which the registry must have given."""
-        if schema_id_serializer not in serde.SCHEMA_ID_SERIALIZERS:
-            raise ContractError(
-                f"schema_id_serializer must be one of {', '.join(serde.SCHEMA_ID_SERIALIZERS)},"
-                f" not {schema_id_serializer!r}",
-                subject=self.subject,
-                version=self.version,
-            )
-        if schema_id_serializer == "prefix":
-            return self.target.schema_id
-        if self.target.guid is None:
-            raise ContractError(
-                f"the registry gave no GUID for this version (Confluent Schema Registry gives one from"
-                f" 8.0), so schema_id_serializer={schema_id_serializer!r} cannot name it: use 'prefix'",
-                subject=self.subject,
-                version=self.version,
-            )
-        return uuid.UUID(self.target.guid)
-
-    def _schema_id_headers(
-        self, df: DataFrame, schema_id_serializer: str, schema_ref: SchemaRef, header: str
-    ) -> serde.SchemaIdHeaders | None:
-        """What `serialize` does to the `headers` column: adds the schema id header ("header"),
-        drops the input's own schema id headers, or (no Kafka headers to touch) nothing."""
-        present = "headers" in df.columns and "headers" not in self.target.spark_type.fieldNames()
-        kafka = present and serde.is_kafka_headers(df.schema["headers"].dataType)
-        if schema_id_serializer != "header":
-            return serde.SchemaIdHeaders("headers", header, None, True) if kafka else None
-        if "headers" in self.target.spark_type.fieldNames() or (present and not kafka):
-            what = (
-                "is a field of the record"
-                if not present
-                else f"is {df.schema['headers'].dataType.simpleString()}"
-            )
-            raise ContractError(
-                f"schema_id_serializer='header' writes the schema id into a `headers` column of Kafka"
-                f" headers (array<struct<key:string,value:binary>>), and `headers` {what}",
-                subject=self.subject,
-                version=self.version,
-            )
-        return serde.SchemaIdHeaders("headers", header, encode_prefix(schema_ref), present)
 
     def _start_run(self, df: DataFrame, run_id: str | None) -> Run:
         """Where one call's DLQ output goes and the run id naming it: `run_id`, else the one
@@ -406,8 +376,8 @@ class Pipelines:
         if absent is None:
             staged = runner.stage(plan, df, gatherer, keep_outcomes=warn)
         else:
-            packed = serde.without_record(runner.pack(plan, df), absent, self.subject, self.version)
-            staged = serde.release_tombstones(runner.run(plan, packed, gatherer, keep_outcomes=warn))
+            packed = tombstones.without_record(runner.pack(plan, df), absent, self.subject, self.version)
+            staged = tombstones.release_tombstones(runner.run(plan, packed, gatherer, keep_outcomes=warn))
         routed = self._route(staged, self._json_layout(df, plan), plan, run)
         return Counted(_output(plan, routed, columns, gatherer, warn), counts)
 
@@ -467,19 +437,10 @@ class Pipelines:
         return route_rejected(staged, run.sink, run.run_id, layout, plan, reasons)
 
 
-def _headers_field() -> Any:
-    """The `headers` column `serialize` adds for a schema id header, typed as Spark's Kafka source
-    and sink type Kafka headers."""
-    from pyspark.sql.types import ArrayType, BinaryType, StringType, StructField, StructType
-
-    entry = StructType([StructField("key", StringType(), False), StructField("value", BinaryType(), True)])
-    return StructField("headers", ArrayType(entry, False), True)
-
-
 def _output(
-    plan: Plan, frame: DataFrame, columns: list[Column], gatherer: Gatherer | None, warn: bool = False
+    plan: Plan, staged: DataFrame, columns: list[Column], gatherer: Gatherer | None, warn: bool = False
 ) -> DataFrame:
-    """`frame` as `columns` (with `warn`, then `_contract_warnings` from its outcome columns),
+    """`staged` as `columns` (with `warn`, then `_contract_warnings` from its outcome columns),
     observed with the per-rule counts when the plan counts them on its output
     (runner.counts_at_output): its outcome columns carried to the top and dropped there."""
     from pyspark.sql import functions as F
@@ -487,8 +448,8 @@ def _output(
     if warn:
         columns = [*columns, runner.warnings_column(plan).alias(WARNINGS)]
     if gatherer is None or not runner.counts_at_output(plan, gatherer):
-        return frame.select(*columns)
-    carried = frame.select(*columns, *(F.col(name) for name in runner.outcome_columns(plan)))
+        return staged.select(*columns)
+    carried = staged.select(*columns, *(F.col(name) for name in runner.outcome_columns(plan)))
     return runner.observe_output(plan, carried, gatherer)
 
 

@@ -1,14 +1,12 @@
-"""Confluent wire format on DataFrames: the decode pass (frames → target records, migrating) and
-the encode pass (records → frames), both Arrow-batched through fastavro inside `mapInArrow`.
+"""The decode pass: Confluent frames → the target's records, migrating writer data in Python, in
+one Arrow-batched `mapInArrow` pass through the subject's format.
 
 A frame names its writer's schema by id (V0) or GUID (V1) in its prefix, or in a schema id header
 of the row's Kafka `headers`, when its payload is the bare body (docs/semantics.md §8.1). A record
 that cannot be decoded (wrong magic byte, truncated body, unknown id or GUID, a bad schema id
 header, an id of another subject, a migration result the target cannot read) follows the decode
 policy: ERROR fails the job naming the partition/offset when the rows carry them; DLQ sends the
-raw key and value to a topic with the reason in a header. Nothing is dropped silently. A
-tombstone (a null frame) is not a record: it passes through with a null record, skipping
-migrations and rules, or is dropped on request.
+raw key and value to a topic with the reason in a header. Nothing is dropped silently.
 """
 
 from __future__ import annotations
@@ -20,27 +18,27 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from contracts.engine import migrate
-from contracts.engine.frame import (
+from contracts.engine import python_migration
+from contracts.engine.columns import (
     FAILURE,
-    ORIGINAL,
     PARTITION,
     RECORD,
     STATUS,
     failed_batch,
     failure_field,
     raise_failures,
-    status_literal,
     status_type,
 )
+from contracts.engine.encoding_rules import PayloadRefused, PayloadRules, split_clear
 from contracts.engine.gc_pause import gc_paused
-from contracts.engine.payload import PayloadRefused, PayloadRules, split_clear
+from contracts.engine.id_headers import schema_id_headers
+from contracts.engine.positions import row_position
 from contracts.engine.python_pass import LeadingRules
 from contracts.engine.routing import Router, with_partition
+from contracts.engine.tombstones import TOMBSTONE, mark_tombstones
 from contracts.errors import DataContractError, SerializationError, in_one_line
-from contracts.formats.arrow_text import printable, text_values
+from contracts.formats.arrow_text import printable
 from contracts.formats.arrow_types import arrow_schema
 from contracts.formats.protocol import SchemaFormat, decodes_as_read_back, display_name
 from contracts.formats.wire import (
@@ -49,21 +47,15 @@ from contracts.formats.wire import (
     decode_frame,
     decode_schema_id,
     describe,
-    encode_prefix,
 )
-from contracts.planning.loader import ContractVersion
 from contracts.planning.planner import LateWriters, WriterVersion
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-    from pyspark.sql.types import StructType
 
 
 DECODE_RULE = "deserialize"
-TOMBSTONE = "TOMBSTONE"
-"""The `_contract` action a tombstone carries while migrations and rules run: not a rejection,
-only what makes every one of them skip the row (see release_tombstones)."""
-TOMBSTONE_POLICIES = ("keep", "drop")
+
 RULE_STATUS = "__contract_rule_status"
 """Inside the decode pass with leading rules: the statuses the rules gave, kept apart from those of
 the decode (which its router sends to their topics) until the router has passed."""
@@ -158,43 +150,6 @@ def writer_column(version: int) -> str:
     return f"__contract_writer_{version}"
 
 
-def tombstone_filter(df: DataFrame, value_column: str, tombstones: str) -> DataFrame:
-    """The rows to decode: tombstones (a null value) kept ("keep") or left out ("drop")."""
-    from pyspark.sql import functions as F
-
-    if tombstones not in TOMBSTONE_POLICIES:
-        raise ValueError(f"tombstones must be keep or drop, not {tombstones!r}")
-    if tombstones == "drop":
-        return df.filter(F.col(f"`{value_column}`").isNotNull())
-    return df
-
-
-def without_record(packed: DataFrame, absent: str, subject: str, version: int) -> DataFrame:
-    """A packed frame (runner.pack) whose rows where boolean column `absent` is true hold no
-    record (a null key on write): a null record with the TOMBSTONE status, so every rule skips
-    them until release_tombstones, and the encode pass writes a null frame."""
-    from pyspark.sql import functions as F
-
-    status = {"rule": None, "mode": "WRITE", "action": TOMBSTONE, "reason": None, "topic": None}
-    tombstone = status_literal({**status, "subject": subject, "version": version})
-    nulled = {
-        name: F.when(F.col(absent), F.lit(None)).otherwise(F.col(name))
-        for name in (RECORD, ORIGINAL)
-        if name in packed.columns
-    }
-    return packed.withColumns({**nulled, STATUS: F.when(F.col(absent), tombstone).otherwise(F.col(STATUS))})
-
-
-def release_tombstones(staged: DataFrame) -> DataFrame:
-    """After migrations and rules: the tombstones' placeholder status cleared, so they leave as
-    valid rows, their record null."""
-    from pyspark.sql import functions as F
-
-    status = F.col(STATUS)
-    is_tombstone = status.getField("action") == F.lit(TOMBSTONE)
-    return staged.withColumn(STATUS, F.when(is_tombstone, F.lit(None).cast(status_type())).otherwise(status))
-
-
 def decode(
     df: DataFrame,
     decoder: Decoder,
@@ -273,7 +228,7 @@ class _DecodePass:
                 # The router took the rows the decode rejected; the rules' rejects leave now.
                 index = batch.schema.get_field_index(STATUS)
                 batch = batch.set_column(index, batch.schema.field(index), batch.column(RULE_STATUS))
-            batch = _mark_tombstones(batch, self.decoder.value_column, tombstone)
+            batch = mark_tombstones(batch, self.decoder.value_column, tombstone)
             yield batch.select(self.output_names)
 
     def _decoded(self, batch: pa.RecordBatch, decoded: pa.Schema) -> pa.RecordBatch:
@@ -284,16 +239,6 @@ class _DecodePass:
             if not batch.num_rows:
                 raise
             return failed_batch(batch, decoded, in_one_line(error))  # fails the job as one line
-
-
-def _mark_tombstones(batch: pa.RecordBatch, value_column: str, tombstone: pa.Scalar) -> pa.RecordBatch:
-    """The batch with `tombstone` as the status of each row whose frame is null."""
-    frames = batch.column(value_column)
-    if not frames.null_count:
-        return batch
-    index = batch.schema.get_field_index(STATUS)
-    status = pc.if_else(frames.is_null(), tombstone, batch.column(index))
-    return batch.set_column(index, batch.schema.field(index), status)
 
 
 def decode_batch(
@@ -424,29 +369,6 @@ def _packed_rows(
     return writer.schema_format.to_struct(chosen_records, writer.schema, record_type, tagged)
 
 
-def schema_id_headers(
-    batch: pa.RecordBatch, headers_column: str | None, header: str
-) -> list[bytes | None] | None:
-    """Per row, the value of its last `header` (None where it has none, or a null one); None for
-    the whole batch when no row has one, the common case, found without leaving Arrow."""
-    if headers_column is None:
-        return None
-    headers = batch.column(headers_column)
-    entries = pc.list_flatten(headers)
-    if not len(entries) or not pc.any(pc.equal(entries.field("key"), header)).as_py():
-        return None
-    return [_last_header(row, header) for row in text_values(headers)]
-
-
-def _last_header(row: list[dict[str, Any]] | None, header: str) -> bytes | None:
-    """The value of the last header called `header` in one row's headers, as Kafka's
-    `Headers.lastHeader` and Confluent's Java deserializer take it."""
-    for entry in reversed(row or ()):
-        if entry["key"] == header:
-            return entry["value"]
-    return None
-
-
 def read_frame(decoder: Decoder, frame: Any, id_header: bytes | None) -> tuple[WriterVersion, Any]:
     """Decode one frame (its schema named by `id_header` when the row has one, else by its prefix):
     with the reader schema when written by the target, else as writer data."""
@@ -490,7 +412,7 @@ def _migrate_rows(
     group = [records[i] for i in rows]
     group_statuses = [statuses[i] for i in rows]
     group_failures = [failures[i] for i in rows]
-    made_by = migrate.migrate(writer.migrations, group, group_statuses, group_failures)
+    made_by = python_migration.migrate(writer.migrations, group, group_statuses, group_failures)
     migrated = zip(rows, group, group_statuses, group_failures, made_by, strict=True)
     for i, record, status, failure, rule in migrated:
         statuses[i], failures[i] = status, failure
@@ -499,7 +421,7 @@ def _migrate_rows(
         if status is not None or failure is not None:
             continue
         try:
-            records[i] = migrate.project(record, decoder.target_schema, decoder.schema_format, rule)
+            records[i] = python_migration.project(record, decoder.target_schema, decoder.schema_format, rule)
         except SerializationError as e:
             statuses[i] = undecodable_status(decoder, batch, i, e)
 
@@ -550,329 +472,3 @@ def unreadable_status(decoder: Decoder, columns: list[str]) -> Any:
         return F.struct(*[fields[f.name].cast(f.dataType).alias(f.name) for f in status_type().fields])
 
     return status
-
-
-DECODE_POSITION = ("topic", "partition", "offset")
-ENCODE_POSITION = ("key", "topic", "partition")
-
-
-def row_position(batch: pa.RecordBatch, i: int, columns: tuple[str, ...] = DECODE_POSITION) -> str:
-    """Where row `i` is, by the Kafka columns the batch has: " at topic t, partition 0, offset 7"."""
-    parts = [f"{name} {_shown(batch.column(name)[i])}" for name in columns if name in batch.schema.names]
-    return f" at {', '.join(parts)}" if parts else ""
-
-
-def _shown(value: pa.Scalar) -> Any:
-    """A scalar for a message; a string that is not UTF-8 as its bytes."""
-    try:
-        return value.as_py()
-    except UnicodeDecodeError:
-        return value.cast(pa.binary()).as_py()
-
-
-def migrate_decoded(packed: DataFrame, writer: WriterVersion, target: ContractVersion) -> DataFrame:
-    """For a DataFrame already decoded with the writer's schema (its record packed in RECORD):
-    migrate each record to the target. The writer-shaped record stays in ORIGINAL for the DLQ."""
-    from pyspark.sql.types import StructField, StructType
-
-    fields = [f for f in packed.schema.fields if f.name not in (RECORD, STATUS)]
-    writer_type = packed.schema[RECORD].dataType
-    output = StructType(
-        [
-            *fields,
-            StructField(ORIGINAL, writer_type, True),
-            StructField(RECORD, target.spark_type, True),
-            StructField(STATUS, status_type(), True),
-            failure_field(),
-        ]
-    )
-    return raise_failures(packed.mapInArrow(_MigratePass(writer, target.parsed, output.json()), output))
-
-
-@dataclass(frozen=True)
-class _MigratePass:
-    writer: WriterVersion
-    target_schema: Any
-    output_json: str
-
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark.sql.types import StructType
-
-        output = arrow_schema(StructType.fromJson(json.loads(self.output_json)))
-        rows_before = 0
-        for batch in batches:
-            try:
-                yield self._migrated(batch, output, rows_before)
-            except DataContractError as error:
-                if not batch.num_rows:
-                    raise
-                yield failed_batch(batch, output, in_one_line(error))  # fails the job as one line
-            rows_before += batch.num_rows
-
-    def _migrated(self, batch: pa.RecordBatch, output: pa.Schema, rows_before: int) -> pa.RecordBatch:
-        """The batch's records migrated and projected onto the target, with their statuses and failures."""
-        read = self.writer.schema_format.read_struct(batch.column(RECORD), self.writer.schema)
-        records = read.records
-        statuses: list[dict[str, Any] | None] = batch.column(STATUS).to_pylist()
-        failures: list[str | None] = [None] * batch.num_rows
-        made_by = migrate.migrate(self.writer.migrations, records, statuses, failures, read.unreadable)
-        _refuse_unread(batch, rows_before, read.unreadable, statuses, failures, "migrated")
-        projected: list[Any] = [None] * batch.num_rows
-        for i, (record, status) in enumerate(zip(records, statuses, strict=True)):
-            if status is not None or failures[i] is not None:
-                continue
-            try:
-                projected[i] = migrate.project(
-                    record, self.target_schema, self.writer.schema_format, made_by[i]
-                )
-            except SerializationError as e:
-                failures[i] = str(e)  # the job fails with why, as a native migration fails it
-        target_type = output.field(RECORD).type
-        record_column = self.writer.schema_format.to_struct(projected, self.target_schema, target_type)
-        columns = [
-            record_column
-            if f.name == RECORD
-            else batch.column(RECORD)
-            if f.name == ORIGINAL
-            else pa.array(statuses, type=f.type)
-            if f.name == STATUS
-            else pa.array(failures, type=f.type)
-            if f.name == FAILURE
-            else batch.column(f.name)
-            for f in output
-        ]
-        return pa.RecordBatch.from_arrays(columns, schema=output)
-
-
-def _refuse_unread(
-    batch: pa.RecordBatch,
-    rows_before: int,
-    unreadable: Mapping[int, str],
-    statuses: list[dict[str, Any] | None] | None,
-    failures: list[str | None] | None,
-    doing: str,
-) -> None:
-    """Fail the job on the first record that could not be read (a string that is not UTF-8) and
-    that no rule routed elsewhere or failed (`statuses` and `failures` None: no rule ran), naming
-    it by its Kafka columns and its row: Avro strings are UTF-8, so it cannot go on as it is, and
-    no policy routes it."""
-    from pyspark import TaskContext
-
-    pending = [
-        row
-        for row in sorted(unreadable)
-        if (statuses is None or statuses[row] is None) and (failures is None or failures[row] is None)
-    ]
-    if not pending:
-        return
-    row = pending[0]
-    task = TaskContext.get()
-    partition = task.partitionId() if task is not None else 0
-    raise SerializationError(
-        f"the record{row_position(batch, row, ENCODE_POSITION)} (row {rows_before + row} of Spark partition"
-        f" {partition}) cannot be {doing}: {unreadable[row]}"
-    )
-
-
-SCHEMA_ID_SERIALIZERS = ("prefix", "prefix_guid", "header")
-"""Where `serialize` names the schema: "prefix", its id in a V0 prefix (the reference's
-prefix_schema_id_serializer); "prefix_guid", its GUID in a V1 prefix; "header", its GUID in a
-schema id header, the payload the bare body (the reference's header_schema_id_serializer)."""
-
-
-def is_kafka_headers(data_type: Any) -> bool:
-    """Whether a Spark type is Kafka headers as Spark's Kafka source reads them (includeHeaders):
-    array<struct<key: string, value: binary>>."""
-    from pyspark.sql.types import ArrayType, BinaryType, StringType, StructType
-
-    element = data_type.elementType if isinstance(data_type, ArrayType) else None
-    if not isinstance(element, StructType) or element.fieldNames() != ["key", "value"]:
-        return False
-    return isinstance(element["key"].dataType, StringType) and isinstance(
-        element["value"].dataType, BinaryType
-    )
-
-
-@dataclass(frozen=True)
-class SchemaIdHeaders:
-    """What the encode pass does to the rows' Kafka headers in `column` (created when the input
-    has none): every `key` header goes, as it named the schema of a value being replaced, and
-    with a `value`, one header `key` naming the new value's schema is added last."""
-
-    column: str
-    key: str
-    value: bytes | None
-    from_input: bool
-
-    def rewritten(self, batch: pa.RecordBatch, data_type: pa.DataType, framed: list[bool]) -> pa.Array:
-        """The batch's headers column, rewritten (the input's own when there is nothing to change);
-        the schema id header is added to the `framed` rows only (a null record has no schema)."""
-        headers = batch.column(self.column) if self.from_input else pa.nulls(batch.num_rows, data_type)
-        if self.value is None and (
-            not self.from_input or schema_id_headers(batch, self.column, self.key) is None
-        ):
-            return headers
-        added = [] if self.value is None else [{"key": self.key, "value": self.value}]
-        rows = [
-            None
-            if row is None and not (added and has_frame)
-            else [*(h for h in row or () if h["key"] != self.key), *(added if has_frame else ())]
-            for row, has_frame in zip(headers.to_pylist(), framed, strict=True)
-        ]
-        return pa.array(rows, type=data_type)
-
-
-def encode(
-    staged: DataFrame,
-    schema: Any,
-    schema_ref: SchemaRef,
-    output: StructType,
-    schema_format: SchemaFormat,
-    in_header: SchemaIdHeaders | None = None,
-    payload: tuple[PayloadRules, Router] | None = None,
-    bodies: str | None = None,
-) -> DataFrame:
-    """Replace the record struct with a `value` column of Confluent frames, naming `schema_ref` in
-    their prefix, or (when `in_header` gives it a value) in a schema id header before a bare body.
-    With `payload`, its encoding rules turn each body into the payload after the prefix; the rows
-    they reject go through its router (their serialized body as the DLQ value, §11.5). With
-    `bodies` (and `payload`), `staged` holds each record's body already written (by `to_avro`) in
-    that column instead of the record struct: the pass then only runs the encoding rules."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import BinaryType, StructField, StructType
-
-    prefix = b"" if in_header is not None and in_header.value is not None else encode_prefix(schema_ref)
-    name = describe(schema_ref)
-    if payload is None or not payload[0]:
-        encoder = _EncodePass(schema, name, prefix, output.json(), schema_format, in_header)
-        return staged.mapInArrow(encoder, output)
-    rules, router = payload
-    # The router's input: the staged columns, the frames, the status and failure of each row.
-    routed = [f for f in staged.schema.fields if f.name not in (RECORD, bodies)]
-    middle = StructType(
-        [
-            *routed,
-            StructField("value", BinaryType(), True),
-            StructField(STATUS, status_type(), True),
-            failure_field(),
-        ]
-    )
-    sealed = StructType([*output.fields, StructField(STATUS, status_type(), True), failure_field()])
-    encoder = _EncodePass(
-        schema, name, prefix, sealed.json(), schema_format, in_header, rules, router, middle.json(), bodies
-    )
-    encoded = raise_failures(with_partition(staged).mapInArrow(encoder, sealed))
-    # Filtering on the status makes Spark evaluate the ERROR failures raise_failures raises.
-    return encoded.filter(F.col(STATUS).isNull()).drop(STATUS)
-
-
-@dataclass(frozen=True)
-class _EncodePass:
-    schema: Any
-    schema_name: str
-    prefix: bytes
-    output_json: str
-    schema_format: SchemaFormat
-    in_header: SchemaIdHeaders | None
-    payload: PayloadRules | None = None
-    router: Router | None = None
-    middle_json: str | None = None
-    """With `payload`: the type of the batches the router receives (`encode`)."""
-    bodies: str | None = None
-    """The column holding the bodies already written, if they are (`encode`)."""
-
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark.sql.types import StructType
-
-        output = arrow_schema(StructType.fromJson(json.loads(self.output_json)))
-        if self.router is None or self.middle_json is None:
-            encoded = self._all(batches, None)
-        else:
-            middle = arrow_schema(StructType.fromJson(json.loads(self.middle_json)))
-            encoded = self.router(self._all(batches, middle))
-        for batch in encoded:
-            replaced = {}
-            if self.in_header is not None:
-                column = self.in_header.column
-                framed = batch.column("value").is_valid().to_pylist()
-                replaced[column] = self.in_header.rewritten(batch, output.field(column).type, framed)
-            columns = [replaced[f.name] if f.name in replaced else batch.column(f.name) for f in output]
-            yield pa.RecordBatch.from_arrays(columns, schema=output)
-
-    def _all(self, batches: Iterator[pa.RecordBatch], middle: pa.Schema | None) -> Iterator[pa.RecordBatch]:
-        rows_before = 0
-        for batch in batches:
-            yield self._encoded(batch, middle, rows_before)
-            rows_before += batch.num_rows
-
-    def _encoded(self, batch: pa.RecordBatch, middle: pa.Schema | None, rows_before: int) -> pa.RecordBatch:
-        """The batch with its frames in `value` (and, for the router, each row's status and failure)."""
-        bodies = self._bodies(batch, rows_before)
-        present = [i for i, body in enumerate(bodies) if body is not None]  # no record: no frame
-        frames: list[bytes | None] = list(bodies)
-        statuses: list[dict[str, Any] | None] = [None] * len(bodies)
-        failures: list[str | None] = [None] * len(bodies)
-        if self.payload:
-            split = [split_clear(self.schema_format, bodies[i]) for i in present]
-            sealed, refused, failed, _ = self.payload.apply_all([payload for _, payload in split])
-            for i, (clear, _), payload, status, failure in zip(
-                present, split, sealed, refused, failed, strict=True
-            ):
-                # A rejected row's DLQ value is its serialized body, as the reference sends it.
-                sealed_frame = self.prefix + clear + payload
-                frames[i] = sealed_frame if status is None and failure is None else bodies[i]
-                statuses[i], failures[i] = status, failure
-        else:
-            for i in present:
-                frames[i] = self.prefix + bodies[i]
-        columns = {"value": pa.array(frames, type=pa.binary())}
-        if middle is None:
-            return batch.append_column("value", columns["value"])
-        columns[STATUS] = pa.array(statuses, type=middle.field(STATUS).type)
-        columns[FAILURE] = pa.array(failures, type=middle.field(FAILURE).type)
-        names = [*middle.names[:-3], PARTITION]
-        kept = [batch.column(n) for n in names]
-        schema = pa.schema([*(batch.schema.field(n) for n in names), *(middle.field(n) for n in columns)])
-        return pa.RecordBatch.from_arrays([*kept, *columns.values()], schema=schema)
-
-    def _bodies(self, batch: pa.RecordBatch, rows_before: int) -> list[bytes | None]:
-        """Each row's body (None for a null record): as written already, or encoded here."""
-        if self.bodies is not None:
-            written: list[bytes | None] = batch.column(self.bodies).to_pylist()
-            return written
-        read = self.schema_format.read_struct(batch.column(RECORD), self.schema, tagged=True)
-        _refuse_unread(batch, rows_before, read.unreadable, None, None, f"encoded with {self.schema_name}")
-        return [None if record is None else self._body(record) for record in read.records]
-
-    def _body(self, record: Any) -> bytes:
-        try:
-            return self.schema_format.encode(record, self.schema)
-        except Exception as e:
-            raise SerializationError(f"record cannot be encoded with {self.schema_name}: {e}") from e
-
-
-def encode_frames(
-    batch: pa.RecordBatch,
-    rows_before: int,
-    schema: Any,
-    schema_name: str,
-    prefix: bytes,
-    schema_format: SchemaFormat,
-    rows: list[bool] | None = None,
-) -> list[bytes | None]:
-    """The frames of the records in `batch`'s RECORD column (only at `rows`, when given; None
-    elsewhere and for a null record), the partition's first `rows_before` rows already encoded;
-    a record that cannot be read or encoded fails the job naming it."""
-    read = schema_format.read_struct(batch.column(RECORD), schema, tagged=True)
-    _refuse_unread(batch, rows_before, read.unreadable, None, None, f"encoded with {schema_name}")
-    frames: list[bytes | None] = []
-    for i, record in enumerate(read.records):
-        if record is None or (rows is not None and not rows[i]):
-            frames.append(None)  # a null record (a tombstone) has a null frame
-            continue
-        try:
-            body = schema_format.encode(record, schema)
-        except Exception as e:
-            raise SerializationError(f"record cannot be encoded with {schema_name}: {e}") from e
-        frames.append(prefix + body)
-    return frames
