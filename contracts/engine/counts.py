@@ -23,19 +23,19 @@ if TYPE_CHECKING:
 
 
 class CountOnDemand:
-    """The counts of one call, computed when first asked from the frame the rules produced (its
+    """The counts of one call, computed when first asked from the DataFrame the rules produced (its
     outcome columns), then kept. Only for rules that run as Spark expressions: computing them again
     costs time and nothing else (no Python pass, no DLQ delivery, no action callback runs twice)."""
 
     def __init__(self, rules: Sequence[PlannedRule]) -> None:
         self._rules = tuple(rules)
-        self._frame: DataFrame | None = None
+        self._staged: DataFrame | None = None
         self._counts: dict[str, Any] | None = None
         self._lock = threading.Lock()
 
-    def attach(self, frame: DataFrame) -> None:
-        """Count on `frame`, which holds the outcome column of every rule."""
-        self._frame = frame
+    def attach(self, staged: DataFrame) -> None:
+        """Count on `staged`, which holds the outcome column of every rule."""
+        self._staged = staged
 
     @property
     def counted(self) -> bool:
@@ -46,9 +46,9 @@ class CountOnDemand:
         """The counts `metric_columns` name, computed by one aggregate job the first time."""
         with self._lock:
             if self._counts is None:
-                if self._frame is None:
-                    raise RuntimeError("CountOnDemand.counts() before the rules' frame was attached")
-                (row,) = self._frame.agg(*metric_columns(self._rules)).collect()
+                if self._staged is None:
+                    raise RuntimeError("CountOnDemand.counts() before the rules' DataFrame was attached")
+                (row,) = self._staged.agg(*metric_columns(self._rules)).collect()
                 self._counts = row.asDict()
             return self._counts
 
@@ -109,16 +109,16 @@ def counting(plan: Plan, df: DataFrame, how: CollectMetrics, runs_on_input: bool
     return Counting(plan, name, observed, observed)
 
 
-def gather(frame: DataFrame, rules: Sequence[PlannedRule], gatherer: Gatherer) -> DataFrame:
-    """`frame`, holding the rules' outcome columns, with their counts gathered by `gatherer`."""
+def gather(staged: DataFrame, rules: Sequence[PlannedRule], gatherer: Gatherer) -> DataFrame:
+    """`staged`, holding the rules' outcome columns, with their counts gathered by `gatherer`."""
     if isinstance(gatherer, CountOnDemand):
-        gatherer.attach(frame)
-        return frame
+        gatherer.attach(staged)
+        return staged
     if isinstance(gatherer, Observed):
         if gatherer.fallback is not None:
-            gatherer.fallback.attach(frame)
-        return frame.observe(gatherer.observation, *metric_columns(rules))
-    return frame.observe(gatherer, *metric_columns(rules))
+            gatherer.fallback.attach(staged)
+        return staged.observe(gatherer.observation, *metric_columns(rules))
+    return staged.observe(gatherer, *metric_columns(rules))
 
 
 def metric_columns(rules: Sequence[PlannedRule]) -> list[Column]:
