@@ -83,7 +83,7 @@ def cel(spark: Any, work: str, scale: float) -> list[Ratio]:
 
     from contracts.formats.avro import parse_schema, struct_type
     from contracts.model import RuleKind
-    from executors.cel._compiler import compile_rule
+    from executors.cel.compiler.expressions import compile_rule
 
     n = rows(2_000_000, scale)
     path = os.path.join(work, "cel")

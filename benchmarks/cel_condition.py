@@ -74,7 +74,7 @@ def main() -> None:
 
     from contracts.formats.avro import parse_schema, struct_type
     from contracts.model import RuleKind
-    from executors.cel._compiler import compile_rule
+    from executors.cel.compiler.expressions import compile_rule
 
     rows = int(sys.argv[1]) if len(sys.argv) > 1 else 5_000_000
     python_rows = int(sys.argv[2]) if len(sys.argv) > 2 else 200_000

@@ -13,6 +13,7 @@ import inspect
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from importlib.metadata import entry_points
+from operator import attrgetter
 from typing import Any, Generic, TypeVar
 
 from contracts.errors import ContractError
@@ -127,6 +128,12 @@ class InstalledPlugins(Generic[T]):
                     self._plugins.register(plugin)
                 self._loaded = True
             return self._plugins
+
+
+FORMATS: InstalledPlugins[Any] = InstalledPlugins(FORMAT_GROUP, attrgetter("schema_type"))
+"""The schema formats of this process beyond the built-in ones: installed in FORMAT_GROUP, or
+registered (`contracts.formats.register`). `contracts.formats` puts them over its built-in ones;
+LocalRegistry reads their schemas with them (contracts/registry/checkers.py)."""
 
 
 def with_overrides(

@@ -184,14 +184,13 @@ def _readable(target: loader.ContractVersion, problems: list[Problem], path: str
     checker = checker_for(target.schema.schema_type)
     if checker is None:
         return None
-    named = target.named_schemas if checker.reads_references else ()
-    references = [(reference.name, reference.schema_str) for reference in named]
+    references = target.named_schemas if checker.reads_references else ()
     try:
         return checker.read(target.schema.schema_str, references)
     except UnreadableSchema as error:
         details = error.details
         if error.reference is not None:
-            details = f"reference {references[error.reference][0]!r}: {details}"
+            details = f"reference {references[error.reference].name!r}: {details}"
         reason = f"the compatibility check cannot read the schema: {details}"
         problems.append(Problem(reason, target.subject, target.version, position="schema", path=path))
         return None

@@ -20,6 +20,7 @@ from contracts.registry.layout import (
     subject_directories,
     write_json,
 )
+from contracts.registry.references import registry_references
 
 # Confluent's "subject not found" and "schema not found": the version is not registered yet.
 
@@ -103,11 +104,12 @@ def pull(remote: Registry, directory: Path, subjects: Iterable[str] | None, out:
         done.add((subject, version))
         try:
             registered = _pull_version(remote, directory, folders, subject, version, out)
+            referenced = registry_references(remote, registered.schema)
         except DataContractError as error:
             failures += 1
             print(f"{subject} version {version}: FAILED: {error}", file=out)
             continue
-        pending.extend((ref.subject, ref.version) for ref in registered.schema.references)
+        pending.extend((found.reference.subject, found.reference.version) for found in referenced)
         if subject not in configured:
             configured.add(subject)
             failures += _pull_config(remote, directory, folders, subject, out)

@@ -7,31 +7,32 @@ every process the entry-point group `spark_data_contracts.formats` (docs/plugins
 
 from __future__ import annotations
 
-from operator import attrgetter
-
+from contracts import plugins
 from contracts.errors import ContractError
 from contracts.formats.avro.format import AvroFormat
 from contracts.formats.json_schema import JsonSchemaFormat
 from contracts.formats.protobuf import ProtobufFormat
 from contracts.formats.protocol import Records, SchemaFormat
-from contracts.plugins import FORMAT_GROUP, InstalledPlugins
+from contracts.plugins import FORMAT_GROUP
 
-_FORMATS: InstalledPlugins[SchemaFormat] = InstalledPlugins(
-    FORMAT_GROUP, attrgetter("schema_type"), builtins=(AvroFormat(), JsonSchemaFormat(), ProtobufFormat())
-)
-"""The formats of this process (contracts.plugins): built-in, installed as plugins, registered."""
+_BUILTINS: dict[str, SchemaFormat] = {
+    builtin.schema_type: builtin for builtin in (AvroFormat(), JsonSchemaFormat(), ProtobufFormat())
+}
+"""The built-in formats, under those installed as plugins or registered (`contracts.plugins.FORMATS`)."""
 
 
 def register(schema_format: SchemaFormat) -> None:
     """Make `schema_format` the one that reads its `schema_type`, in this process."""
     if not isinstance(schema_format, SchemaFormat):
         raise TypeError(f"{schema_format!r} does not implement SchemaFormat (contracts.formats.protocol)")
-    _FORMATS.register(schema_format)
+    plugins.FORMATS.register(schema_format)
 
 
 def get(schema_type: str) -> SchemaFormat:
     """The format of `schema_type` (case-insensitive); ContractError naming the known ones if none."""
-    found = _FORMATS.find(schema_type)
+    found: SchemaFormat | None = plugins.FORMATS.find(schema_type)
+    if found is None:
+        found = _BUILTINS.get(schema_type.upper())
     if found is None:
         raise ContractError(f"schema type {schema_type} is not supported (known: {', '.join(known())})")
     return found
@@ -39,7 +40,7 @@ def get(schema_type: str) -> SchemaFormat:
 
 def known() -> list[str]:
     """The schema types a format is registered for."""
-    return [name.upper() for name in _FORMATS.names()]
+    return sorted({name.upper() for name in [*_BUILTINS, *plugins.FORMATS.names()]})
 
 
 __all__ = ["FORMAT_GROUP", "Records", "SchemaFormat", "get", "known", "register"]

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from contracts.registry.references import Reference
+
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import Column
@@ -30,15 +32,6 @@ class Records:
 
     records: list[Any]
     unreadable: dict[int, str]
-
-
-@dataclass(frozen=True)
-class Reference:
-    """A schema another one references: the name it is referenced by (an Avro schema's names do
-    not need it; a JSON Schema's `$ref` and a Protobuf import do) and its text."""
-
-    name: str
-    schema_str: str
 
 
 @runtime_checkable

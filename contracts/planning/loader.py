@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from contracts import formats
-from contracts.errors import ContractError, RegistryError
+from contracts.errors import ContractError
 from contracts.formats.protocol import Reference, SchemaFormat, choose_record
-from contracts.model import RegisteredSchema, Rule, RuleMode, Schema, SchemaReference
+from contracts.model import RegisteredSchema, Rule, RuleMode, Schema
 from contracts.plugins import PluginRegistry
 from contracts.registry import Registry
-from contracts.registry.references import referenced_schemas
+from contracts.registry.references import registry_references
 from executors.protocol import Executor, RuleContext, Step, supersedes_rule
 
 if TYPE_CHECKING:
@@ -75,7 +75,8 @@ def load_version(
     where = {"subject": registered.subject, "version": registered.version}
     try:
         schema_format = _format(schema.schema_type, protobuf_message)
-        named = tuple(_referenced_schemas(registry, schema))
+        # Dependencies first, each fetched once, within bounds (docs/semantics.md §1.1).
+        named = tuple(found.named() for found in registry_references(registry, schema))
     except ContractError as e:
         raise e.at(**where) from e.__cause__
     try:
@@ -104,26 +105,6 @@ def _format(schema_type: str, protobuf_message: str | None) -> SchemaFormat:
     """The format of `schema_type`, choosing the record (a Protobuf message) when one is named."""
     schema_format = formats.get(schema_type)
     return schema_format if protobuf_message is None else choose_record(schema_format, protobuf_message)
-
-
-def _referenced_schemas(registry: Registry, schema: Schema) -> list[Reference]:
-    """The schemas this schema references, theirs too, dependencies first, each (subject, version)
-    fetched once and within the bounds of contracts/registry/references.py (docs/semantics.md §1.1)."""
-
-    def fetch(reference: SchemaReference) -> Schema:
-        try:
-            return registry.get_version(reference.subject, reference.version).schema
-        except RegistryError as e:
-            raise ContractError(
-                f"reference {reference.name!r} to {reference.subject} version {reference.version}"
-                f" cannot be resolved: {e}",
-                position="references",
-            ) from e
-
-    return [
-        Reference(found.reference.name, found.schema.schema_str)
-        for found in referenced_schemas(schema, fetch)
-    ]
 
 
 def rules_for(version: ContractVersion, mode: RuleMode, executors: PluginRegistry[Executor]) -> list[Rule]:

@@ -2,7 +2,9 @@
 is read as its type's compatibility check reads it, and how two readings compare under a level.
 
 `LocalRegistry` (registering a version) and `spark-contracts lint` (checking a registry directory)
-both go through it, so the two cannot disagree about a schema type.
+both go through it, so the two cannot disagree about a schema type. AVRO, JSON and PROTOBUF have
+checks of their own; a schema type a plugin format reads (`contracts.plugins.FORMATS`) is read
+with that format's `parse`, and its versions are not compared (docs/semantics.md §1).
 """
 
 from __future__ import annotations
@@ -12,14 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from contracts import plugins
 from contracts.errors import ContractError, DataContractError
 from contracts.registry.compatibility import Compatibility, compatibility_errors, parse_avro
 from contracts.registry.json_compatibility import json_schema_compatibility_errors
 from contracts.registry.protobuf_compatibility import protobuf_compatibility_errors
 from contracts.registry.protobuf_schema import parse_proto
-
-ReferencedText = tuple[str, str]
-"""A schema a schema references: the name it is referenced by, and its text (dependencies first)."""
+from contracts.registry.references import Reference
 
 
 class UnreadableSchema(DataContractError, ValueError):
@@ -36,8 +37,9 @@ class UnreadableSchema(DataContractError, ValueError):
 class SchemaChecker:
     """One schema type's registry semantics."""
 
-    read: Callable[[str, Sequence[ReferencedText]], Any]
-    """The schema's text (with its references) as `errors` reads it; UnreadableSchema if it is none."""
+    read: Callable[[str, Sequence[Reference]], Any]
+    """The schema's text (with the schemas it references, dependencies first) as `errors` reads it;
+    UnreadableSchema if it is none."""
     errors: Callable[[Compatibility, Any, Sequence[Any]], list[str]]
     """Why the new reading breaks the level against the earlier ones (none: compatible)."""
     reads_references: bool = True
@@ -45,11 +47,11 @@ class SchemaChecker:
     document only, so its references are not resolved for it)."""
 
 
-def _read_avro(text: str, references: Sequence[ReferencedText]) -> Any:
+def _read_avro(text: str, references: Sequence[Reference]) -> Any:
     named: dict[str, Any] = {}
-    for index, (_, referenced) in enumerate(references):
+    for index, referenced in enumerate(references):
         try:
-            named.update(parse_avro(json.loads(referenced), named).names)
+            named.update(parse_avro(json.loads(referenced.schema_str), named).names)
         except Exception as error:  # fastavro raises several exception types for bad schemas
             raise UnreadableSchema(str(error), reference=index) from error
     try:
@@ -58,7 +60,7 @@ def _read_avro(text: str, references: Sequence[ReferencedText]) -> Any:
         raise UnreadableSchema(str(error)) from error
 
 
-def _read_json(text: str, references: Sequence[ReferencedText]) -> Any:
+def _read_json(text: str, references: Sequence[Reference]) -> Any:
     """The JSON Schema's document, once it is JSON and a valid schema of its dialect."""
     from jsonschema.exceptions import SchemaError
     from jsonschema.validators import validator_for
@@ -80,9 +82,9 @@ def _json_errors(level: Compatibility, new: Any, earlier: Sequence[Any]) -> list
         raise UnreadableSchema(str(error)) from error
 
 
-def _read_protobuf(text: str, references: Sequence[ReferencedText]) -> Any:
+def _read_protobuf(text: str, references: Sequence[Reference]) -> Any:
     try:
-        return parse_proto(text, list(references))
+        return parse_proto(text, [(reference.name, reference.schema_str) for reference in references])
     except ContractError as error:
         raise UnreadableSchema(error.reason) from error
 
@@ -100,8 +102,32 @@ CHECKERS: dict[str, SchemaChecker] = {
 
 
 def checker_for(schema_type: str) -> SchemaChecker | None:
-    """The checker of a schema type (any case), None for a type the registry does not know."""
-    return CHECKERS.get(schema_type.upper())
+    """The checker of a schema type (any case), None for a type the registry does not know: its
+    own, else one reading the type with the plugin format registered for it."""
+    checker = CHECKERS.get(schema_type.upper())
+    if checker is not None:
+        return checker
+    schema_format = plugins.FORMATS.find(schema_type)
+    return None if schema_format is None else _plugin_checker(schema_format)
+
+
+def known_types() -> list[str]:
+    """The schema types the registry reads: its own, then those of plugin formats."""
+    return [*CHECKERS, *sorted({name.upper() for name in plugins.FORMATS.names()} - set(CHECKERS))]
+
+
+def _plugin_checker(schema_format: Any) -> SchemaChecker:
+    """A plugin format's schemas read by its `parse`; they have no compatibility rules here."""
+
+    def read(text: str, references: Sequence[Reference]) -> Any:
+        try:
+            return schema_format.parse(text, references)
+        except ContractError as error:
+            raise UnreadableSchema(error.reason) from error
+        except Exception as error:  # a plugin may raise any exception for a schema it cannot read
+            raise UnreadableSchema(str(error)) from error
+
+    return SchemaChecker(read, lambda level, new, earlier: [])
 
 
 def incompatibilities(

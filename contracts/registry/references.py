@@ -2,8 +2,9 @@
 
 A registered schema names the schemas it builds on (Avro named types, Protobuf imports, JSON
 Schema `$ref`s) as references to (subject, version), and those may reference others. Loading a
-contract, checking a schema in LocalRegistry and copying one to another registry all need that
-whole graph, dependencies first. It is walked here, iteratively (a long chain cannot exhaust the
+contract, checking a schema in LocalRegistry, copying one to another registry and pulling a
+registry into a directory all need that whole graph, dependencies first. It is walked here, and
+only here, iteratively (a long chain cannot exhaust the
 stack), with each (subject, version) fetched once (a diamond-shaped graph costs its size, not its
 paths), and within bounds: a chain deeper than MAX_REFERENCE_DEPTH, more than
 MAX_REFERENCED_SCHEMAS schemas, or a cycle is a ContractError naming the chain (docs/semantics.md
@@ -15,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from contracts.errors import ContractError
+from contracts.errors import ContractError, RegistryError
 from contracts.model import Schema, SchemaReference
+from contracts.registry.protocol import Registry
 
 MAX_REFERENCE_DEPTH = 64
 """The longest chain of references followed from a schema (it → a → b … is a chain of depth 2)."""
@@ -27,11 +29,24 @@ _SHOWN_LINKS = 4  # a chain names this many links at each end
 
 
 @dataclass(frozen=True)
+class Reference:
+    """A schema another one references, as a format parses it: the name it is referenced by (an
+    Avro schema's names do not need it; a JSON Schema's `$ref` and a Protobuf import do) and its text."""
+
+    name: str
+    schema_str: str
+
+
+@dataclass(frozen=True)
 class Resolved:
     """One referenced schema, under the name a schema that references it gives it."""
 
     reference: SchemaReference
     schema: Schema
+
+    def named(self) -> Reference:
+        """The schema's text under the name it is referenced by."""
+        return Reference(self.reference.name, self.schema.schema_str)
 
 
 @dataclass
@@ -82,6 +97,23 @@ def referenced_schemas(schema: Schema, fetch: Callable[[SchemaReference], Schema
         chain.append(link)
         stack.append(_Frame(reference, found, iter(found.references)))
     return resolved
+
+
+def registry_references(registry: Registry, schema: Schema) -> list[Resolved]:
+    """Every schema `schema` references in `registry`, as `referenced_schemas` lists them; a
+    ContractError naming the reference the registry cannot give, its error chained."""
+
+    def fetch(reference: SchemaReference) -> Schema:
+        try:
+            return registry.get_version(reference.subject, reference.version).schema
+        except RegistryError as e:
+            raise ContractError(
+                f"reference {reference.name!r} to {reference.subject} version {reference.version}"
+                f" cannot be resolved: {e}",
+                position="references",
+            ) from e
+
+    return referenced_schemas(schema, fetch)
 
 
 def _bounded(reason: str, chain: list[tuple[str, int]]) -> ContractError:

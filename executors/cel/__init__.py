@@ -1,27 +1,14 @@
 """CEL rules: compiled to native Spark Columns where possible, else evaluated with cel-python in batches.
 
-Besides the executor, the CEL engine that CEL_FIELD builds on: cel-python programs and their
-activations and reasons (`compile_program`, `field_activation`, `evaluation_reason`), and the
-native compiler's terms (`compile_term`, `split_rule`, `CelType`, `Term`, `any_error`,
-`NotNativeCel`).
+The executor (`executor`) and the CEL engine that CEL_FIELD builds on, each part public: the
+native compiler (`compiler`, a sub-package), cel-python programs with their activations and
+reasons (`runtime`: `compile_program`, `field_activation`, `evaluation_reason`), the load-time
+checks of an expression (`checks`), Confluent's extra functions (`confluent_functions`) and the
+reference runtime's plan-time answers (`reference`).
 """
 
 from __future__ import annotations
 
-from executors.cel._compiler import compile_term, split_rule
-from executors.cel._native_types import CelType, NotNativeCel, Term, any_error
-from executors.cel._runtime import compile_program, evaluation_reason, field_activation
 from executors.cel.executor import CelExecutor
 
-__all__ = [
-    "CelExecutor",
-    "CelType",
-    "NotNativeCel",
-    "Term",
-    "any_error",
-    "compile_program",
-    "compile_term",
-    "evaluation_reason",
-    "field_activation",
-    "split_rule",
-]
+__all__ = ["CelExecutor"]

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from contracts.formats.markers import PRESENCE_KEY, SET_OR_DEFAULT
 from contracts.formats.protocol import presence_view
 from contracts.model import RuleKind
-from executors.cel import _runtime
-from executors.cel._compiler import NotNativeCel, compile_rule
+from executors.cel import runtime
+from executors.cel.compiler import NotNativeCel, compile_rule
 from executors.protocol import BatchEvaluator, BatchStep, NativeStep, Outcome, RuleContext, Step
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ class CelExecutor:
     def compile(self, ctx: RuleContext) -> Step:
         expr = ctx.rule.expr or ""
         # Compiling on the driver reports syntax errors at load, with their position.
-        _runtime.compile_program(expr)
+        runtime.compile_program(expr)
         view = presence_view(ctx.schema_format, ctx.schema) if _reads_presence(expr, ctx.spark_type) else None
         batch = BatchStep(_CelBatch(expr, ctx.rule.kind, view))
         try:
@@ -64,14 +64,14 @@ class _CelBatch:
     """The record as CEL reads it, where its format decides presence otherwise than by keys (§3.6)."""
 
     def __call__(self) -> BatchEvaluator:
-        program = _runtime.compile_program(self.expr)
+        program = runtime.compile_program(self.expr)
         is_condition = self.kind is RuleKind.CONDITION
         view = self.view
 
         def evaluate(records: Sequence[Any]) -> Sequence[Outcome]:
             outcomes = []
             for record in records:
-                activation = {"message": _runtime.to_cel(record if view is None else view(record))}
+                activation = {"message": runtime.to_cel(record if view is None else view(record))}
                 result = (
                     program.condition(activation) if is_condition else program.transform(activation, record)
                 )

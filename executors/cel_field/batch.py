@@ -16,7 +16,7 @@ from typing import Any
 
 from contracts.formats.fields import PRIMITIVE_TYPE_NAMES, ConditionFailed, FieldWalking, WalkedField
 from contracts.model import RuleKind
-from executors.cel import compile_program, evaluation_reason, field_activation
+from executors.cel.runtime import compile_program, evaluation_reason, field_activation
 from executors.protocol import BatchEvaluator, Outcome
 
 

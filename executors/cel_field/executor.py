@@ -18,7 +18,8 @@ import dataclasses
 from contracts.errors import ContractError
 from contracts.formats.fields import field_walking
 from contracts.model import Rule
-from executors.cel import NotNativeCel, compile_program
+from executors.cel.compiler import NotNativeCel
+from executors.cel.runtime import compile_program
 from executors.cel_field.batch import CelFieldBatch
 from executors.cel_field.native import NativePlanner
 from executors.protocol import (

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from contracts.formats.fields import NULL, Array, Field, Leaf, Map, Node, Present, Record, Union, Wrapped
 from contracts.model import RuleKind
-from executors.cel import CelType, NotNativeCel, Term, compile_term, field_activation, split_rule
-from executors.cel import any_error as _or
+from executors.cel.compiler import CelType, NotNativeCel, Term, compile_term, split_rule
+from executors.cel.compiler import any_error as _or
+from executors.cel.runtime import field_activation
 from executors.protocol import NativeOutcome
 
 if TYPE_CHECKING:

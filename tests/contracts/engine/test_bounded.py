@@ -7,7 +7,7 @@ import pytest
 from contracts.bounded import BoundedCache
 from contracts.engine import python_pass
 from contracts.formats.avro import values
-from executors.cel import _runtime
+from executors.cel import runtime
 from executors.jsonata import runtime as jsonata_runtime
 
 
@@ -35,19 +35,19 @@ def test_a_cache_holds_at_least_one_entry() -> None:
 
 
 @pytest.mark.parametrize(
-    "cache", [_runtime._PROGRAMS, jsonata_runtime._EXPRESSIONS, python_pass._EVALUATORS, values._CODECS]
+    "cache", [runtime._PROGRAMS, jsonata_runtime._EXPRESSIONS, python_pass._EVALUATORS, values._CODECS]
 )
 def test_each_worker_cache_is_bounded(cache: BoundedCache) -> None:
     assert isinstance(cache, BoundedCache) and cache.capacity <= 4096
 
 
 def test_many_distinct_expressions_keep_the_program_cache_at_its_bound_and_answers_unchanged() -> None:
-    bound = _runtime._PROGRAMS.capacity
+    bound = runtime._PROGRAMS.capacity
     for n in range(bound + 50):
-        _runtime.compile_program(f"message.x == {n}")
-    assert len(_runtime._PROGRAMS) == bound
-    again = _runtime.compile_program("message.x == 0")  # evicted long ago: compiled afresh
-    assert again is _runtime.compile_program("message.x == 0")
+        runtime.compile_program(f"message.x == {n}")
+    assert len(runtime._PROGRAMS) == bound
+    again = runtime.compile_program("message.x == 0")  # evicted long ago: compiled afresh
+    assert again is runtime.compile_program("message.x == 0")
 
 
 def test_many_distinct_jsonata_expressions_keep_the_expression_cache_at_its_bound() -> None:

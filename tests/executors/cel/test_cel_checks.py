@@ -15,9 +15,9 @@ from confluent_kafka.schema_registry.rules.cel.extra_func import EXTRA_FUNCS
 from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
 from contracts.errors import ContractError
-from executors.cel import _runtime
-from executors.cel._checks import FUNCTIONS, MAX_DEPTH, UNSUPPORTED_EXTENSIONS
-from executors.cel._reference import parse
+from executors.cel import runtime
+from executors.cel.checks import FUNCTIONS, MAX_DEPTH, UNSUPPORTED_EXTENSIONS
+from executors.cel.reference import parse
 
 SUBJECT = "things-value"
 THING = {
@@ -136,8 +136,8 @@ def test_a_parenthesised_macro_variable_loads_as_the_reference_reads_it() -> Non
     """cel-python reads `all((x), …)` as `all(x, …)`; the load check unwraps the parentheses too."""
     expr = "[1, 2].all((x), x > 0) && [1].map((y), y + 1) == [2]"
     load(expr)
-    record = _runtime.to_cel({"id": 1, "zero": 0, "name": "a"})
-    assert _runtime.compile_program(expr).condition({"message": record}).passed
+    record = runtime.to_cel({"id": 1, "zero": 0, "name": "a"})
+    assert runtime.compile_program(expr).condition({"message": record}).passed
 
 
 # -- nesting depth ---------------------------------------------------------------------------
@@ -200,7 +200,7 @@ def test_the_deepest_expressions_evaluate_on_spark_natively_and_in_python(spark:
         deep, _ = deepest(kind)
         for runner, body in (("native", deep), ("python", f"message.name.isUri() || {deep}")):
             row = len(rules)
-            outcome = _runtime.compile_program(body).condition({"message": _runtime.to_cel(record)})
+            outcome = runtime.compile_program(body).condition({"message": runtime.to_cel(record)})
             expected[row] = None if outcome.passed else outcome.reason
             rules.append(
                 {
@@ -230,5 +230,5 @@ def test_the_runtime_keeps_the_recursion_limit_cel_python_sets(monkeypatch: pyte
     monkeypatch.setattr(sys, "getrecursionlimit", lambda: 1000)
     raised: list[int] = []
     monkeypatch.setattr(sys, "setrecursionlimit", raised.append)
-    _runtime.compile_program("true")
+    runtime.compile_program("true")
     assert raised == [2500]

@@ -17,8 +17,8 @@ from contracts import formats
 from contracts.errors import ContractError
 from contracts.formats.avro import avro_to_spark_value, parse_schema, struct_type
 from contracts.model import Rule, RuleKind, RuleMode
-from executors.cel import CelExecutor, _runtime
-from executors.cel._compiler import NotNativeCel, compile_expression, compile_rule
+from executors.cel import CelExecutor, runtime
+from executors.cel.compiler.expressions import NotNativeCel, compile_expression, compile_rule
 from executors.protocol import BatchStep, NativeStep, RuleContext
 
 AVRO = formats.get("AVRO")
@@ -118,7 +118,7 @@ BASE_RECORD: dict[str, Any] = {
 def _reference(expr: str, record: dict[str, Any]) -> tuple[str, Any]:
     """The runtime's value of an expression (no guard): ("error", None) or ("value", v)."""
     try:
-        result = _runtime.compile_program(expr).body.evaluate({"message": _runtime.to_cel(record)})
+        result = runtime.compile_program(expr).body.evaluate({"message": runtime.to_cel(record)})
     except Exception:
         return ("error", None)
     return ("value", _plain(result))
@@ -274,8 +274,8 @@ def test_validators_equal_the_reference_on_tricky_strings(spark: Any, texts: lis
 def _reference_rule(expr: str, kind: RuleKind, record: dict[str, Any]) -> tuple[bool, Any, bool]:
     """The runtime's rule outcome (docs/semantics.md §3): passed, the record after it, and whether
     evaluating it raised an error (the failures whose reason only the twin knows, §2.2)."""
-    program = _runtime.compile_program(expr)
-    activation = {"message": _runtime.to_cel(record)}
+    program = runtime.compile_program(expr)
+    activation = {"message": runtime.to_cel(record)}
     if kind is RuleKind.CONDITION:
         outcome = program.condition(activation)
         return outcome.passed, record, outcome.error
@@ -306,12 +306,12 @@ def _rule_disagreements(
         for i, expr in enumerate(rules):
             passed, new, erred = _reference_rule(expr, kind, record)
             changes = passed and kind is RuleKind.TRANSFORM
-            native_new = _plain(_runtime.to_cel(spark_to_avro_value(row[f"c{i}"]["v"], PARSED)))
+            native_new = _plain(runtime.to_cel(spark_to_avro_value(row[f"c{i}"]["v"], PARSED)))
             cell = row[f"c{i}"]
             if (
                 cell["p"] != passed
                 or cell["e"] != erred
-                or (changes and not _same(native_new, _plain(_runtime.to_cel(new))))
+                or (changes and not _same(native_new, _plain(runtime.to_cel(new))))
             ):
                 problems.append(
                     f"{expr!r}: native {cell['p']} (error {cell['e']}) reference {passed} (error {erred})"
@@ -422,7 +422,7 @@ FAILING_CHAINS = [
 def test_chains_of_failing_conditions_compile_to_small_expressions_with_cel_pythons_answers(
     spark: Any,
 ) -> None:
-    from executors.cel._compiler import MAX_COST, _TermCompiler
+    from executors.cel.compiler.expressions import MAX_COST, _TermCompiler
 
     for expr in FAILING_CHAINS:
         assert _TermCompiler(RECORD_TYPE, expr).root(expr, 0).cost < MAX_COST, expr

@@ -19,7 +19,7 @@ from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
 from contracts.formats.avro import parse_schema, struct_type
 from contracts.formats.regex import MAX_WIDTH, NotInJava, compiled, java_form, refusal
-from executors.cel._compiler import compile_expression
+from executors.cel.compiler.expressions import compile_expression
 
 LONG = 100_000
 SUBJECT = "texts-value"

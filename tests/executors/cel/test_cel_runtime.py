@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from hypothesis_profiles import examples
 
 from contracts.errors import ContractError
-from executors.cel import _builtins, _runtime
+from executors.cel import confluent_functions, runtime
 
 UTC = datetime.timezone.utc
 
@@ -219,15 +219,15 @@ def reference_outcome(expr: str, kind: str, record: Any) -> tuple[Any, ...]:
     try:
         result = REFERENCE.transform(ctx, record)
     except Exception as e:
-        return ("failed", _runtime.evaluation_reason(e))
+        return ("failed", runtime.evaluation_reason(e))
     if kind == "CONDITION":
         return ("passed",) if result else ("failed", f"Rule expr failed: {expr}")
     return ("failed", f"Rule expr failed: {expr}") if result is None else ("passed", result)
 
 
 def our_outcome(expr: str, kind: str, record: Any) -> tuple[Any, ...]:
-    program = _runtime.compile_program(expr)
-    activation = {"message": _runtime.to_cel(record)}
+    program = runtime.compile_program(expr)
+    activation = {"message": runtime.to_cel(record)}
     if kind == "CONDITION":
         outcome = program.condition(activation)
         return ("passed",) if outcome.passed else ("failed", outcome.reason)
@@ -279,9 +279,9 @@ def _transpiled_only(part: Any, activation: dict[str, Any]) -> tuple[str, Any]:
 
 @pytest.mark.parametrize("expr", CORPUS)
 def test_compiled_and_interpreted_runners_agree(expr: str) -> None:
-    program = _runtime.compile_program(expr)
+    program = runtime.compile_program(expr)
     activation = {
-        "message": _runtime.to_cel(RECORD),
+        "message": runtime.to_cel(RECORD),
         "now": celtypes.TimestampType(datetime.datetime.now(UTC)),
     }
     for part in filter(None, (program.guard, program.body)):
@@ -290,11 +290,11 @@ def test_compiled_and_interpreted_runners_agree(expr: str) -> None:
         compiled = _transpiled_only(part, activation)
         interpreted = _InterpreterOnly.run(part, activation)
         assert compiled[0] == interpreted[0]
-        assert _runtime.from_cel(compiled[1]) == _runtime.from_cel(interpreted[1])
+        assert runtime.from_cel(compiled[1]) == runtime.from_cel(interpreted[1])
 
 
 def test_interpreter_decides_error_text_after_the_compiled_runner_reports_one() -> None:
-    outcome = _runtime.compile_program("message.id / 0").condition({"message": _runtime.to_cel(RECORD)})
+    outcome = runtime.compile_program("message.id / 0").condition({"message": runtime.to_cel(RECORD)})
     assert outcome.reason == "modulus or divide by zero: integer division or modulo by zero"
 
 
@@ -319,11 +319,11 @@ def test_an_evaluation_errors_reason_is_one_short_line_with_the_references_meani
     activation: every variable and function); ours keeps the message and the error under it."""
     ours = our_outcome(expr, "CONDITION", RECORD)
     assert ours[0] == "failed" and ours[1].startswith(reason)
-    assert "\n" not in ours[1] and len(ours[1]) <= _runtime.MAX_REASON
+    assert "\n" not in ours[1] and len(ours[1]) <= runtime.MAX_REASON
     rule = RefRule("r", None, RefKind("CONDITION"), None, "CEL", None, None, expr, None, None, None)
     with pytest.raises(Exception) as caught:
         REFERENCE.transform(SimpleNamespace(rule=rule, target=REF_TARGET), RECORD)
-    assert _runtime.evaluation_reason(caught.value) == ours[1]
+    assert runtime.evaluation_reason(caught.value) == ours[1]
     if expr == "undeclared_variable":
         assert len(str(caught.value)) > 2000  # the reference's text: every variable and function
 
@@ -342,12 +342,12 @@ def test_a_chain_of_failing_conditions_evaluates_in_linear_time(operator: str) -
 
 def test_a_reason_is_cut_to_one_line_of_at_most_max_reason_characters() -> None:
     key = "k\n" * 2000
-    outcome = _runtime.compile_program("message.attrs[message.key] == 1").condition(
-        {"message": _runtime.to_cel({"attrs": {}, "key": key})}
+    outcome = runtime.compile_program("message.attrs[message.key] == 1").condition(
+        {"message": runtime.to_cel({"attrs": {}, "key": key})}
     )
     assert outcome.reason is not None
     assert outcome.reason.startswith("no such key: 'k\\nk\\n")
-    assert len(outcome.reason) == _runtime.MAX_REASON and "\n" not in outcome.reason
+    assert len(outcome.reason) == runtime.MAX_REASON and "\n" not in outcome.reason
 
 
 def test_the_compiled_runner_survives_another_parser_owning_celpys_shared_parser() -> None:
@@ -355,10 +355,10 @@ def test_the_compiled_runner_survives_another_parser_owning_celpys_shared_parser
     try:
         celpy.CELParser.CEL_PARSER = None
         celpy.Environment()  # the default runner builds the shared parser with plain lark Trees
-        program = _runtime._compile(
+        program = runtime._compile(
             "message.id == 42 && message.active", subject=None, version=None, rule=None
         )
-        assert program.condition({"message": _runtime.to_cel(RECORD)}).passed
+        assert program.condition({"message": runtime.to_cel(RECORD)}).passed
         assert celpy.CELParser.CEL_PARSER.options.tree_class is not celpy.evaluation.TranspilerTree
     finally:
         celpy.CELParser.CEL_PARSER = shared
@@ -367,7 +367,7 @@ def test_the_compiled_runner_survives_another_parser_owning_celpys_shared_parser
 def test_semicolon_inside_a_string_literal_splits_the_expression_as_the_reference_does() -> None:
     expr = 'message.name == "a;b"'
     with pytest.raises(ContractError) as caught:
-        _runtime.compile_program(expr)
+        runtime.compile_program(expr)
     assert caught.value.position == "1:17"
     assert reference_outcome(expr, "CONDITION", RECORD)[0] == "failed"
 
@@ -386,7 +386,7 @@ def test_semicolon_inside_a_string_literal_splits_the_expression_as_the_referenc
 )
 def test_syntax_error_names_line_and_column_in_the_rule_text(expr: str, position: str) -> None:
     with pytest.raises(ContractError) as caught:
-        _runtime.compile_program(expr, subject="orders-value", version=3, rule="checkId")
+        runtime.compile_program(expr, subject="orders-value", version=3, rule="checkId")
     error = caught.value
     assert (error.position, error.subject, error.version, error.rule) == (
         position,
@@ -398,47 +398,47 @@ def test_syntax_error_names_line_and_column_in_the_rule_text(expr: str, position
 
 
 def test_programs_are_compiled_once_per_process() -> None:
-    first = _runtime.compile_program("message.id == 7 ; message.id > 0")
-    assert _runtime.compile_program("message.id == 7 ; message.id > 0") is first
+    first = runtime.compile_program("message.id == 7 ; message.id > 0")
+    assert runtime.compile_program("message.id == 7 ; message.id > 0") is first
     assert first.guard is not None and first.guard.text == "message.id == 7 "
 
 
 def test_guard_false_transform_returns_the_very_same_message() -> None:
     record = {"id": 1, "active": False}
-    outcome = _runtime.compile_program("message.active ; {'id': 2}").transform(
-        {"message": _runtime.to_cel(record)}, record
+    outcome = runtime.compile_program("message.active ; {'id': 2}").transform(
+        {"message": runtime.to_cel(record)}, record
     )
     assert outcome.passed and outcome.value is record
 
 
 def test_guard_error_is_a_failure_even_for_a_condition() -> None:
-    outcome = _runtime.compile_program("message.missing == 1 ; true").condition(
-        {"message": _runtime.to_cel(RECORD)}
+    outcome = runtime.compile_program("message.missing == 1 ; true").condition(
+        {"message": runtime.to_cel(RECORD)}
     )
     assert not outcome.passed and outcome.error and "no such member" in str(outcome.reason)
 
 
 def test_a_falsy_result_is_a_failure_without_an_error() -> None:
-    outcome = _runtime.compile_program("message.zero").condition({"message": _runtime.to_cel(RECORD)})
+    outcome = runtime.compile_program("message.zero").condition({"message": runtime.to_cel(RECORD)})
     assert (outcome.passed, outcome.error, outcome.reason) == (False, False, "Rule expr failed: message.zero")
 
 
 def test_to_cel_matches_the_references_msg_to_cel() -> None:
-    ours, reference = _runtime.to_cel(RECORD), msg_to_cel(RECORD)
+    ours, reference = runtime.to_cel(RECORD), msg_to_cel(RECORD)
     assert ours == reference
     for key, value in reference.items():
         assert type(ours[key]) is type(value), key
-    assert type(_runtime.to_cel(True)) is celtypes.BoolType
-    assert _runtime.to_cel(datetime.date(1969, 12, 31)) == -1
-    assert _runtime.to_cel(("B", {"x": 5})) == ("B", {"x": 5})
+    assert type(runtime.to_cel(True)) is celtypes.BoolType
+    assert runtime.to_cel(datetime.date(1969, 12, 31)) == -1
+    assert runtime.to_cel(("B", {"x": 5})) == ("B", {"x": 5})
 
 
 def test_from_cel_gives_plain_values() -> None:
-    value = _runtime.from_cel(msg_to_cel(RECORD))
+    value = runtime.from_cel(msg_to_cel(RECORD))
     assert value == {**RECORD, "day": 19844, "uid": str(RECORD["uid"])}
     assert _plain(value)
-    assert type(_runtime.from_cel(celtypes.BoolType(False))) is bool
-    assert type(_runtime.from_cel(celtypes.TimestampType(RECORD["ts"]))) is datetime.datetime
+    assert type(runtime.from_cel(celtypes.BoolType(False))) is bool
+    assert type(runtime.from_cel(celtypes.TimestampType(RECORD["ts"]))) is datetime.datetime
 
 
 # --- CEL_FIELD -------------------------------------------------------------------------------
@@ -478,7 +478,7 @@ def _reference_field_args(field: tuple[Any, ...]) -> tuple[dict[str, Any], RefCe
 
 def _our_field_activation(field: tuple[Any, ...]) -> dict[str, Any]:
     name, full_name, field_type, tags, value = field
-    return _runtime.field_activation(value, name, full_name, field_type.name, sorted(tags), RECORD)
+    return runtime.field_activation(value, name, full_name, field_type.name, sorted(tags), RECORD)
 
 
 @pytest.mark.parametrize("field", FIELDS, ids=[f[0] for f in FIELDS])
@@ -506,9 +506,9 @@ def test_field_results_match_the_reference(field: tuple[Any, ...], expr: str, ki
     try:
         reference = ("passed", CelFieldExecutor()._field_transform(ctx, field_ctx, value))
     except Exception as e:
-        reference = ("failed", _runtime.evaluation_reason(e))
+        reference = ("failed", runtime.evaluation_reason(e))
     activation = _our_field_activation(field)
-    outcome = _runtime.compile_program(expr).field(activation, value, condition=kind == "CONDITION")
+    outcome = runtime.compile_program(expr).field(activation, value, condition=kind == "CONDITION")
     assert (("passed", outcome.value) if outcome.passed else ("failed", outcome.reason)) == reference
 
 
@@ -580,7 +580,7 @@ TRICKY = [
 @pytest.mark.parametrize("text", TRICKY)
 @pytest.mark.parametrize("name", sorted(REFERENCE_FUNCTIONS))
 def test_builtin_matches_the_reference_on_tricky_strings(name: str, text: str) -> None:
-    ours = _call(_builtins.FUNCTIONS[name], celtypes.StringType(text))
+    ours = _call(confluent_functions.FUNCTIONS[name], celtypes.StringType(text))
     assert ours == _call(REFERENCE_FUNCTIONS[name], celtypes.StringType(text))
 
 
@@ -599,7 +599,7 @@ NON_STRINGS = [
 @pytest.mark.parametrize("argument", NON_STRINGS, ids=repr)
 @pytest.mark.parametrize("name", sorted(REFERENCE_FUNCTIONS))
 def test_builtin_matches_the_reference_on_other_types(name: str, argument: Any) -> None:
-    assert _call(_builtins.FUNCTIONS[name], argument) == _call(REFERENCE_FUNCTIONS[name], argument)
+    assert _call(confluent_functions.FUNCTIONS[name], argument) == _call(REFERENCE_FUNCTIONS[name], argument)
 
 
 _text = st.one_of(
@@ -616,7 +616,7 @@ _text = st.one_of(
 @given(text=_text)
 def test_builtins_agree_with_the_reference_on_generated_strings(text: str) -> None:
     for name, reference in REFERENCE_FUNCTIONS.items():
-        assert _call(_builtins.FUNCTIONS[name], celtypes.StringType(text)) == _call(
+        assert _call(confluent_functions.FUNCTIONS[name], celtypes.StringType(text)) == _call(
             reference, celtypes.StringType(text)
         )
 
@@ -626,6 +626,6 @@ def test_builtins_agree_with_the_reference_on_generated_strings(text: str) -> No
 def test_builtins_give_the_same_answer_on_both_runners(text: str) -> None:
     activation = {"value": celtypes.StringType(text)}
     for name in REFERENCE_FUNCTIONS:
-        part = _runtime.compile_program(f"value.{name}()").body
+        part = runtime.compile_program(f"value.{name}()").body
         compiled = _transpiled_only(part, activation)
         assert compiled == _InterpreterOnly.run(part, activation)

@@ -361,7 +361,7 @@ def test_cel_conditions_judge_records_as_the_reference_judges_messages(expr: str
     from confluent_kafka.serialization import SerializationError
 
     from contracts.formats.protobuf import ProtobufFormat
-    from executors.cel import _runtime
+    from executors.cel import runtime
 
     rule = {"name": "judge", "kind": "CONDITION", "type": "CEL", "mode": "WRITE", "expr": expr}
     conf = {"auto.register.schemas": False, "use.latest.version": True}
@@ -369,7 +369,7 @@ def test_cel_conditions_judge_records_as_the_reference_judges_messages(expr: str
         order_pb2.Order, reference_client(order_pb2, [rule]), conf=conf, rule_registry=reference_rules()
     )
     parsed = ProtobufFormat().parse(ORDER, ())
-    program = _runtime.compile_program(expr)
+    program = runtime.compile_program(expr)
     for order in ORDERS:
         framed = message(order_pb2, order)
         try:
@@ -378,7 +378,7 @@ def test_cel_conditions_judge_records_as_the_reference_judges_messages(expr: str
         except SerializationError:
             expected = False
         record = ProtobufFormat().decode(b"\x00" + framed.SerializeToString(), parsed, None)
-        assert program.condition({"message": _runtime.to_cel(record)}).passed == expected, order["id"]
+        assert program.condition({"message": runtime.to_cel(record)}).passed == expected, order["id"]
 
 
 def test_a_schema_without_a_spark_type_fails_at_load_naming_subject_and_version() -> None:

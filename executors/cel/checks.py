@@ -23,8 +23,8 @@ from typing import Any
 import lark
 from celpy.evaluation import base_functions
 
-from executors.cel import _builtins
-from executors.cel._reference import unwrap
+from executors.cel import confluent_functions
+from executors.cel.reference import unwrap
 
 __all__ = ["MAX_DEPTH", "ExpressionProblem", "check_expression", "ensure_recursion_limit"]
 
@@ -125,7 +125,7 @@ def _arity(function: Callable[..., Any]) -> _Arity:
 
 def _functions() -> dict[str, _Arity]:
     """Every function a CEL expression can call by name here, with its arity (operators aside)."""
-    implementations = {**base_functions, **_builtins.FUNCTIONS}
+    implementations = {**base_functions, **confluent_functions.FUNCTIONS}
     return {name: _arity(f) for name, f in implementations.items() if name.isidentifier() and name[0] != "_"}
 
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from executors.cel._native_types import (
+from executors.cel.compiler.terms import (
     INT_MIN,
     ORDERED,
     PASSED_ON,
@@ -29,7 +29,7 @@ from executors.cel._native_types import (
     error_term,
     known,
 )
-from executors.cel._reference import parse, reference_evaluate
+from executors.cel.reference import parse, reference_evaluate
 
 if TYPE_CHECKING:
     from pyspark.sql import Column

@@ -1,8 +1,8 @@
 """CEL rules compiled to native Spark Columns over the record struct, equal to cel-python's answers.
 
 The expression is parsed by cel-python's own Lark parser and its tree walked into typed terms
-(`_native_types`): `message.x.y` becomes `record.getField("x").getField("y")`, operators and
-functions become Spark expressions that never throw (`_native_ops`, `_native_functions`).
+(`terms`): `message.x.y` becomes `record.getField("x").getField("y")`, operators and
+functions become Spark expressions that never throw (`operators`, `functions`).
 Sub-expressions made only of literals are evaluated once at plan time by cel-python itself, so
 constants carry its exact answers. Whatever has no exact native form raises `NotNativeCel`, and
 the executor runs that rule with cel-python instead. A field the schema lacks is absent from every
@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from contracts.errors import ContractError
 from contracts.model import RuleKind
-from executors.cel import _native_functions as functions
-from executors.cel import _native_ops as ops
-from executors.cel._native_types import (
+from executors.cel.compiler import functions
+from executors.cel.compiler import operators as ops
+from executors.cel.compiler.terms import (
     CelType,
     Env,
     NotNativeCel,
@@ -29,7 +29,7 @@ from executors.cel._native_types import (
     constant_term,
     error_term,
 )
-from executors.cel._reference import PASS_THROUGH, parse, unwrap
+from executors.cel.reference import PASS_THROUGH, parse, unwrap
 from executors.protocol import NativeOutcome
 
 if TYPE_CHECKING:

@@ -20,10 +20,9 @@ from contracts.formats.markers import (
     TYPE_KEY,
     pointer,
 )
-from executors.cel import _native_builtins as builtins
-from executors.cel import _native_ops as ops
-from executors.cel import _native_presence as presence
-from executors.cel._native_types import (
+from executors.cel.compiler import operators as ops
+from executors.cel.compiler import patterns, presence
+from executors.cel.compiler.terms import (
     INT_MIN,
     PASSED_ON,
     CelType,
@@ -41,7 +40,7 @@ from executors.cel._native_types import (
     spark_cel_type,
     spark_value,
 )
-from executors.cel._reference import reference_evaluate
+from executors.cel.reference import reference_evaluate
 
 if TYPE_CHECKING:
     from lark import Tree
@@ -84,7 +83,7 @@ def record_fields(record: CelType) -> dict[str, StructField]:
 
 
 def record_field(receiver: Term, field: StructField) -> Term:
-    """A record's field, as its presence reads it (`_native_presence.read`); selecting from a null
+    """A record's field, as its presence reads it (`presence.read`); selecting from a null
     record fails."""
     nullable = field.nullable and not presence.reads_as_set(field)
     field_type = spark_cel_type(field.dataType, nullable, field.metadata.get(TYPE_KEY))
@@ -161,7 +160,7 @@ def index(receiver: Term, position: Term) -> Term:
 
 def has(receiver: Term, name: str) -> Term:
     """`has(x.name)`: whether a record has the field, as its format decides presence
-    (`_native_presence.present`; a field its schema lacks is absent); a map the key; a null has
+    (`presence.present`; a field its schema lacks is absent); a map the key; a null has
     nothing."""
     from pyspark.sql import functions as F
 
@@ -206,9 +205,9 @@ def call(name: str, receiver: Term, arguments: list[Term]) -> Term:
     if name in ("contains", "startsWith", "endsWith") and len(arguments) == 1:
         return _string_test(name, receiver, arguments[0])
     if name == "matches" and len(arguments) == 1:
-        return builtins.matches(receiver, arguments[0])
-    if name in builtins.VALIDATORS and not arguments:
-        return builtins.validator(name, receiver)
+        return patterns.matches(receiver, arguments[0])
+    if name in patterns.VALIDATORS and not arguments:
+        return patterns.validator(name, receiver)
     if name in TIMESTAMP_ACCESSORS and not arguments:
         return _timestamp_accessor(name, receiver)
     if not arguments and name in ("int", "double", "string", "bytes", "bool", "dyn"):

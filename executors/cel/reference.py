@@ -13,7 +13,7 @@ import celpy
 from celpy.evaluation import Activation, Evaluator
 from lark import Tree
 
-from executors.cel import _builtins
+from executors.cel import confluent_functions
 
 # cel-python's grammar rules that only hand their one child on: the precedence levels and parentheses.
 PASS_THROUGH = frozenset(
@@ -41,7 +41,7 @@ def parse(text: str) -> Tree:
 def reference_evaluate(tree: Any, variables: Mapping[str, Any]) -> Any:
     """Evaluate a parse tree at plan time as the reference runtime does: cel-python's interpreter
     with Confluent's functions (which replace `string`, `double`, `==` …); raises on an error."""
-    activation = Activation(annotations=dict(celpy.googleapis), functions=_builtins.FUNCTIONS)
+    activation = Activation(annotations=dict(celpy.googleapis), functions=confluent_functions.FUNCTIONS)
     value = Evaluator(ast=tree, activation=activation).evaluate(dict(variables))
     if isinstance(value, Exception):
         raise value

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from contracts.formats.regex import NotInJava, java_form
-from executors.cel._native_types import CelType, Env, NotNativeCel, Term, Val, any_error, derived, error_term
+from executors.cel.compiler.terms import CelType, Env, NotNativeCel, Term, Val, any_error, derived, error_term
 
 if TYPE_CHECKING:
     from pyspark.sql import Column

@@ -32,8 +32,8 @@ from celpy.evaluation import Activation, CELEvalError, Evaluator, Transpiler, Tr
 from contracts.bounded import BoundedCache
 from contracts.errors import ContractError
 from contracts.formats.markers import PresenceRecord, Unsigned
-from executors.cel import _builtins
-from executors.cel._checks import ExpressionProblem, check_expression, ensure_recursion_limit
+from executors.cel import confluent_functions
+from executors.cel.checks import ExpressionProblem, check_expression, ensure_recursion_limit
 
 _EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
 
@@ -247,17 +247,17 @@ def _transpiled_code(ast: TranspilerTree) -> Any:
 
 
 def _base_activation() -> Activation:
-    return Activation(annotations=dict(celpy.googleapis), functions=_builtins.FUNCTIONS)
+    return Activation(annotations=dict(celpy.googleapis), functions=confluent_functions.FUNCTIONS)
 
 
 def _transpiled_globals() -> dict[str, Any]:
     """The names transpiled code resolves: celpy.evaluation's globals plus our functions' packages.
 
-    The transpiler names a function by its module path (`executors.cel._builtins.is_email`), so
+    The transpiler names a function by its module path (`executors.cel.confluent_functions.is_email`), so
     the root package must be visible; a private copy keeps celpy's module globals untouched.
     """
     scope = dict(celpy.evaluation.__dict__)
-    for function in _builtins.FUNCTIONS.values():
+    for function in confluent_functions.FUNCTIONS.values():
         root = function.__module__.partition(".")[0]
         scope[root] = __import__(root)
     return scope

@@ -20,7 +20,7 @@ from contracts.formats.markers import (
     SET,
     SET_OR_DEFAULT,
 )
-from executors.cel._native_types import Env, NotNativeCel
+from executors.cel.compiler.terms import Env, NotNativeCel
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
