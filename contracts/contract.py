@@ -5,60 +5,47 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-import threading
 import uuid
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from operator import attrgetter
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from actions.builtin import checked_topic
 from actions.dlq.local_topic import DEFAULT_DLQ_DIR, LocalTopicSink
-from actions.dlq.redaction import Redaction, redaction_for
 from actions.dlq.replays import take
-from actions.dlq.sink import DlqSink, RunScopedSink, is_run_id
-from actions.protocol import Action, ActionContext, ActionPlan, Effect
-from contracts import keys
-from contracts.codes import VERSION_NOT_FOUND
-from contracts.engine import jvm_avro, jvm_json, python_pass, runner, serde
+from actions.dlq.sink import DlqSink
+from actions.protocol import Action
+from contracts.engine import decode
+from contracts.engine.columns import refuse_reserved_columns
 from contracts.engine.conform import conformed
-from contracts.engine.counts import Gatherer
-from contracts.engine.frame import ORIGINAL, RECORD, STATUS, WARNINGS, refuse_reserved_columns
+from contracts.engine.counts import CollectMetrics
 from contracts.engine.native_migration import NativeMigration, native_migration
-from contracts.engine.payload import PayloadRules
-from contracts.engine.reasons import NativeReasons, with_exact_reasons
-from contracts.engine.routing import DlqLayout, Router, route_rejected
-from contracts.engine.serde import WriterVersion
+from contracts.engine.pipelines import Counted, Pipelines
+from contracts.engine.tombstones import tombstone_filter
 from contracts.engine.workers import check_workers
-from contracts.errors import ContractError, ContractWarning, RegistryError
+from contracts.errors import ContractError, ContractWarning
 from contracts.formats.markers import ABSENT_MARK
 from contracts.formats.protocol import SchemaFormat
-from contracts.formats.wire import SchemaRef, encode_prefix, schema_id_header
-from contracts.metrics import CollectMetrics, RuleMetrics, metrics_of, new_metrics, with_metrics
-from contracts.model import RegisteredSchema, RuleMode
-from contracts.planning import loader, migration
-from contracts.planning.plan import Plan, SkippedRuleSet, build_plan
-from contracts.plugins import ACTION_GROUP, EXECUTOR_GROUP, PluginRegistry, load_group, with_overrides
+from contracts.metrics import RuleMetrics, metrics_for, with_metrics
+from contracts.model import RuleMode
+from contracts.planning import loader
+from contracts.planning.plan import Plan
+from contracts.planning.planner import (
+    CompiledPlans,
+    ContractPlanner,
+    action_registry,
+    dlq_redaction,
+    executor_registry,
+)
 from contracts.registry import Registry
-from contracts.registry.guid import canonical_guid
 from contracts.replay import RuleSkippingRegistry, VersionSchema, check_replay, replay, taken_frame
 from contracts.streaming import MicroBatchWriter
-from executors import as_executor
 from executors.config import RuleConfig
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
-
-
-def _headers_field() -> Any:
-    """The `headers` column `serialize` adds for a schema id header, typed as Spark's Kafka source
-    and sink type Kafka headers."""
-    from pyspark.sql.types import ArrayType, BinaryType, StringType, StructField, StructType
-
-    entry = StructType([StructField("key", StringType(), False), StructField("value", BinaryType(), True)])
-    return StructField("headers", ArrayType(entry, False), True)
 
 
 @dataclass(frozen=True)
@@ -70,186 +57,6 @@ class RuleResult:
     valid: DataFrame
     rejected: DataFrame
     metrics: RuleMetrics | None
-
-
-@dataclass(frozen=True)
-class _Run:
-    """One call's DLQ destination: the sink its tasks write to and the run id their writers carry."""
-
-    sink: DlqSink
-    run_id: str
-
-
-@dataclass(frozen=True)
-class ContractPlanner:
-    """The contract's registry and plugins: compiles plans on the driver and, for schema ids first
-    seen while decoding, on the workers (so it must pickle)."""
-
-    registry: Registry
-    subject: str
-    target: loader.ContractVersion
-    executors: PluginRegistry[Any]
-    actions: PluginRegistry[Any]
-    # What executors get besides the schema: the rule config (its values never print) and the
-    # registry holding the DEKs (the contract's own, also when a replay wraps `registry`).
-    rule_config: RuleConfig = field(default_factory=RuleConfig)
-    keys: Registry | None = field(default=None, repr=False)
-    protobuf_message: str | None = None
-    """The Protobuf record message every version is read with (None: each file's first)."""
-
-    def resolve_action(self, name: str, ctx: ActionContext) -> ActionPlan:
-        action = self.actions.find(name)
-        if action is None:
-            raise ContractError(
-                f"unknown action {name!r} (known: {', '.join(self.actions.names())})",
-                subject=ctx.subject,
-                version=ctx.version,
-                rule=ctx.rule.name,
-                position="onFailure/onSuccess",
-            )
-        planned = action.plan(ctx)
-        if planned.effect is not Effect.FAIL and planned.topic is not None:
-            # A custom action's topic (a DLQ, or a copy's) is checked as the DLQ action checks its own.
-            position = f"actions.{name}.topic"
-            checked_topic(
-                planned.topic, position, subject=ctx.subject, version=ctx.version, rule=ctx.rule.name
-            )
-        return planned
-
-    def plan(self, mode: RuleMode, read_only: bool = False) -> Plan:
-        """The target's plan for `mode`; `read_only` compiles it to be shown, creating nothing."""
-        version = self.target
-        rules = loader.rules_for(version, mode, self.executors)
-        keys = self.keys if self.keys is not None else self.registry
-        compiled = loader.compile_rules(
-            version, mode, rules, self.executors, None, keys, self.rule_config, read_only
-        )
-        skipped = tuple(rule.name for rule in loader.skipped_rules(version, mode, self.executors))
-        where = (version.subject, version.version, mode, version.spark_type)
-        note = SkippedRuleSet(version.schema.rules.enable_at, skipped) if skipped else None
-        left_out = [
-            (rule.name, why)
-            for rule, why in loader.left_out_rules(version.schema.rules.domain_rules, mode, self.executors)
-        ]
-        redaction = _redaction(version, self.rule_config)
-        return build_plan(
-            *where, compiled, self.resolve_action, skipped=note, left_out=left_out, redaction=redaction
-        )
-
-    def payload(
-        self, version: loader.ContractVersion, mode: RuleMode, read_only: bool = False
-    ) -> PayloadRules:
-        """The encoding rules of `version` in WRITE or READ, compiled and planned (§11.5);
-        `read_only` as for `plan`."""
-        rules = loader.encoding_rules_for(version, mode, self.executors)
-        keys = self.keys if self.keys is not None else self.registry
-        compiled = loader.compile_rules(
-            version, mode, rules, self.executors, None, keys, self.rule_config, read_only
-        )
-        where = (version.subject, version.version, mode, version.spark_type)
-        return PayloadRules(build_plan(*where, compiled, self.resolve_action))
-
-    def load(self, version: int) -> loader.ContractVersion:
-        if version == self.target.version:
-            return self.target
-        registered = self.registry.get_version(self.subject, version)
-        return loader.load_version(self.registry, registered, self.protobuf_message)
-
-    def writer(self, registered: RegisteredSchema) -> WriterVersion:
-        """A writer version with its migration plans to the target (docs/semantics.md §6)."""
-        writer = registered.version
-        target = self.target.version
-        low, high = sorted((writer, target))
-        try:
-            versions = {number: self.load(number) for number in range(low, high + 1)}
-        except RegistryError as e:
-            if e.error_code != VERSION_NOT_FOUND:
-                raise
-            # A deleted version in between fails only the records whose migration crosses it.
-            failure = f"cannot migrate from version {writer} to {target}: {e}"
-            loaded = self.load(writer)
-            return WriterVersion(writer, loaded.parsed, loaded.format, failure=failure)
-        except ContractError as e:
-            if e.position != "protobuf_message":
-                raise
-            # A version without the chosen message fails only the records whose migration crosses it.
-            failure = f"cannot read version {writer}'s records as version {target}'s: {e}"
-            loaded = loader.load_version(self.registry, registered)  # its first message: never decoded
-            return WriterVersion(writer, loaded.parsed, loaded.format, failure=failure)
-        plans = migration.migration_plans(versions, writer, target, self.executors, self.resolve_action)
-        native = native_migration(versions, writer, target, self.executors, self.resolve_action)
-        loaded = versions[writer]
-        payload = self.payload(loaded, RuleMode.READ)
-        return WriterVersion(writer, loaded.parsed, loaded.format, plans, native, payload=payload)
-
-    def versions(self) -> list[RegisteredSchema]:
-        """Every version of the subject, as the registry holds them now."""
-        return [self.registry.get_version(self.subject, v) for v in self.registry.get_versions(self.subject)]
-
-    def writers(self, versions: Iterable[RegisteredSchema] | None = None) -> dict[int, WriterVersion]:
-        """Every version of the subject (or of `versions`) by schema id, prefetched on the driver."""
-        chosen = self.versions() if versions is None else versions
-        return {registered.schema_id: self.writer(registered) for registered in chosen}
-
-
-class _Plans:
-    """A contract's plans, each compiled once, when first needed (docs/semantics.md §11.2). A plan
-    is first compiled read-only (to check the contract at load, and to show it), creating nothing;
-    a mode's plan whose steps cannot run as compiled read-only (ENCRYPT's WRITE, which looks for
-    no DEK) is compiled again when the mode first runs, so a reader never creates a writer's keys.
-    Shared by the copies of a contract that pin a run id, and by threads."""
-
-    def __init__(self, compiler: ContractPlanner) -> None:
-        self._compiler = compiler
-        self._lock = threading.Lock()
-        self._rules: dict[tuple[RuleMode, bool], Plan] = {}
-        self._encoding: dict[tuple[RuleMode, bool], PayloadRules] = {}
-
-    def __getstate__(self) -> dict[str, Any]:
-        # A contract travels to Spark Connect's server inside a foreachBatch function: its plans go
-        # along, its lock (which does not pickle) is made anew there.
-        return {key: value for key, value in self.__dict__.items() if key != "_lock"}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
-
-    def rules(self, mode: RuleMode, run: bool = True) -> Plan:
-        """The domain rules' plan of `mode`: the one that runs, or (not `run`) one to show."""
-        return self._once(
-            self._rules, mode, run, lambda read_only: self._compiler.plan(mode, read_only), lambda p: p
-        )
-
-    def encoding(self, mode: RuleMode, run: bool = True) -> PayloadRules:
-        """The target's encoding rules of `mode` (§11.5), as `rules` compiles them."""
-        target = self._compiler.target
-        return self._once(
-            self._encoding,
-            mode,
-            run,
-            lambda read_only: self._compiler.payload(target, mode, read_only),
-            lambda payload: payload.plan,
-        )
-
-    def _once(
-        self,
-        cache: dict[tuple[RuleMode, bool], Any],
-        mode: RuleMode,
-        run: bool,
-        compile: Callable[[bool], Any],
-        plan_of: Callable[[Any], Plan],
-    ) -> Any:
-        with self._lock:
-            running = cache.get((mode, True))
-            if running is not None:
-                return running
-            shown = cache.get((mode, False))
-            if shown is None:
-                shown = cache[(mode, False)] = compile(True)
-            if not run:
-                return shown
-            cache[(mode, True)] = running = shown if plan_of(shown).runnable else compile(False)
-            return running
 
 
 class DataContract:
@@ -303,23 +110,24 @@ class DataContract:
             registry,
             subject,
             self.target,
-            _executor_registry(executors),
-            with_overrides(load_group(ACTION_GROUP, attrgetter("name")), actions),
+            executor_registry(executors),
+            action_registry(actions),
             RuleConfig(rule_config),
             registry,
             protobuf_message,
+            native_migration,
         )
         self._dlq_sink = dlq_sink
         self._run_id: str | None = None
         self._resolved: dict[int, NativeMigration | None] = {}
-        self._plans = _Plans(self._compiler)
+        self._plans = CompiledPlans(self._compiler)
         # Both modes compiled read-only now: a contract that cannot run fails at load (§9.9).
         for mode in (RuleMode.WRITE, RuleMode.READ):
             self._plans.rules(mode, run=False)
         self._plans.encoding(RuleMode.WRITE, run=False)
-        self._redaction = _redaction(self.target, self._compiler.rule_config)
+        self._redaction = dlq_redaction(self.target, self._compiler.rule_config)
         shown = (self._plans.rules(mode, run=False) for mode in (RuleMode.WRITE, RuleMode.READ))
-        for plan in (*shown, self._plans.encoding(RuleMode.WRITE, run=False).plan):
+        for plan in (*shown, self._plans.encoding(RuleMode.WRITE, run=False)):
             for rule in plan.rules:
                 if rule.step is None:
                     warnings.warn(rule.unhandled(), ContractWarning, stacklevel=2)
@@ -393,8 +201,8 @@ class DataContract:
         chosen = _mode(mode)
         plan = self.plan(chosen).explain()
         encoding = self._plans.encoding(chosen, run=False)
-        if encoding:
-            lines = encoding.plan.explain().splitlines()[1:]
+        if encoding.rules:
+            lines = encoding.explain().splitlines()[1:]
             where = (
                 "after encoding, in serialize"
                 if chosen is RuleMode.WRITE
@@ -403,32 +211,17 @@ class DataContract:
             plan += f"\nEncoding rules on the serialized payload ({where}):\n" + "\n".join(lines)
         if writer_version is None or writer_version == self.version:
             return plan
-        return f"{self._explain_migration(writer_version)}\n{plan}"
-
-    def _explain_migration(self, writer_version: int) -> str:
-        writer = self._compiler.writer(self.registry.get_version(self.subject, writer_version))
-        header = f"Migration of subject {self.subject!r} from version {writer_version} to {self.version}"
-        if writer.failure is not None:
-            return f"{header}: impossible, {writer.failure}"
-        if not any(plan.rules for plan in writer.migrations):
-            return f"{header}: no migration rules"
-        how = "as Spark expressions" if writer.native is not None else "in Python (a mapInArrow pass)"
-        steps = [plan.explain() for plan in writer.migrations if plan.rules]
-        indented = ["  " + line for step in steps for line in step.splitlines()]
-        return "\n".join([f"{header}, run {how}:", *indented])
+        return f"{self._compiler.explain_migration(writer_version)}\n{plan}"
 
     def apply(self, df: DataFrame, mode: str | RuleMode = RuleMode.WRITE) -> RuleResult:
         """Run the rules of `mode` lazily: nothing executes until an action on the result."""
         plan = self._plans.rules(_mode(mode))
         check_workers(df.sparkSession)
-        metrics, gatherer = self._metrics(plan, df, runs_on_input=True)
-        warn = self._warnings_for(df)
-        staged = runner.stage(plan, df, gatherer, keep_outcomes=warn)
-        valid = _output(plan, staged.filter(_status().isNull()), _valid_columns(df, plan), gatherer, warn)
-        rejected = with_exact_reasons(staged.filter(_status().isNotNull()), plan)
+        valid, rejected, counts = self._pipelines().apply(df, plan)
+        metrics = metrics_for(counts)
         return RuleResult(
             valid=with_metrics(valid, metrics),
-            rejected=with_metrics(rejected.select(*_rejected_columns(df, plan)), metrics),
+            rejected=with_metrics(rejected, metrics),
             metrics=metrics,
         )
 
@@ -442,8 +235,7 @@ class DataContract:
         """
         plan = self._plans.rules(RuleMode.WRITE)
         check_workers(df.sparkSession)
-        columns = _valid_columns(df, plan)
-        return self._enforced(plan, df, self._start_run(df, run_id), columns, warn=self._warnings_for(df))
+        return _counted(self._pipelines().write(df, plan, run_id))
 
     def read(
         self, df: DataFrame, writer_version: int | None = None, *, run_id: str | None = None
@@ -451,35 +243,9 @@ class DataContract:
         """Migrate an already-decoded DataFrame written with `writer_version` (default: the target)
         to the target version, then READ rules (in reverse order); rejected rows go to their DLQ.
         `run_id` names the DLQ output as in `write`."""
-        from pyspark.sql import functions as F
-
         plan = self._plans.rules(RuleMode.READ)
         check_workers(df.sparkSession)
-        warn = self._warnings_for(df)
-        if writer_version is None or writer_version == self.version:
-            return self._enforced(plan, df, self._start_run(df, run_id), _valid_columns(df, plan), warn=warn)
-        writer = self._compiler.writer(self.registry.get_version(self.subject, writer_version))
-        if writer.failure is not None:
-            raise ContractError(writer.failure, subject=self.subject, version=self.version)
-        writer_plan = self._compiler.load(writer_version)
-        packed = runner.pack(
-            Plan(self.subject, writer_version, RuleMode.READ, writer_plan.spark_type, ()), df
-        )
-        native = self._natives([writer], df).get(writer_version)
-        if native is not None:
-            # As the Python projection raises: a migrated record missing a field fails the job.
-            staged = packed.withColumn(ORIGINAL, F.col(RECORD))
-            migrated = native.apply(staged, ORIGINAL, lambda reason: F.raise_error(reason))
-        else:
-            migrated = serde.migrate_decoded(packed, writer, self.target)
-        metrics, gatherer = self._metrics(plan, df, runs_on_input=False)
-        staged = runner.run(plan, migrated, gatherer, keep_outcomes=warn)
-        layout = DlqLayout(record_column=ORIGINAL, schema=writer.schema, schema_format=self.target.format)
-        reasons = _migration_reasons({ORIGINAL: native})
-        run = self._start_run(df, run_id)
-        routed = self._route(staged, layout, plan, run, migrations=writer.migrations, reasons=reasons)
-        columns = _record_then_passthrough(df, writer_plan.spark_type, self.target.spark_type)
-        return with_metrics(_output(plan, routed, columns, gatherer, warn), metrics)
+        return _counted(self._pipelines().read(df, plan, writer_version, run_id))
 
     def deserialize(
         self,
@@ -512,107 +278,16 @@ class DataContract:
         reject goes to its DLQ with the key and value as they arrived and goes no further
         (`metrics_of(result, key=True)` gives its counts; its DLQ output is named `<run_id>-key`).
         """
-        from pyspark.sql import functions as F
-
         if decode_dlq_topic is not None:
             checked_topic(decode_dlq_topic, "decode_dlq_topic", subject=self.subject, version=self.version)
         refuse_reserved_columns(df, self.subject, self.version)
         check_workers(df.sparkSession)
-        df = serde.tombstone_filter(df, value_col, tombstones)
+        df = tombstone_filter(df, value_col, tombstones)
         is_key = value_col == "key" if is_key is None else is_key
-        policy = serde.DecodePolicy(on_decode_error, decode_dlq_topic)
-        if key is None:
-            return self._decode(df, value_col, _key_column(df, key_col), policy, run_id, is_key)
-        key_column = keys.key_column_of(df, key_col, key.subject, key.version)
-        keys.check_free(df, self.subject, self.version)
-        framed = df.withColumn(keys.RAW_KEY, F.col(f"`{key_column}`"))
-        pinned = run_id is None and self._run_id is not None
-        key_pass = key._with_run_id(f"{self._run_id}-key") if pinned else key
-        decoded_keys = key_pass._decode(
-            framed, key_column, keys.RAW_KEY, policy, keys.key_run_id(run_id), True, dlq_value=value_col
-        )
-        nested = keys.nest_decoded_key(decoded_keys, key.target.spark_type, key_column, df.columns)
-        decoded = self._decode(nested, value_col, keys.RAW_KEY, policy, run_id, is_key)
-        return with_metrics(decoded.drop(keys.RAW_KEY), metrics_of(decoded), metrics_of(decoded_keys))
-
-    def _decode(
-        self,
-        df: DataFrame,
-        value_col: str,
-        key_col: str | None,
-        policy: serde.DecodePolicy,
-        run_id: str | None,
-        is_key: bool,
-        dlq_value: str | None = None,
-    ) -> DataFrame:
-        """`deserialize` of `value_col` alone; a DLQ record's key is `key_col`'s, its value the
-        bytes of `dlq_value` (default: `value_col`)."""
-        from pyspark.sql import functions as F
-
-        warn = self._warnings_for(df)
-        versions = self._compiler.versions()
-        writers = self._compiler.writers(versions)
-        natives = self._natives(writers.values(), df)
-        headers = _present(df, "headers")
-        # A `headers` column of another type is not Kafka's, so it holds no schema id headers.
-        kafka_headers = headers if headers and serde.is_kafka_headers(df.schema[headers].dataType) else None
-        decoder = serde.Decoder(
-            subject=self.subject,
-            target_version=self.version,
-            target_schema=self.target.parsed,
-            target_type_json=self.target.spark_type.json(),
-            writers=writers,
-            late=serde.LateWriters(self.registry, self.subject, self._compiler.writer),
-            policy=policy,
-            value_column=value_col,
-            schema_format=self.target.format,
-            native_types={version: native.writer_type.json() for version, native in natives.items()},
-            guids=_guids(versions),
-            headers_column=kafka_headers,
-            id_header=schema_id_header(is_key),
-        )
-        plan = self._plans.rules(RuleMode.READ)
-        layout = DlqLayout(
-            record_column=RECORD,
-            schema=self.target.parsed,
-            schema_format=self.target.format,
-            value_column=dlq_value or value_col,
-            key_column=key_col,
-            headers_column=_present(df, "headers"),
-            topic_column=_present(df, "topic"),
-        )
-        run = self._start_run(df, run_id)
-        # Decode failures and Python migrations are routed inside the decode pass itself (on the
-        # JVM paths, jvm_avro and jvm_json, by the Python decoder given the rows the JVM does not
-        # read); the frames travel on only when a later rule may send a row's bytes to a DLQ topic.
-        jvm = jvm_avro.JvmDecode.plan(decoder, df.sparkSession) or jvm_json.JsonJvmDecode.plan(
-            decoder, df.sparkSession
-        )
-        may_be_unreadable = any(n.may_be_unreadable for n in natives.values())
-        unreadable_dlq = policy.action == "DLQ" and may_be_unreadable
-        later_rejects = unreadable_dlq or plan.can_reject or any(n.can_reject for n in natives.values())
-        router = Router(run.sink, run.run_id, layout, stage="decode")
-        leading = None
-        if jvm is not None:
-            decoded = jvm.decode(df, decoder, router, keep_value=later_rejects)
-        else:
-            # The plan's first Python rules run in the decode pass when they can: one pass, not two.
-            leading = serde.fuses(decoder, python_pass.leading_rules(plan))
-            decoded = serde.decode(df, decoder, router, keep_value=later_rejects, leading=leading)
-        unreadable = serde.unreadable_status(decoder, decoded.columns)
-        for version, native in natives.items():
-            column = serde.writer_column(version)
-            decoded = native.apply(decoded, column, unreadable, otherwise=F.col(RECORD))
-        metrics, gatherer = self._metrics(plan, df, runs_on_input=False)
-        staged = serde.release_tombstones(
-            runner.run(plan, decoded, gatherer, leading_ran=leading is not None, keep_outcomes=warn)
-        )
-        reasons = _migration_reasons({serde.writer_column(v): native for v, native in natives.items()})
-        migrations = natives.values()
-        routed = self._route(staged, layout, plan, run, migrations, reasons, route_always=unreadable_dlq)
-        passthrough = [name for name in df.columns if name != value_col]
-        columns = _record_then_passthrough_names(passthrough, self.target.spark_type)
-        return with_metrics(_output(plan, routed, columns, gatherer, warn), metrics)
+        policy = decode.DecodePolicy(on_decode_error, decode_dlq_topic)
+        key_pipelines = None if key is None else key._pipelines()
+        pipelines = self._pipelines()
+        return _counted(pipelines.deserialize(df, value_col, key_col, policy, run_id, is_key, key_pipelines))
 
     def serialize(
         self,
@@ -641,104 +316,9 @@ class DataContract:
         (`metrics_of(result, key=True)` gives its counts; its DLQ output is named `<run_id>-key`).
         The key's schema is named as `schema_id_serializer` says (a `__key_schema_id` header)."""
         check_workers(df.sparkSession)
-        if key is None:
-            return self._encode(df, run_id, schema_id_serializer, is_key)
-        key_column = keys.key_column_of(df, key_col, key.subject, key.version)
-        keys.check_free(df, self.subject, self.version)
-        keys.check_key_struct(df, key_column, key.target.spark_type, key.subject, key.version)
-        unpacked, lifted = keys.unpack_key_fields(df, key.target.spark_type, key_column)
-        pinned = run_id is None and self._run_id is not None
-        key_pass = key._with_run_id(f"{self._run_id}-key") if pinned else key
-        encoded_keys = key_pass._encode(
-            unpacked, keys.key_run_id(run_id), schema_id_serializer, True, absent=keys.ABSENT
-        )
-        framed = keys.unpack_rest(encoded_keys, key_column, df.columns, lifted)
-        encoded = self._encode(framed, run_id, schema_id_serializer, is_key)
-        return with_metrics(encoded, metrics_of(encoded), metrics_of(encoded_keys))
-
-    def _encode(
-        self,
-        df: DataFrame,
-        run_id: str | None,
-        schema_id_serializer: str,
-        is_key: bool,
-        absent: str | None = None,
-    ) -> DataFrame:
-        """`serialize` of the record alone; rows where column `absent` is true hold none (a null key)."""
-        from pyspark.sql import functions as F
-        from pyspark.sql.types import BinaryType, StructField, StructType
-
-        schema_ref = self._schema_ref(schema_id_serializer)
-        plan = self._plans.rules(RuleMode.WRITE)
-        record_fields = set(self.target.spark_type.fieldNames())
-        passthrough = [f for f in df.schema.fields if f.name not in record_fields and f.name != "value"]
-        in_header = self._schema_id_headers(df, schema_id_serializer, schema_ref, schema_id_header(is_key))
-        added = [] if in_header is None or in_header.from_input else [_headers_field()]
-        output = StructType([*passthrough, StructField("value", BinaryType(), True), *added])
-        # Only what the encode pass reads enters it: not the original record, status or field columns.
-        needed = [*[F.col(f"`{f.name}`") for f in passthrough], F.col(RECORD)]
-        run = self._start_run(df, run_id)
-        enforced = self._enforced(plan, df, run, needed, absent)
-        schema = self.target.parsed
-        # Rows the encoding rules reject carry their serialized body to the DLQ, as the reference's.
-        layout = DlqLayout(
-            record_column=RECORD,
-            schema=schema,
-            schema_format=self.target.format,
-            value_column="value",
-            key_column=_present(df, "key"),
-            headers_column=_present(df, "headers"),
-            topic_column=_present(df, "topic"),
-        )
-        payload = (self._plans.encoding(RuleMode.WRITE), Router(run.sink, run.run_id, layout, stage="encode"))
-        encoded = jvm_avro.encode(
-            enforced, schema, schema_ref, output, self.target.format, in_header, payload
-        )
-        return with_metrics(encoded, metrics_of(enforced))
-
-    def _schema_ref(self, schema_id_serializer: str) -> SchemaRef:
-        """What `serialize` names the target's schema by: its id, or its GUID (for "prefix_guid" and
-        "header"), which the registry must have given."""
-        if schema_id_serializer not in serde.SCHEMA_ID_SERIALIZERS:
-            raise ContractError(
-                f"schema_id_serializer must be one of {', '.join(serde.SCHEMA_ID_SERIALIZERS)},"
-                f" not {schema_id_serializer!r}",
-                subject=self.subject,
-                version=self.version,
-            )
-        if schema_id_serializer == "prefix":
-            return self.schema_id
-        if self.target.guid is None:
-            raise ContractError(
-                f"the registry gave no GUID for this version (Confluent Schema Registry gives one from"
-                f" 8.0), so schema_id_serializer={schema_id_serializer!r} cannot name it: use 'prefix'",
-                subject=self.subject,
-                version=self.version,
-            )
-        return uuid.UUID(self.target.guid)
-
-    def _schema_id_headers(
-        self, df: DataFrame, schema_id_serializer: str, schema_ref: SchemaRef, header: str
-    ) -> serde.SchemaIdHeaders | None:
-        """What `serialize` does to the `headers` column: adds the schema id header ("header"),
-        drops the input's own schema id headers, or (no Kafka headers to touch) nothing."""
-        present = "headers" in df.columns and "headers" not in self.target.spark_type.fieldNames()
-        kafka = present and serde.is_kafka_headers(df.schema["headers"].dataType)
-        if schema_id_serializer != "header":
-            return serde.SchemaIdHeaders("headers", header, None, True) if kafka else None
-        if "headers" in self.target.spark_type.fieldNames() or (present and not kafka):
-            what = (
-                "is a field of the record"
-                if not present
-                else f"is {df.schema['headers'].dataType.simpleString()}"
-            )
-            raise ContractError(
-                f"schema_id_serializer='header' writes the schema id into a `headers` column of Kafka"
-                f" headers (array<struct<key:string,value:binary>>), and `headers` {what}",
-                subject=self.subject,
-                version=self.version,
-            )
-        return serde.SchemaIdHeaders("headers", header, encode_prefix(schema_ref), present)
+        key_pipelines = None if key is None else key._pipelines()
+        pipelines = self._pipelines()
+        return _counted(pipelines.serialize(df, run_id, schema_id_serializer, is_key, key_pipelines, key_col))
 
     def foreach_batch(
         self,
@@ -812,7 +392,7 @@ class DataContract:
         variant.target = loader.load_version(registry, registered, self._compiler.protobuf_message)
         variant._compiler = dataclasses.replace(self._compiler, registry=registry, target=variant.target)
         variant._resolved = {}
-        variant._plans = _Plans(variant._compiler)
+        variant._plans = CompiledPlans(variant._compiler)
         for mode in (RuleMode.WRITE, RuleMode.READ):
             variant._plans.rules(mode, run=False)
         return variant
@@ -824,133 +404,21 @@ class DataContract:
         pinned._run_id = run_id
         return pinned
 
-    def _natives(self, writers: Iterable[WriterVersion], df: DataFrame) -> dict[int, NativeMigration]:
-        """The writer versions whose migration to the target runs as Columns, by version; each is
-        resolved (one Spark analysis) once per contract, not per micro-batch."""
-        natives = {}
-        for writer in writers:
-            if writer.version not in self._resolved:
-                native = writer.native
-                self._resolved[writer.version] = native.resolved(df.sparkSession) if native else None
-            resolved = self._resolved[writer.version]
-            if resolved is not None:
-                natives[writer.version] = resolved
-        return natives
-
-    def _start_run(self, df: DataFrame, run_id: str | None) -> _Run:
-        """Where one call's DLQ output goes and the run id naming it: `run_id`, else the one
-        `foreach_batch` pinned, else a new one.
-
-        A chosen `run_id` starts that run afresh on a sink that can (a LocalTopicSink), so a rerun
-        writes exactly its own records, whatever its partitions, and the earlier run's stragglers
-        cannot add theirs. Not on a streaming DataFrame: a restarted query does not replay the
-        micro-batches it committed, so their records stay, and one it replays replaces its own
-        output task by task.
-        """
-        sink = self.dlq_sink
-        if run_id is None:
-            return _Run(sink, self._run_id or uuid.uuid4().hex)
-        if not is_run_id(run_id):
-            raise ContractError(
-                f"run_id must be 1-100 ASCII letters, digits, '_' or '-', not {run_id!r}",
-                subject=self.subject,
-                version=self.version,
-            )
-        if df.isStreaming or not isinstance(sink, RunScopedSink):
-            return _Run(sink, run_id)
-        return _Run(sink.begin_run(run_id), run_id)
-
-    def _enforced(
-        self,
-        plan: Plan,
-        df: DataFrame,
-        run: _Run,
-        columns: list[Column],
-        absent: str | None = None,
-        warn: bool = False,
-    ) -> DataFrame:
-        """`plan` run on `df` with its rejected rows routed, as `columns` (and, with `warn`, the
-        `_contract_warnings` column), answering `metrics_of`; rows where column `absent` is true
-        hold no record and skip every rule."""
-        metrics, gatherer = self._metrics(plan, df, runs_on_input=absent is None)
-        if absent is None:
-            staged = runner.stage(plan, df, gatherer, keep_outcomes=warn)
-        else:
-            packed = serde.without_record(runner.pack(plan, df), absent, self.subject, self.version)
-            staged = serde.release_tombstones(runner.run(plan, packed, gatherer, keep_outcomes=warn))
-        routed = self._route(staged, self._json_layout(df, plan), plan, run)
-        return with_metrics(_output(plan, routed, columns, gatherer, warn), metrics)
-
-    def _warnings_for(self, df: DataFrame) -> bool:
-        """Whether this call adds `_contract_warnings` (the contract's `warnings_column`); a
-        ContractError when `df` holds that column already (a valid output applied again)."""
-        if self.warnings_column and WARNINGS in df.columns:
-            raise ContractError(
-                f"the DataFrame already has column {WARNINGS!r}, which the contract adds to its valid"
-                f" rows; drop it first: df.drop({WARNINGS!r})",
-                subject=self.subject,
-                version=self.version,
-            )
-        return self.warnings_column
-
-    def _metrics(
-        self, plan: Plan, df: DataFrame, runs_on_input: bool
-    ) -> tuple[RuleMetrics | None, Gatherer | None]:
-        """One call's counts of `plan` on `df`, and what gathers them (None, None when metrics are
-        off); `runs_on_input` as in `new_metrics`."""
-        if self.collect_metrics is False:
-            return None, None
-        return new_metrics(plan, df, self.collect_metrics, runs_on_input)
-
-    def _json_layout(self, df: DataFrame, plan: Plan) -> DlqLayout:
-        """DLQ records whose value is the record as it arrived, as JSON (docs/semantics.md §7);
-        on WRITE, with the fields ENCRYPT rules tag redacted (§11.4)."""
-        return DlqLayout(
-            redact=self._redaction if plan.mode is RuleMode.WRITE else None,
-            record_column=ORIGINAL if plan.has_transforms else RECORD,
-            schema=self.target.parsed,
-            schema_format=self.target.format,
-            key_column=_present(df, "key"),
-            headers_column=_present(df, "headers"),
-            topic_column=_present(df, "topic"),
+    def _pipelines(self) -> Pipelines:
+        """This contract's calls as the engine assembles them, its DLQ output named as pinned."""
+        return Pipelines(
+            self._compiler,
+            self._plans,
+            lambda: self.dlq_sink,
+            self._run_id,
+            self.collect_metrics,
+            self.warnings_column,
+            self._redaction,
+            self._resolved,
         )
-
-    def _route(
-        self,
-        staged: DataFrame,
-        layout: DlqLayout,
-        plan: Plan,
-        run: _Run,
-        migrations: Iterable[Plan | NativeMigration] = (),
-        reasons: tuple[tuple[NativeReasons, str], ...] = (),
-        route_always: bool = False,
-    ) -> DataFrame:
-        """Rejected rows to their DLQ topics, and copies of the rows a copy action fired on to
-        theirs. When neither the plan nor the `migrations` that ran before it can reject a row, the
-        plan copies none (and `route_always` is off: a decode policy that sends unreadable rows to a
-        DLQ) there is no Python pass, only the filter on `_contract` that makes Spark evaluate it
-        (an ERROR action fires there)."""
-        routes = route_always or bool(plan.copies)
-        if not routes and not any(p.can_reject for p in (plan, *migrations)):
-            return staged.filter(_status().isNull())
-        return route_rejected(staged, run.sink, run.run_id, layout, plan, reasons)
 
     def __repr__(self) -> str:
         return f"DataContract(subject={self.subject!r}, version={self.version}, id={self.schema_id})"
-
-
-def _executor_registry(executors: Iterable[Any] | Mapping[str, Any] | None) -> PluginRegistry[Any]:
-    base = load_group(EXECUTOR_GROUP, attrgetter("type"), as_executor)
-    if isinstance(executors, Mapping):
-        return with_overrides(base, {name: as_executor(e) for name, e in executors.items()})
-    return with_overrides(base, [as_executor(e) for e in executors] if executors else None)
-
-
-def _redaction(target: loader.ContractVersion, config: Mapping[str, str]) -> Redaction | None:
-    """What a WRITE-side DLQ value of `target` redacts: the fields its ENCRYPT rules tag, unless
-    the rule config's `dlq.redact.rule.types` names other types (or none)."""
-    rules = target.schema.rules.domain_rules
-    return redaction_for(rules, target.parsed, target.format, target.metadata_tags, config)
 
 
 def _mode(mode: str | RuleMode) -> RuleMode:
@@ -963,98 +431,6 @@ def _mode(mode: str | RuleMode) -> RuleMode:
     return chosen
 
 
-def _output(
-    plan: Plan, frame: DataFrame, columns: list[Column], gatherer: Gatherer | None, warn: bool = False
-) -> DataFrame:
-    """`frame` as `columns` (with `warn`, then `_contract_warnings` from its outcome columns),
-    observed with the per-rule counts when the plan counts them on its output
-    (runner.counts_at_output): its outcome columns carried to the top and dropped there."""
-    from pyspark.sql import functions as F
-
-    if warn:
-        columns = [*columns, runner.warnings_column(plan).alias(WARNINGS)]
-    if gatherer is None or not runner.counts_at_output(plan, gatherer):
-        return frame.select(*columns)
-    carried = frame.select(*columns, *(F.col(name) for name in runner.outcome_columns(plan)))
-    return runner.observe_output(plan, carried, gatherer)
-
-
-def _migration_reasons(
-    migrations: Mapping[str, NativeMigration | None],
-) -> tuple[tuple[NativeReasons, str], ...]:
-    """Exact-reason twins of native migration rules, each with the column of the record it read."""
-    pairs = []
-    for column, native in migrations.items():
-        reasons = native.reasons() if native is not None else None
-        if reasons is not None:
-            pairs.append((reasons, column))
-    return tuple(pairs)
-
-
-def _guids(versions: Iterable[RegisteredSchema]) -> dict[str, int]:
-    """The schema id of each version's GUID (in canonical form), where the registry gave one."""
-    return {
-        guid: registered.schema_id
-        for registered in versions
-        if registered.guid is not None and (guid := canonical_guid(registered.guid)) is not None
-    }
-
-
-def _present(df: DataFrame, name: str) -> str | None:
-    return name if name in df.columns else None
-
-
-def _key_column(df: DataFrame, key_col: str | None) -> str | None:
-    """The column holding the Kafka key: `key_col` ("key" by default, taken when present)."""
-    if key_col is None or (key_col == "key" and key_col not in df.columns):
-        return None
-    if key_col not in df.columns:
-        raise ContractError(f"no column {key_col!r} holds the Kafka key (columns: {', '.join(df.columns)})")
-    return key_col
-
-
-def _status() -> Column:
-    from pyspark.sql import functions as F
-
-    return F.col(STATUS)
-
-
-def _valid_columns(df: DataFrame, plan: Plan) -> list[Column]:
-    """The input's columns in their order, record fields taken from the (transformed) record."""
-    return _columns_from(df, plan, RECORD)
-
-
-def _rejected_columns(df: DataFrame, plan: Plan) -> list[Column]:
-    """The input's columns as they arrived, plus `_contract`."""
-    return [*_columns_from(df, plan, ORIGINAL if plan.has_transforms else RECORD), _status()]
-
-
-def _columns_from(df: DataFrame, plan: Plan, struct_column: str) -> list[Column]:
-    from pyspark.sql import functions as F
-
-    record_fields = set(plan.record_type.fieldNames())
-
-    def field(name: str) -> Column:
-        return (
-            runner.record_field(plan, name)
-            if struct_column == RECORD
-            else F.col(struct_column).getField(name)
-        )
-
-    return [field(name).alias(name) if name in record_fields else F.col(f"`{name}`") for name in df.columns]
-
-
-def _record_then_passthrough_names(passthrough: list[str], record_type: StructType) -> list[Column]:
-    """The record's fields, then the other columns — a column named like a record field is dropped."""
-    from pyspark.sql import functions as F
-
-    fields = record_type.fieldNames()
-    kept = [name for name in passthrough if name not in fields]
-    return [*(F.col(RECORD).getField(name).alias(name) for name in fields), *(F.col(f"`{n}`") for n in kept)]
-
-
-def _record_then_passthrough(df: DataFrame, writer_type: StructType, record_type: StructType) -> list[Column]:
-    """For a migrated DataFrame: the target record's fields, then the input's non-record columns."""
-    writer_fields = set(writer_type.fieldNames())
-    passthrough = [name for name in df.columns if name not in writer_fields]
-    return _record_then_passthrough_names(passthrough, record_type)
+def _counted(counted: Counted) -> DataFrame:
+    """A call's output, answering `metrics_of` with its counts (and `key=True` with its key's)."""
+    return with_metrics(counted.df, metrics_for(counted.counts), metrics_for(counted.key_counts))

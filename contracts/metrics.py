@@ -10,14 +10,13 @@ and no longer; nothing is kept on the contract). Two calls never share counts, a
 from __future__ import annotations
 
 import threading
-import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any
 
-from contracts.engine.counts import CountOnDemand, Gatherer, Observed, rule_counts
+from contracts.engine.counts import Counting, CountOnDemand, Observed, rule_counts
 from contracts.errors import ContractError
 
 if TYPE_CHECKING:
@@ -27,11 +26,6 @@ if TYPE_CHECKING:
 
 DEFAULT_METRICS_TIMEOUT_S = 2.0
 """How long `RuleMetrics.get` waits for the first action on an observed batch result to finish."""
-
-CollectMetrics: TypeAlias = "bool | Literal['observe']"
-"""A contract's `collect_metrics`: True counts each call the cheapest exact way, "observe" always
-during the first action, False not at all."""
-
 
 COUNTS_COLUMNS = ("rule", "mode", "passed", "failed", "by_action")
 COUNTS_SCHEMA = "rule string, mode string, passed long, failed long, by_action map<string, long>"
@@ -295,31 +289,9 @@ def with_metrics(
     return df
 
 
-def new_metrics(
-    plan: Plan, df: DataFrame, how: CollectMetrics, runs_on_input: bool
-) -> tuple[RuleMetrics, Gatherer | None]:
-    """Counts for one call of `plan` on `df`, under a name generated for it, and what gathers them.
-
-    On a streaming DataFrame (which Observation does not support): the name its query's progress
-    reports them under. On a batch one: a CountOnDemand when `how` allows it, every rule runs as
-    Spark expressions and the rules read `df` itself (`runs_on_input`: no decode or migration pass
-    before them), else an Observation. Nothing when the plan has no rules."""
-    from pyspark.sql import Observation
-
-    name = f"contract_{plan.plan_id}_{uuid.uuid4().hex[:8]}"
-    if not plan.rules:
-        return RuleMetrics(plan, name, None), None
-    if df.isStreaming:
-        return RuleMetrics(plan, name, None), name
-    if how is True and runs_on_input and plan.all_native:
-        on_demand = CountOnDemand(plan.rules)
-        return RuleMetrics(plan, name, on_demand), on_demand
-    # Rules run in Python may run again to count on demand when no action has counted them: they
-    # are pure, unless a custom action calls back or a copy is routed with the counts.
-    pure = not plan.copies and not any(rule.has_callbacks for rule in plan.rules)
-    fallback = CountOnDemand(plan.rules) if how is True and runs_on_input and pure else None
-    observed = Observed(Observation(name), fallback)
-    return RuleMetrics(plan, name, observed), observed
+def metrics_for(counting: Counting | None) -> RuleMetrics | None:
+    """The `RuleMetrics` of a call whose counts the engine gathers as `counting` (None: metrics off)."""
+    return None if counting is None else RuleMetrics(counting.plan, counting.name, counting.source)
 
 
 def _in_background(call: Callable[[], Mapping[str, Any]]) -> Future[Mapping[str, Any]]:

@@ -20,7 +20,8 @@ import pyarrow as pa
 
 from contracts.bounded import BoundedCache
 from contracts.codes import NOT_REGISTERED
-from contracts.engine.serde import is_kafka_headers, row_position, schema_id_headers
+from contracts.engine.id_headers import is_kafka_headers, schema_id_headers
+from contracts.engine.positions import row_position
 from contracts.errors import RegistryError, SerializationError
 from contracts.formats.wire import (
     HEADER_SIZE,

@@ -40,7 +40,7 @@ _GLOB = re.compile(r"[\[\]{}*?\\]")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _MALFORMED = "__contract_malformed"
 _LINE = "__contract_line"
-"""Working columns, under the engine's reserved prefix (contracts.engine.frame.RESERVED_PREFIX)."""
+"""Working columns, under the engine's reserved prefix (contracts.engine.columns.RESERVED_PREFIX)."""
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ def readable(rows: DataFrame, source: Source, unreadable: Unreadable) -> DataFra
     topic as the rows are computed (one pass, no second read of the input)."""
     from pyspark.sql import functions as F
 
-    from contracts.engine.frame import STATUS, status_literal, status_type
+    from contracts.engine.columns import STATUS, status_literal, status_type
     from contracts.engine.routing import DlqLayout, Router, with_partition
 
     if _MALFORMED not in rows.columns:

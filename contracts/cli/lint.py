@@ -17,11 +17,11 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from contracts.contract import ContractPlanner as _ContractPlanner
 from contracts.errors import ContractError, DataContractError
 from contracts.model import Rule, RuleMode, Schema
 from contracts.planning import loader, migration
 from contracts.planning.plan import build_plan
+from contracts.planning.planner import ContractPlanner
 from contracts.plugins import ACTION_GROUP, EXECUTOR_GROUP, PluginRegistry, load_group
 from contracts.registry import LocalRegistry, Registry
 from contracts.registry.checkers import UnreadableSchema, checker_for, incompatibilities
@@ -259,7 +259,7 @@ def _rule_errors(
 ) -> Iterator[ContractError]:
     """Compile each rule, one at a time, in each mode it runs in, through the loader and planner,
     read-only: nothing is created in the registry."""
-    compiler = _ContractPlanner(
+    compiler = ContractPlanner(
         registry, target.subject, target, executors, actions, protobuf_message=protobuf_message
     )
     for attribute, modes in _MODES:
@@ -296,7 +296,7 @@ def _rule_errors(
 
 
 def _received(
-    compiler: _ContractPlanner, target: loader.ContractVersion, mode: RuleMode, rules: list[Rule]
+    compiler: ContractPlanner, target: loader.ContractVersion, mode: RuleMode, rules: list[Rule]
 ) -> list[loader.ContractVersion | None]:
     """The version whose record each rule receives (None: its own): a migration rule's, in a
     migration between its version and the one below, when that one exists (versions count from 1:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from contracts.engine.frame import quote_name
+from contracts.engine.columns import quote_name
 from contracts.errors import ContractError
 
 if TYPE_CHECKING:

@@ -1,12 +1,12 @@
 """Avro bodies decoded and encoded in the JVM by spark-avro (`from_avro`, `to_avro`), where they
-give exactly what the fastavro passes of `serde` give (docs/semantics.md §8.10).
+give exactly what the fastavro passes of `decode` and `encode` give (docs/semantics.md §8.10).
 
 Decoding scans the frames once and sends no whole row to Python: a frame whose V0 id or V1 GUID
 names a writer this module can read in the JVM (the target, or a writer migrated natively) and
 whose row has no schema id header is decoded by `from_avro`; a tombstone gets its status natively;
 every other frame (an unknown or late-registered id, a header, a writer migrated in Python or one
 `from_avro` cannot read exactly) is decoded by the Python decoder in an Arrow UDF given those rows
-alone (contracts.engine.python_rows). `from_avro` in PERMISSIVE mode gives a record of nulls for a
+alone (contracts.engine.python_decode_udf). `from_avro` in PERMISSIVE mode gives a record of nulls for a
 body it cannot read, and reads some bodies fastavro refuses (strings that are not UTF-8, dates and
 times Python cannot hold): those rows, found by Spark expressions, go to the same UDF, whose
 Python decoder's reason (or success: a record of nulls) then decides. The UDF routes the rows it
@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from contracts.engine import python_rows, serde
-from contracts.engine.frame import RECORD
+from contracts.engine import decode, encode, id_headers, positions, python_decode_udf
+from contracts.engine.columns import RECORD
 from contracts.engine.routing import Router, with_partition
 from contracts.errors import ContractError
 from contracts.formats.avro.sizes import size_check
 from contracts.formats.avro.types import PRIMITIVES as _PRIMITIVES
-from contracts.formats.wire import encode_prefix
+from contracts.formats.wire import describe, encode_prefix
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -252,7 +252,7 @@ class _JvmWriter:
     avro_json: str
     spark_type: Any
     column: str
-    """RECORD for the target, else the writer's own column (`serde.writer_column`)."""
+    """RECORD for the target, else the writer's own column (`decode.writer_column`)."""
 
 
 @dataclass(frozen=True)
@@ -264,7 +264,7 @@ class JvmDecode:
     """Writer versions left to fastavro, with why."""
 
     @classmethod
-    def plan(cls, decoder: serde.Decoder, spark: SparkSession) -> JvmDecode | None:
+    def plan(cls, decoder: decode.Decoder, spark: SparkSession) -> JvmDecode | None:
         """The JVM half for `decoder`'s known writers, or None when no writer can use it (or the
         chosen path is fastavro's)."""
         from pyspark.sql.types import StructType
@@ -290,7 +290,7 @@ class JvmDecode:
             if version == decoder.target_version:
                 type_json, column = decoder.target_type_json, RECORD
             elif version in decoder.native_types:
-                type_json, column = decoder.native_types[version], serde.writer_column(version)
+                type_json, column = decoder.native_types[version], decode.writer_column(version)
             else:
                 fallbacks[version] = "its migration runs in Python, on the records fastavro reads"
                 continue
@@ -304,10 +304,10 @@ class JvmDecode:
             )
         return cls(tuple(chosen), fallbacks) if chosen else None
 
-    def decode(self, df: DataFrame, decoder: serde.Decoder, router: Router, keep_value: bool) -> DataFrame:
-        """`serde.decode`'s result in one scan of `df`, no row crossing to Python whole: `from_avro`
+    def decode(self, df: DataFrame, decoder: decode.Decoder, router: Router, keep_value: bool) -> DataFrame:
+        """`decode.decode`'s result in one scan of `df`, no row crossing to Python whole: `from_avro`
         reads the JVM writers' frames; the other frames, and the JVM's suspect records, go to the
-        Python decoder (contracts.engine.python_rows), which routes the rows it rejects through
+        Python decoder (contracts.engine.python_decode_udf), which routes the rows it rejects through
         `router` in the same task, as the fastavro pass does."""
         from pyspark.sql import functions as F
 
@@ -335,7 +335,7 @@ class JvmDecode:
         by_python = value.isNotNull() & ~jvm_row
         kept = [name for name in df.columns if keep_value or name != decoder.value_column]
         by_jvm_values = {name: F.col(name) for name in reads}
-        return python_rows.decode_rest(staged, decoder, router, by_python, suspect, by_jvm_values, kept)
+        return python_decode_udf.decode_rest(staged, decoder, router, by_python, suspect, by_jvm_values, kept)
 
     @staticmethod
     def _matches(value: Column, writer: _JvmWriter) -> Column:
@@ -412,20 +412,21 @@ def _present_unwritable(value: Column, schema: Any, named: Mapping[str, Any]) ->
     return F.lit(False)
 
 
-def encode(
+def to_avro_encode(
     staged: DataFrame,
     schema: Any,
     schema_ref: Any,
     output: Any,
     schema_format: Any,
-    in_header: serde.SchemaIdHeaders | None = None,
+    in_header: id_headers.SchemaIdHeaders | None = None,
     payload: Any = None,
-) -> DataFrame:
-    """`serde.encode`, the bodies written by `to_avro` when it writes fastavro's bytes (the schema
-    passes `encode_inexact_reason`, no Kafka headers to rewrite); a record fastavro would refuse (a
+) -> DataFrame | None:
+    """`encode.encode`'s result, the bodies written by `to_avro` when it writes fastavro's bytes (the
+    schema passes `encode_inexact_reason`, no Kafka headers to rewrite), else None (the Python
+    encode pass runs); a record fastavro would refuse (a
     null where the schema has none, a string that is not UTF-8) is encoded by fastavro, failing the
     job with the fastavro path's message. Payload encoding rules then run in a pass over the bodies
-    alone (`serde.encode` with `bodies`), the records never crossing to Python."""
+    alone (`encode.encode` with `bodies`), the records never crossing to Python."""
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import to_avro
 
@@ -433,23 +434,23 @@ def encode(
     encodes_payload = payload is not None and bool(payload[0])
     usable = in_header is None and uses_jvm(spark, schema_format.schema_type)
     if not usable or encode_inexact_reason(schema) is not None:
-        return serde.encode(staged, schema, schema_ref, output, schema_format, in_header, payload)
+        return None
     avro_json = schema_json(schema)
     found = _from_avro_type(spark, avro_json)
     if isinstance(found, str) or not _same_shape(found, staged.schema[RECORD].dataType):
-        return serde.encode(staged, schema, schema_ref, output, schema_format, in_header, payload)
+        return None
     # With encoding rules, the bodies: the pass running them adds the prefix.
     prefix = b"" if encodes_payload else encode_prefix(schema_ref)
     named = schema.get("__named_schemas", {})
     record = F.col(RECORD)
     suspect = F.coalesce(_unwritable(record, schema, named), F.lit(False))
-    where = [F.col(f"`{n}`") for n in serde.ENCODE_POSITION if n in staged.columns]
+    where = [F.col(f"`{n}`") for n in positions.ENCODE_POSITION if n in staged.columns]
     rows = F.when(suspect, F.struct(record.alias(RECORD), *where))
-    by_python = _fastavro_frames_udf(schema, serde.describe(schema_ref), prefix, schema_format)(rows)
+    by_python = _fastavro_frames_udf(schema, describe(schema_ref), prefix, schema_format)(rows)
     value = F.when(suspect, by_python).otherwise(F.concat(F.lit(prefix), to_avro(record, avro_json)))
     if encodes_payload:
         written = staged.withColumn(BODIES, value).drop(RECORD)
-        return serde.encode(written, schema, schema_ref, output, schema_format, None, payload, BODIES)
+        return encode.encode(written, schema, schema_ref, output, schema_format, None, payload, BODIES)
     columns = [value.alias(f.name) if f.name == "value" else F.col(f"`{f.name}`") for f in output.fields]
     return staged.select(*columns)
 
@@ -464,7 +465,7 @@ def _fastavro_frames_udf(schema: Any, schema_name: str, prefix: bytes, schema_fo
         for rows in batches:
             batch = pa.RecordBatch.from_struct_array(rows)
             chosen = rows.is_valid().to_pylist()
-            out = serde.encode_frames(batch, rows_before, schema, schema_name, prefix, schema_format, chosen)
+            out = encode.encode_frames(batch, rows_before, schema, schema_name, prefix, schema_format, chosen)
             rows_before += len(rows)
             yield pa.array(out, type=pa.binary())
 

@@ -10,7 +10,7 @@ JSON text, which `json.loads` reads as the same values (no unknown or duplicate 
 number read as a string, no 1.0 or oversized integer read as a long, no other top-level value,
 valid UTF-8, no trailing text), so `jsonschema` finds it valid too. Every other row with a frame
 goes, in the same scan, to the Python decoder in an Arrow UDF given those rows alone
-(`python_rows`, as on the spark-avro path): its record, or its rejection under the decode
+(`python_decode_udf`, as on the spark-avro path): its record, or its rejection under the decode
 policy, routed in the same task, so the records, the DLQ records and the errors are the Python
 path's. A trusted row crosses to Python as a null.
 
@@ -26,13 +26,14 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from contracts.engine import python_rows, serde
-from contracts.engine.frame import RECORD
+from contracts.engine import decode, python_decode_udf
+from contracts.engine.columns import RECORD
 from contracts.engine.routing import Router, with_partition
 from contracts.errors import ContractError
 from contracts.formats.json_schema import layouts, native
 from contracts.formats.markers import ABSENT_FIELD, ABSENT_MARK
 from contracts.formats.wire import encode_prefix
+from contracts.planning.planner import WriterVersion
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -63,7 +64,7 @@ class JsonJvmDecode:
     masked: bool = False
 
     @classmethod
-    def plan(cls, decoder: serde.Decoder, spark: SparkSession) -> JsonJvmDecode | None:
+    def plan(cls, decoder: decode.Decoder, spark: SparkSession) -> JsonJvmDecode | None:
         """The JVM half for `decoder`'s target, or None when the chosen path is Python's or the
         target's frames cannot use it (why: `fallback_reason`)."""
         from pyspark.sql.types import StructType
@@ -79,10 +80,10 @@ class JsonJvmDecode:
         properties = StructType([f for f in target.fields if not f.metadata.get(ABSENT_MARK)])
         return cls(tuple(prefixes), properties, masked=len(properties.fields) < len(target.fields))
 
-    def decode(self, df: DataFrame, decoder: serde.Decoder, router: Router, keep_value: bool) -> DataFrame:
-        """`serde.decode`'s result in one scan of `df`, no row crossing to Python whole: `from_json`
+    def decode(self, df: DataFrame, decoder: decode.Decoder, router: Router, keep_value: bool) -> DataFrame:
+        """`decode.decode`'s result in one scan of `df`, no row crossing to Python whole: `from_json`
         reads the target's frames, and the rows it is not trusted with, with every other frame, go
-        to the Python decoder (contracts.engine.python_rows), which routes the rows it rejects
+        to the Python decoder (contracts.engine.python_decode_udf), which routes the rows it rejects
         through `router` in the same task, as the Python pass does."""
         from pyspark.sql import functions as F
 
@@ -113,13 +114,13 @@ class JsonJvmDecode:
             parsed = parsed.withField(
                 ABSENT_FIELD, layouts.absent_pointers(parsed, decoder.target_schema.shape)
             )
-        out = python_rows.decode_rest(
+        out = python_decode_udf.decode_rest(
             staged, decoder, router, by_python, F.lit(False), {RECORD: parsed}, kept
         )
         return out.drop(_PARSED, _TRUSTED) if _PARSED in out.columns else out
 
 
-def fallback_reason(writer: serde.WriterVersion) -> str | None:
+def fallback_reason(writer: WriterVersion) -> str | None:
     """Why a writer's frames keep the Python decode; None when `from_json` may read them."""
     if writer.failure is not None:
         return "its records cannot reach the target"

@@ -1,7 +1,7 @@
 """Migrations as Spark expressions, where they give exactly what the Python path gives.
 
-The Python path (`migrate.migrate`, then `migrate.project`) runs each rule per record and
-projects the result onto the target schema. A chain of at most one JSONata or CEL_FIELD rule
+The Python path (`python_migration.migrate`, then `python_migration.project`) runs each rule per
+record and projects the result onto the target schema. A chain of at most one JSONata or CEL_FIELD rule
 that compiles natively against the writer's record — and a chain of none, pure schema resolution
 — runs instead as Columns (docs/semantics.md §6.6): the rule's outcome and status as the planner
 computes them for any native rule, then the projection (fields by name, defaults for missing
@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from fastavro.schema import expand_schema
 
 from actions.protocol import Effect
-from contracts.engine.frame import OUTCOME_PREFIX, RECORD, STATUS
-from contracts.engine.migrate import made_by_text
+from contracts.engine.columns import OUTCOME_PREFIX, RECORD, STATUS
+from contracts.engine.python_migration import made_by_text
 from contracts.engine.reasons import NativeReasons
 from contracts.engine.runner import native_status
 from contracts.formats.avro.json_view import SOURCE_KEY, has_json_view, source_type

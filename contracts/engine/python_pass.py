@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from actions.protocol import ActionContext, ActionPlan, Effect
 from contracts.bounded import BoundedCache
-from contracts.engine.frame import (
+from contracts.engine.columns import (
     FAILURE,
     OUTCOME_PREFIX,
     RECORD,

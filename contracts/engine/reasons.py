@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from contracts.engine import python_pass, runner
-from contracts.engine.frame import ERRED, RECORD, STATUS
+from contracts.engine.columns import ERRED, RECORD, STATUS
 from contracts.planning.plan import Plan, PlannedRule
 from executors.protocol import NativeStep
 

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from actions.dlq.record import RecordValues, Redact, as_bytes, incoming_headers, rule_headers
 from actions.dlq.sink import DlqRecord, DlqSink, DlqWriter, writer_id
-from contracts.engine.frame import (
+from contracts.engine.columns import (
     ERRED,
     OUTCOME_PREFIX,
     PARTITION,

@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING
 
 from actions.protocol import Effect
 from contracts.engine import python_pass
-from contracts.engine.counts import CountOnDemand, Gatherer, gather
-from contracts.engine.frame import (
+from contracts.engine.columns import (
     ERRED,
     FIELD_PREFIX,
     ORIGINAL,
@@ -26,6 +25,7 @@ from contracts.engine.frame import (
     status_literal,
     status_type,
 )
+from contracts.engine.counts import CountOnDemand, Gatherer, gather
 from contracts.planning.plan import Plan, PlannedRule, has_transforms, native_transforms
 from executors.protocol import NativeStep
 

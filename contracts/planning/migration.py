@@ -3,7 +3,7 @@
 W < T: for each consecutive pair (P, N) from the writer version W up to the target T, N's
 UPGRADE/UPDOWN migration rules, in order. W > T: for each pair from the newest down, N's
 DOWNGRADE/UPDOWN migration rules in reverse order. Every version in between must exist. Each
-rule is compiled against the record it receives (§6.2, §6.3); `contracts.engine.migrate` runs
+rule is compiled against the record it receives (§6.2, §6.3); `contracts.engine.python_migration` runs
 the plans.
 """
 

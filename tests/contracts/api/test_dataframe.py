@@ -19,7 +19,7 @@ from actions.builtin import DlqAction
 from actions.dlq.local_topic import LocalTopicSink
 from actions.protocol import ActionContext, ActionPlan, Effect
 from contracts import DataContract, LocalRegistry, Schema, formats, metrics_of
-from contracts.engine.migrate import project
+from contracts.engine.python_migration import project
 from contracts.errors import ContractError, SerializationError
 from contracts.formats.avro import parse_schema
 from contracts.formats.wire import encode_frame

@@ -16,7 +16,7 @@ from contracts.errors import DataContractError
 INTERNAL_SIGNALS = {
     "contracts.cli.errors.UsageError": "contracts.cli.main turns it into exit status 2",
     "contracts.engine.native_migration._Inexact": "the projection falls back to the Python path",
-    "contracts.engine.payload.PayloadRefused": "contracts.engine.serde sets the row's status from it",
+    "contracts.engine.encoding_rules.PayloadRefused": "contracts.engine.decode sets the row's status from it",
     "contracts.formats.avro.json_view._Unreadable": "the conversion reports it with its path",
     "contracts.formats.fields.ConditionFailed": "the field walk ends the CONDITION with it",
     "contracts.formats.json_schema.native.Inexact": "the keyword is checked in Python instead",

@@ -25,7 +25,7 @@ from pyspark import cloudpickle
 
 from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema, formats, metrics_of
-from contracts.engine import python_pass, serde
+from contracts.engine import decode, python_pass
 from contracts.engine.jvm_avro import PATH_ENV
 from contracts.formats import avro
 from contracts.formats.wire import encode_frame
@@ -160,7 +160,7 @@ def _deserialize(contract: DataContract, df: Any, fused: bool, monkeypatch: Any,
     """`contract.deserialize(df)` on the fastavro path, its leading rules in the decode pass or not."""
     with monkeypatch.context() as patch:
         if not fused:
-            patch.setattr(serde, "fuses", lambda decoder, leading: None)
+            patch.setattr(decode, "fuses", lambda decoder, leading: None)
         with path_chosen(PATH_ENV, "python"):
             return contract.deserialize(df, **options)
 

@@ -7,6 +7,7 @@ records, and the two must agree row for row.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import decimal
 import json
@@ -22,7 +23,6 @@ from pyspark import cloudpickle
 
 from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
-from contracts import contract as contract_module
 from contracts.formats.avro import avro_to_spark_value, parse_schema, spark_to_avro_value, struct_type
 from executors.jsonata.executor import JsonataExecutor
 from executors.protocol import BatchStep, NativeOutcome, NativeStep, RuleContext
@@ -222,7 +222,7 @@ def person(**fields: Any) -> dict[str, Any]:
 def runs_natively(reader: DataContract, df: Any) -> bool:
     """Whether `read(df, writer_version=1)` migrates as Columns (its native form resolved by Spark)."""
     writer = reader._compiler.writer(reader.registry.get_version(SUBJECT, 1))
-    return 1 in reader._natives([writer], df)
+    return 1 in reader._pipelines().natives([writer], df)
 
 
 def read_both(monkeypatch: pytest.MonkeyPatch, reader: DataContract, df: Any) -> tuple[Any, Any]:
@@ -230,7 +230,7 @@ def read_both(monkeypatch: pytest.MonkeyPatch, reader: DataContract, df: Any) ->
     assert runs_natively(reader, df)
     native = _outcome(lambda: reader.read(df, writer_version=1))
     with monkeypatch.context() as patched:
-        patched.setattr(contract_module, "native_migration", lambda *args: None)
+        patched.setattr(reader, "_compiler", dataclasses.replace(reader._compiler, natives=None))
         assert reader._compiler.writer(reader.registry.get_version(SUBJECT, 1)).native is None
         python = _outcome(lambda: reader.read(df, writer_version=1))
     return native, python
@@ -438,7 +438,7 @@ def deserialize_both(
 
     native = run("native")
     with monkeypatch.context() as patched:
-        patched.setattr(contract_module, "native_migration", lambda *args: None)
+        patched.setattr(reader, "_compiler", dataclasses.replace(reader._compiler, natives=None))
         python = run("python")
     return native, python
 

@@ -441,7 +441,7 @@ class _Contract:
 
     def valid(self, df: Any) -> list[Any]:
         from contracts.engine import runner
-        from contracts.engine.frame import RECORD, STATUS
+        from contracts.engine.columns import RECORD, STATUS
 
         staged = runner.stage(self.plan, df)
         return staged.where(staged[STATUS].isNull()).select(f"{RECORD}.*").collect()

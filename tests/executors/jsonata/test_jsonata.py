@@ -22,7 +22,7 @@ from hypothesis_profiles import examples
 
 from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema, formats
-from contracts.engine import migrate
+from contracts.engine import python_migration
 from contracts.errors import ContractError
 from contracts.formats.avro import avro_to_spark_value, parse_schema, spark_to_avro_value, struct_type
 from contracts.formats.avro.json_view import from_json_view, to_json_view
@@ -573,7 +573,7 @@ def test_jsonata_rules_run_on_records_with_decimals_timestamps_dates_and_bytes()
     (migrated,) = payment_rule(rename, RuleKind.TRANSFORM, RuleMode.UPGRADE)()([PAID])
     kept = [f for f in PAYMENT["fields"] if f["name"] != "at"]
     target = parse_schema({**PAYMENT, "fields": [*kept, {"name": "paidAt", "type": MILLIS_TYPE}]})
-    projected = migrate.project(migrated.record, target, formats.get("AVRO"))
+    projected = python_migration.project(migrated.record, target, formats.get("AVRO"))
     assert projected == {
         **{k: v for k, v in PAID.items() if k != "at"},
         "ref": str(PAID["ref"]),

@@ -1,4 +1,5 @@
-"""Runs a migration chain over decoded records and projects the result onto the target schema.
+"""Migrations run in Python: a migration chain over decoded records, the result projected onto the
+target schema; and the pass running them on a DataFrame decoded with the writer's schema (`read`).
 
 The migrated record is projected as Java's client re-decodes it: extra fields dropped, a missing
 field takes its default; a missing field without one, a value the target cannot hold, or a
@@ -8,15 +9,35 @@ made it (docs/semantics.md §6.4, §6.5).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
 
 from contracts.engine import python_pass
-from contracts.errors import SerializationError
+from contracts.engine.columns import (
+    FAILURE,
+    ORIGINAL,
+    RECORD,
+    STATUS,
+    failed_batch,
+    failure_field,
+    raise_failures,
+    status_type,
+)
+from contracts.engine.positions import refuse_unread
+from contracts.errors import DataContractError, SerializationError, in_one_line
+from contracts.formats.arrow_types import arrow_schema
 from contracts.formats.protocol import SchemaFormat
 from contracts.model import RuleKind
+from contracts.planning.loader import ContractVersion
 from contracts.planning.plan import Plan, PlannedRule
+from contracts.planning.planner import WriterVersion
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 _SHOWN_LENGTH = 80
 """How much of a rule's non-record result an error shows."""
@@ -117,3 +138,75 @@ def project(value: Any, schema: Any, schema_format: SchemaFormat, made_by: Plann
         return schema_format.project(value, schema)
     except SerializationError as e:
         raise SerializationError(f"{e}{made_by_text(made_by)}") from e
+
+
+def migrate_decoded(packed: DataFrame, writer: WriterVersion, target: ContractVersion) -> DataFrame:
+    """For a DataFrame already decoded with the writer's schema (its record packed in RECORD):
+    migrate each record to the target. The writer-shaped record stays in ORIGINAL for the DLQ."""
+    from pyspark.sql.types import StructField, StructType
+
+    fields = [f for f in packed.schema.fields if f.name not in (RECORD, STATUS)]
+    writer_type = packed.schema[RECORD].dataType
+    output = StructType(
+        [
+            *fields,
+            StructField(ORIGINAL, writer_type, True),
+            StructField(RECORD, target.spark_type, True),
+            StructField(STATUS, status_type(), True),
+            failure_field(),
+        ]
+    )
+    return raise_failures(packed.mapInArrow(_MigratePass(writer, target.parsed, output.json()), output))
+
+
+@dataclass(frozen=True)
+class _MigratePass:
+    writer: WriterVersion
+    target_schema: Any
+    output_json: str
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark.sql.types import StructType
+
+        output = arrow_schema(StructType.fromJson(json.loads(self.output_json)))
+        rows_before = 0
+        for batch in batches:
+            try:
+                yield self._migrated(batch, output, rows_before)
+            except DataContractError as error:
+                if not batch.num_rows:
+                    raise
+                yield failed_batch(batch, output, in_one_line(error))  # fails the job as one line
+            rows_before += batch.num_rows
+
+    def _migrated(self, batch: pa.RecordBatch, output: pa.Schema, rows_before: int) -> pa.RecordBatch:
+        """The batch's records migrated and projected onto the target, with their statuses and failures."""
+        read = self.writer.schema_format.read_struct(batch.column(RECORD), self.writer.schema)
+        records = read.records
+        statuses: list[dict[str, Any] | None] = batch.column(STATUS).to_pylist()
+        failures: list[str | None] = [None] * batch.num_rows
+        made_by = migrate(self.writer.migrations, records, statuses, failures, read.unreadable)
+        refuse_unread(batch, rows_before, read.unreadable, statuses, failures, "migrated")
+        projected: list[Any] = [None] * batch.num_rows
+        for i, (record, status) in enumerate(zip(records, statuses, strict=True)):
+            if status is not None or failures[i] is not None:
+                continue
+            try:
+                projected[i] = project(record, self.target_schema, self.writer.schema_format, made_by[i])
+            except SerializationError as e:
+                failures[i] = str(e)  # the job fails with why, as a native migration fails it
+        target_type = output.field(RECORD).type
+        record_column = self.writer.schema_format.to_struct(projected, self.target_schema, target_type)
+        columns = [
+            record_column
+            if f.name == RECORD
+            else batch.column(RECORD)
+            if f.name == ORIGINAL
+            else pa.array(statuses, type=f.type)
+            if f.name == STATUS
+            else pa.array(failures, type=f.type)
+            if f.name == FAILURE
+            else batch.column(f.name)
+            for f in output
+        ]
+        return pa.RecordBatch.from_arrays(columns, schema=output)

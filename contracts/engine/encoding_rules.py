@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contracts.engine.python_pass import act, evaluator_for
-from contracts.errors import ContractError, SerializationError
+from contracts.errors import SerializationError
 from contracts.formats.protocol import SchemaFormat, clear_length
 from contracts.model import RuleKind, RuleMode
 from contracts.planning.plan import Plan
@@ -41,20 +41,10 @@ class PayloadRefused(Exception):
 
 @dataclass(frozen=True)
 class PayloadRules:
-    """One version's encoding rules in one direction, planned with their actions."""
+    """One version's encoding rules in one direction, planned with their actions (by the planner,
+    which refuses copies), run on payloads."""
 
     plan: Plan
-
-    def __post_init__(self) -> None:
-        for copy in self.plan.copies:
-            raise ContractError(
-                f"action {copy.action.name!r} sends copies to topic {copy.action.topic!r}, which"
-                " encoding rules cannot do",
-                subject=self.plan.subject,
-                version=self.plan.version,
-                rule=copy.rule.rule.name,
-                position="onFailure/onSuccess",
-            )
 
     def __bool__(self) -> bool:
         return bool(self.plan.rules)

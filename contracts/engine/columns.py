@@ -1,4 +1,4 @@
-"""The frame the engine works on: the reserved column names and the `_contract` status column.
+"""The columns the engine works with: the reserved column names and the `_contract` status column.
 
 While rules run, a DataFrame carries the record packed in RECORD (and, when a rule transforms it,
 the untouched ORIGINAL), one outcome column per rule, and `_contract`: null while the row is valid,

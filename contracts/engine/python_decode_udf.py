@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from contracts.engine import serde
-from contracts.engine.frame import (
+from contracts.engine import decode, positions
+from contracts.engine.columns import (
     FAILURE,
     PARTITION,
     RECORD,
@@ -48,13 +48,13 @@ SUSPECT = "__contract_suspect"
 _GIVEN = "__contract_python_rows"
 
 
-def decoded_type(decoder: serde.Decoder) -> StructType:
+def decoded_type(decoder: decode.Decoder) -> StructType:
     """What the UDF gives per row: ROUTED, each natively migrated writer's record, the target record
     and the FAILURE an ERROR migration action left (null for a row it was not given)."""
     from pyspark.sql.types import BooleanType, StructField, StructType
 
     writers = [
-        StructField(serde.writer_column(version), _plain(json.loads(type_json)), True)
+        StructField(decode.writer_column(version), _plain(json.loads(type_json)), True)
         for version, type_json in decoder.native_types.items()
     ]
     target = _plain(json.loads(decoder.target_type_json))
@@ -90,7 +90,7 @@ class PythonRows:
     """The picklable UDF body: decodes (or judges, SUSPECT) the rows given to it, routes the rows it
     rejects through `router`, and gives `decoded_type`'s struct for each row."""
 
-    decoder: serde.Decoder
+    decoder: decode.Decoder
     router: Router
     decoded_json: str
 
@@ -118,7 +118,7 @@ class PythonRows:
 
     @cached_property
     def _added(self) -> list[pa.Field]:
-        """The columns `serde.decode_batch` adds to a batch: writers, RECORD, STATUS, FAILURE."""
+        """The columns `decode.decode_batch` adds to a batch: writers, RECORD, STATUS, FAILURE."""
         from pyspark.sql.types import StructField, StructType
 
         middle = self._spark_type.fields[1:-1]
@@ -155,11 +155,11 @@ class PythonRows:
         decoder = self.decoder
         suspect = pc.fill_null(batch.column(SUSPECT), False)
         if not pc.any(suspect).as_py():
-            return serde.decode_batch(decoder, batch, output)
+            return decode.decode_batch(decoder, batch, output)
         index = batch.schema.get_field_index(decoder.value_column)
         frames = batch.column(index)
         unjudged = pc.if_else(suspect, pa.scalar(None, frames.type), frames)
-        decoded = serde.decode_batch(
+        decoded = decode.decode_batch(
             decoder, batch.set_column(index, batch.schema.field(index), unjudged), output
         )
         statuses = decoded.column(STATUS).to_pylist()
@@ -178,9 +178,9 @@ class PythonRows:
         reads with a value the JVM did not give is a disagreement no policy can route: it fails."""
         decoder = self.decoder
         try:
-            _, record = serde.read_frame(decoder, batch.column(decoder.value_column)[i].as_py(), None)
+            _, record = decode.read_frame(decoder, batch.column(decoder.value_column)[i].as_py(), None)
         except SerializationError as e:
-            return serde.undecodable_status(decoder, batch, i, e)
+            return decode.undecodable_status(decoder, batch, i, e)
         if isinstance(record, dict) and all(v is None for v in record.values()):
             return None
         raise SerializationError(
@@ -204,14 +204,14 @@ class PythonRows:
 
 def decode_rest(
     staged: DataFrame,
-    decoder: serde.Decoder,
+    decoder: decode.Decoder,
     router: Router,
     by_python: Column,
     suspect: Column,
     by_jvm: Mapping[str, Column],
     columns: list[str],
 ) -> DataFrame:
-    """`serde.decode`'s result (`columns` of the input, then the writers', RECORD and STATUS) for
+    """`decode.decode`'s result (`columns` of the input, then the writers', RECORD and STATUS) for
     `staged`, the input with PARTITION and what a JVM decoder read: the rows `by_python` are decoded
     and the `suspect` ones judged by the UDF, its rejects routed and dropped; every other row takes
     the JVM's values (`by_jvm`: per writer column, or RECORD, its value), a tombstone its status."""
@@ -225,7 +225,7 @@ def decode_rest(
     )
     out = staged.withColumn(_GIVEN, given).filter(~F.coalesce(F.col(_GIVEN)[ROUTED], F.lit(False)))
     decoded = F.col(_GIVEN)
-    writers = [serde.writer_column(v) for v in decoder.native_types]
+    writers = [decode.writer_column(v) for v in decoder.native_types]
     for name in [*writers, RECORD]:
         out = out.withColumn(name, F.when(by_python, decoded[name]).otherwise(by_jvm.get(name, F.lit(None))))
     value = F.col(f"`{decoder.value_column}`")
@@ -235,7 +235,7 @@ def decode_rest(
     return raise_failures(out).select(*[F.col(f"`{name}`") for name in [*columns, *writers, RECORD, STATUS]])
 
 
-def _given_columns(decoder: serde.Decoder, router: Router, columns: list[str]) -> list[str]:
+def _given_columns(decoder: decode.Decoder, router: Router, columns: list[str]) -> list[str]:
     """The columns of `columns` the UDF needs for a row: the frame, its schema id headers, and what
     DLQ records and error messages name (key, DLQ value, headers, topic, partition, offset)."""
     layout = router.layout
@@ -246,6 +246,6 @@ def _given_columns(decoder: serde.Decoder, router: Router, columns: list[str]) -
         layout.key_column,
         layout.headers_column,
         layout.topic_column,
-        *serde.DECODE_POSITION,
+        *positions.DECODE_POSITION,
     ]
     return list(dict.fromkeys(name for name in wanted if name is not None and name in columns))
