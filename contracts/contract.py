@@ -149,6 +149,12 @@ class DataContract:
         return self.target.version
 
     @property
+    def planner(self) -> ContractPlanner:
+        """What compiled this contract: the target's plans, and each registered writer version with
+        its migrations to the target (what `spark-contracts apply` checks before it runs)."""
+        return self._compiler
+
+    @property
     def parsed(self) -> Any:
         """The target version's schema as its format parsed it (an Avro schema, a JSON Schema, a
         compiled Protobuf schema), e.g. to read a DLQ topic's records back."""

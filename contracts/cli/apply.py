@@ -403,7 +403,7 @@ def unhandled_rules(contract: DataContract, job: ApplyJob) -> list[PlannedRule]:
     registered version) whose type no executor handles: each fails every record it sees."""
     plans = [contract.plan(job.mode)]
     if job.format in WIRE_FORMATS:
-        plans += [plan for writer in contract._compiler.writers().values() for plan in writer.migrations]
+        plans += [plan for writer in contract.planner.writers().values() for plan in writer.migrations]
     return [rule for plan in plans for rule in plan.rules if rule.step is None]
 
 
