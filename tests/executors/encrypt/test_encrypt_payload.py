@@ -346,8 +346,8 @@ def test_no_key_material_in_plans_or_reprs(spark: Any, written: Any) -> None:
     )
     assert "before decoding, in deserialize" in explained["READ"]
     encoding = contract._plans.encoding(RuleMode.WRITE)  # the plan serialize ran
-    shown = [*explained.values(), repr(contract), repr(contract._compiler), repr(encoding)]
-    shown += [repr(rule) for rule in encoding.plan.rules]
+    shown = [*explained.values(), repr(contract), repr(contract.planner), repr(encoding)]
+    shown += [repr(rule) for rule in encoding.rules]
     for text in shown:
         assert text
         _assert_clean(text, secrets)
