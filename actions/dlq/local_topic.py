@@ -27,12 +27,12 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 from actions.dlq import frame
-from actions.dlq.sink import DlqError, DlqRecord, DlqWriter, in_run, is_run_id, validate_topic
+from actions.dlq.sink import DlqBatch, DlqError, DlqRecord, DlqWriter, in_run, is_run_id, validate_topic
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -178,22 +178,48 @@ class LocalTopicWriter(DlqWriter):
 
     def write(self, record: DlqRecord) -> None:
         """Append `record` to its topic's temporary file."""
+        self.write_batch(
+            DlqBatch([record.topic], [record.key], [record.value], [record.headers], record.timestamp_ms)
+        )
+
+    def write_batch(self, batch: DlqBatch) -> None:
+        """Append the batch's records to their topics' temporary files, each topic's lines in one write."""
         if self._outcome is not None:
             raise DlqError(f"cannot write to a writer already {self._outcome}", writer_id=self.writer_id)
-        file = self._files.get(record.topic) or self._start(record.topic)
-        headers = self._headers.get(record.headers)
-        if headers is None:
-            # The records of one rule share their headers: each distinct list is encoded once.
-            headers = _encode_headers(record.headers)
+        topics = batch.topics
+        rows = range(len(batch))
+        by_topic = {topics[0]: rows} if len(set(topics)) == 1 else _rows_by_topic(topics)
+        # The records of one rule share their headers: each distinct list is encoded once.
+        encoded: dict[int, str] = {}
+        for topic, chosen in by_topic.items():
+            file = self._files.get(topic) or self._start(topic)
+            lines = [
+                _line(
+                    file.offset + n,
+                    batch.timestamp_ms,
+                    batch.keys[i],
+                    batch.values[i],
+                    encoded.get(id(batch.headers[i])) or self._encoded_headers(batch.headers[i], encoded),
+                )
+                for n, i in enumerate(chosen)
+            ]
+            try:
+                file.handle.write("".join(lines))
+            except OSError as e:
+                raise DlqError(
+                    f"cannot write a DLQ record: {e}", topic=topic, writer_id=self.writer_id
+                ) from e
+            file.offset += len(lines)
+
+    def _encoded_headers(self, headers: tuple[tuple[str, bytes | None], ...], encoded: dict[int, str]) -> str:
+        """`headers` as JSON, from this writer's cache of distinct lists when there."""
+        text = self._headers.get(headers)
+        if text is None:
+            text = _encode_headers(headers)
             if len(self._headers) < _HEADER_CACHE:
-                self._headers[record.headers] = headers
-        try:
-            file.handle.write(_encode(record, file.offset, headers))
-        except OSError as e:
-            raise DlqError(
-                f"cannot write a DLQ record: {e}", topic=record.topic, writer_id=self.writer_id
-            ) from e
-        file.offset += 1
+                self._headers[headers] = text
+        encoded[id(headers)] = text
+        return text
 
     def commit(self) -> None:
         """Make every written record durable and visible, replacing this writer id's earlier files."""
@@ -326,13 +352,20 @@ def replace_durably(path: str, text: str) -> None:
     _sync_directory(os.path.dirname(path))
 
 
-def _encode(record: DlqRecord, offset: int, headers: str) -> str:
-    """One line: what `json.dumps` writes for the record's fields (compact), `headers` already JSON."""
-    key, value = _b64_json(record.key), _b64_json(record.value)
+def _line(offset: int, timestamp_ms: int, key: bytes | None, value: bytes | None, headers: str) -> str:
+    """One record's line: what `json.dumps` writes for its fields (compact), `headers` already JSON."""
     return (
-        f'{{"offset":{offset:d},"timestamp_ms":{record.timestamp_ms:d},"key":{key},"value":{value},'
-        f'"headers":{headers}}}\n'
+        f'{{"offset":{offset:d},"timestamp_ms":{timestamp_ms:d},"key":{_b64_json(key)},'
+        f'"value":{_b64_json(value)},"headers":{headers}}}\n'
     )
+
+
+def _rows_by_topic(topics: Sequence[str]) -> dict[str, list[int]]:
+    """The rows of each topic, in order."""
+    rows: dict[str, list[int]] = {}
+    for i, topic in enumerate(topics):
+        rows.setdefault(topic, []).append(i)
+    return rows
 
 
 def _encode_headers(headers: tuple[tuple[str, bytes | None], ...]) -> str:

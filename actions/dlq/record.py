@@ -10,9 +10,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    import pyarrow as pa
+import pyarrow as pa
 
+from contracts.formats.protocol import RendersDlqValues
+
+if TYPE_CHECKING:
     from contracts.formats.protocol import SchemaFormat
 
 RULE_NAME = "__rule.name"
@@ -38,9 +40,23 @@ class RecordValues:
     redact: Redact | None = None
 
     def __call__(self, column: pa.Array) -> list[bytes | None]:
-        """The values of a struct column's records (None for a null struct). A string that is not
-        UTF-8 is written with each such byte as U+FFFD: the row goes to its topic all the same, and
-        JSON (UTF-8 text) can hold nothing else (§8.6)."""
+        """The values of a struct column's records (None for a null struct): rendered at once where
+        the format can (nothing to redact), else record by record."""
+        if self.redact is None and isinstance(self.schema_format, RendersDlqValues):
+            rendered = self.schema_format.render_dlq_values(column, self.parsed)
+            if rendered is not None:
+                values = rendered.values
+                if rendered.left:
+                    left = self.one_by_one(column.take(pa.array(rendered.left, pa.int64())))
+                    for row, value in zip(rendered.left, left, strict=True):
+                        values[row] = value
+                return values
+        return self.one_by_one(column)
+
+    def one_by_one(self, column: pa.Array) -> list[bytes | None]:
+        """The values rendered record by record. A string that is not UTF-8 is written with each
+        such byte as U+FFFD: the row goes to its topic all the same, and JSON (UTF-8 text) can hold
+        nothing else (§8.6)."""
         schema_format, parsed = self.schema_format, self.parsed
         read = schema_format.read_struct(column, parsed)
         records = read.records if self.redact is None else self.redact(read.records)

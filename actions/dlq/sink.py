@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import abc
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol, runtime_checkable
@@ -58,6 +59,27 @@ class DlqRecord:
     value: bytes | None
     headers: tuple[tuple[str, bytes | None], ...]
     timestamp_ms: int
+
+
+@dataclass(frozen=True)
+class DlqBatch:
+    """Records as columns, sent at one time (routing delivers each Arrow batch's records so): row i
+    is `topics[i]`, `keys[i]`, `values[i]`, `headers[i]`, all stamped `timestamp_ms`."""
+
+    topics: Sequence[str]
+    keys: Sequence[bytes | None]
+    values: Sequence[bytes | None]
+    headers: Sequence[tuple[tuple[str, bytes | None], ...]]
+    timestamp_ms: int
+
+    def __len__(self) -> int:
+        return len(self.topics)
+
+    def records(self) -> Iterator[DlqRecord]:
+        """The batch row by row."""
+        stamp = self.timestamp_ms
+        for topic, key, value, headers in zip(self.topics, self.keys, self.values, self.headers, strict=True):
+            yield DlqRecord(topic, key, value, headers, stamp)
 
 
 def validate_topic(topic: str) -> str:
@@ -120,6 +142,11 @@ class DlqWriter(abc.ABC):
     @abc.abstractmethod
     def write(self, record: DlqRecord) -> None:
         """Queue one record for delivery; raise DlqError if it can never be delivered."""
+
+    def write_batch(self, batch: DlqBatch) -> None:
+        """Queue a batch's records, in order, as `write` does each (a writer may do it at once)."""
+        for record in batch.records():
+            self.write(record)
 
     @abc.abstractmethod
     def commit(self) -> None:

@@ -156,3 +156,27 @@ def record_columns(df: DataFrame, record_type: StructType) -> dict[str, Column]:
 def quote_name(name: str) -> str:
     """`name` as a Spark column reference, backquoted so dots and spaces stay part of it."""
     return "`" + name.replace("`", "``") + "`"
+
+
+def status_values(column: pa.Array | pa.ChunkedArray) -> list[dict[str, Any] | None]:
+    """A `_contract` column's statuses as dicts (None for a valid row), rows with equal statuses
+    sharing one dict: a batch's rejects carry a handful of distinct statuses, so each is read once
+    instead of once per row."""
+    import pyarrow.compute as pc
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if not len(column):
+        return []
+    # Each distinct status gets a small code, built field by field (re-encoded after each field,
+    # so the codes stay below the row count): equal codes, equal statuses. A dictionary lists its
+    # values in the order they first occur, so each code's first row is where its value is first.
+    codes = column.is_valid().cast(pa.int64())
+    for index in range(column.type.num_fields):
+        encoded = pc.dictionary_encode(pc.struct_field(column, [index]), null_encoding="encode")
+        combined = pc.add(pc.multiply(codes, len(encoded.dictionary)), encoded.indices.cast(pa.int64()))
+        distinct_codes = pc.dictionary_encode(combined)
+        codes = distinct_codes.indices.cast(pa.int64())
+    firsts = pc.index_in(distinct_codes.dictionary, value_set=combined)
+    distinct = column.take(firsts).to_pylist()
+    return [distinct[code] for code in codes.to_pylist()]

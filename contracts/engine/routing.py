@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from actions.dlq.record import RecordValues, Redact, as_bytes, incoming_headers, rule_headers
-from actions.dlq.sink import DlqRecord, DlqSink, DlqWriter, writer_id
+from actions.dlq.sink import DlqBatch, DlqSink, DlqWriter, writer_id
 from contracts.engine.columns import (
     ERRED,
     OUTCOME_PREFIX,
@@ -30,6 +30,7 @@ from contracts.engine.columns import (
     RESERVED_PREFIX,
     STATUS,
     quote_name,
+    status_values,
 )
 from contracts.engine.reasons import NativeReasons
 from contracts.engine.runner import marks_errors
@@ -189,14 +190,13 @@ class Router:
 
     def _deliver(self, writer: DlqWriter, batch: pa.RecordBatch) -> None:
         """Write the copies the batch's rows fire and the DLQ records of its rejected rows."""
-        for record in self._copies(batch):
-            writer.write(record)
+        for copies in self._copies(batch):
+            writer.write_batch(copies)
         rejected = pc.is_valid(batch.column(STATUS))
         if pc.any(rejected).as_py():
-            for record in self._dlq_records(batch.filter(rejected)):
-                writer.write(record)
+            writer.write_batch(self._dlq_records(batch.filter(rejected)))
 
-    def _copies(self, batch: pa.RecordBatch) -> Iterator[DlqRecord]:
+    def _copies(self, batch: pa.RecordBatch) -> Iterator[DlqBatch]:
         """The copies the copy actions send for this batch's rows, rule by rule."""
         for copy in self.copies:
             outcome = batch.column(OUTCOME_PREFIX + str(copy.rule.index))
@@ -212,39 +212,34 @@ class Router:
                 "topic": copy.action.topic,
                 "reason": copy.reason(),
             }
-            yield from self._records(rows, [status] * rows.num_rows)
+            yield self._records(rows, [status] * rows.num_rows)
 
-    def _dlq_records(self, rejected: pa.RecordBatch) -> Iterator[DlqRecord]:
-
-        statuses = rejected.column(STATUS).to_pylist()
+    def _dlq_records(self, rejected: pa.RecordBatch) -> DlqBatch:
+        statuses = status_values(rejected.column(STATUS))
         for reasons, column in self.reasons:
             statuses = reasons.refine(statuses, rejected.column(column), reasons.erred(rejected))
         return self._records(rejected, statuses)
 
-    def _records(self, rejected: pa.RecordBatch, statuses: list[dict[str, Any]]) -> Iterator[DlqRecord]:
+    def _records(self, rejected: pa.RecordBatch, statuses: list[dict[str, Any]]) -> DlqBatch:
         """A record per row, to the topic its status names, with the rule headers."""
         layout = self.layout
-        values = self._values(rejected)
-        keys = _column(rejected, layout.key_column)
         incoming = _column(rejected, layout.headers_column)
-        topics = _column(rejected, layout.topic_column)
-        now_ms = int(time.time() * 1000)
-        shared: dict[tuple[Any, ...], tuple[tuple[str, bytes | None], ...]] = {}
-        for i, status in enumerate(statuses):
-            # The rows a rule rejects with one reason from one topic share their rule headers.
-            key = (status["rule"], status["mode"], status["subject"], status["reason"], topics[i])
-            headers = shared.get(key)
-            if headers is None:
-                headers = shared[key] = tuple(rule_headers(status, topics[i]))
-            if incoming[i]:
-                headers = (*incoming_headers(incoming[i]), *headers)
-            yield DlqRecord(
-                topic=status["topic"],
-                key=as_bytes(keys[i]),
-                value=values[i],
-                headers=headers,
-                timestamp_ms=now_ms,
-            )
+        sources = _column(rejected, layout.topic_column)
+        # The rows a rule rejects with one status from one topic share their rule headers.
+        shared: dict[tuple[int, Any], tuple[tuple[str, bytes | None], ...]] = {}
+        headers: list[tuple[tuple[str, bytes | None], ...]] = []
+        for status, source, arrived in zip(statuses, sources, incoming, strict=True):
+            rule = shared.get((id(status), source))
+            if rule is None:
+                rule = shared[(id(status), source)] = tuple(rule_headers(status, source))
+            headers.append((*incoming_headers(arrived), *rule) if arrived else rule)
+        return DlqBatch(
+            topics=[status["topic"] for status in statuses],
+            keys=[as_bytes(key) for key in _column(rejected, layout.key_column)],
+            values=self._values(rejected),
+            headers=headers,
+            timestamp_ms=int(time.time() * 1000),
+        )
 
     def _values(self, rejected: pa.RecordBatch) -> list[bytes | None]:
         layout = self.layout

@@ -34,6 +34,25 @@ class Records:
     unreadable: dict[int, str]
 
 
+@dataclass(frozen=True)
+class RenderedValues:
+    """WRITE-side DLQ values of a column of records rendered at once: `values[i]` is row i's value,
+    None for a null record and for the rows `left` lists, which the caller renders one by one."""
+
+    values: list[bytes | None]
+    left: list[int]
+
+
+@runtime_checkable
+class RendersDlqValues(Protocol):
+    """A format that can render a column of records' DLQ values at once, as `dlq_value` renders
+    each: optional, for speed where every row of a batch is rejected (a DLQ storm)."""
+
+    def render_dlq_values(self, column: pa.Array, parsed: Any) -> RenderedValues | None:
+        """The values of a struct column's records, or None where this schema's are rendered one by one."""
+        ...
+
+
 @runtime_checkable
 class SchemaFormat(Protocol):
     """One registry schema type. `parsed` is whatever `parse` returns; it must pickle (it ships to

@@ -18,7 +18,16 @@ from pyspark import cloudpickle
 
 from actions.dlq import local_topic
 from actions.dlq.local_topic import LocalRunSink, LocalTopicSink
-from actions.dlq.sink import DlqError, DlqRecord, DlqSink, RunScopedSink, in_run, validate_topic, writer_id
+from actions.dlq.sink import (
+    DlqBatch,
+    DlqError,
+    DlqRecord,
+    DlqSink,
+    RunScopedSink,
+    in_run,
+    validate_topic,
+    writer_id,
+)
 
 # The mapInArrow functions below run on Spark workers, which cannot import test modules.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -82,6 +91,42 @@ def test_file_format_is_json_lines_with_base64_and_offsets(sink: LocalTopicSink)
             "headers": [["__rule.name", "cG9zaXRpdmVBZ2U="]],
         },
     ]
+
+
+def test_a_batch_writes_the_lines_its_records_write_one_by_one(tmp_path: Path) -> None:
+    shared = (("__rule.name", b"positiveAge"), ("__rule.exception", None))
+    records = [
+        record(topic="bad-a", key=None, value=b"1", headers=shared),
+        record(topic="bad-b", value=None, headers=()),
+        record(topic="bad-a", value=b"3", headers=shared),
+        record(topic="bad-a", value=b"4", headers=(("h", b"x"), *shared)),
+    ]
+    stamp = records[0].timestamp_ms
+    one_by_one, batched = LocalTopicSink(tmp_path / "one"), LocalTopicSink(tmp_path / "batch")
+    with one_by_one.open("run-00000") as writer:
+        for r in [*records, *records]:
+            writer.write(r)
+    batch = DlqBatch(
+        [r.topic for r in records],
+        [r.key for r in records],
+        [r.value for r in records],
+        [r.headers for r in records],
+        stamp,
+    )
+    with batched.open("run-00000") as writer:
+        writer.write_batch(batch)
+        writer.write_batch(batch)  # offsets go on from the first batch's
+    for topic in ("bad-a", "bad-b"):
+        expected = Path(one_by_one.root, topic, "run-00000.jsonl").read_text()
+        assert Path(batched.root, topic, "run-00000.jsonl").read_text() == expected
+    assert batched.read("bad-a") == [r for r in [*records, *records] if r.topic == "bad-a"]
+
+
+def test_a_batch_to_a_topic_kafka_refuses_writes_nothing(sink: LocalTopicSink) -> None:
+    batch = DlqBatch(["bad-users", "no/such"], [b"k", b"k"], [b"1", b"2"], [(), ()], 0)
+    with pytest.raises(DlqError, match="no/such"), sink.open("run-00000") as writer:
+        writer.write_batch(batch)
+    assert sink.read("bad-users") == []
 
 
 def test_commit_makes_records_visible_at_once(sink: LocalTopicSink) -> None:

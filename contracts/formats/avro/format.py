@@ -12,6 +12,7 @@ from fastavro import schemaless_reader, schemaless_writer
 from fastavro.validation import ValidationError, validate
 
 from contracts.bounded import BoundedCache
+from contracts.formats.avro import dlq_columns
 from contracts.formats.avro.dlq_value import read_dlq_value
 from contracts.formats.avro.fields import AvroFieldWalk, schema_tree
 from contracts.formats.avro.json_view import from_json_view, to_json_view
@@ -22,7 +23,7 @@ from contracts.formats.avro.types import AvroSchema, parse_schema, struct_type
 from contracts.formats.avro.values import chooses_union_branches, read_struct, records_to_struct
 from contracts.formats.dlq_value import record_value_bytes
 from contracts.formats.fields import FieldTree, FieldVisit, Record
-from contracts.formats.protocol import Records, Reference
+from contracts.formats.protocol import Records, Reference, RenderedValues
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -103,6 +104,11 @@ class AvroFormat:
     def dlq_value(self, record: Any, parsed: AvroSchema) -> bytes:
         """The record as JSON, bytes as latin-1 text, as the reference's DLQ action writes it."""
         return record_value_bytes(record) or b""
+
+    def render_dlq_values(self, column: pa.Array, parsed: AvroSchema) -> RenderedValues | None:
+        """`dlq_value` of a column's records, rendered field by field in Arrow where the record's
+        fields are numbers, booleans and strings (contracts.formats.avro.dlq_columns)."""
+        return dlq_columns.render(column, parsed)
 
     def field_tree(
         self, parsed: AvroSchema, metadata_tags: Mapping[str, tuple[str, ...]]

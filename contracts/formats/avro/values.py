@@ -644,3 +644,13 @@ def _record_codec(schema: AvroSchema, union_branches: bool = False) -> _Codec:
     if codec.arrow is None:
         raise SerializationError("Arrow batches hold records: the schema's top level must be a record")
     return codec
+
+
+def plain_fields(schema: AvroSchema) -> tuple[tuple[str, pa.DataType], ...] | None:
+    """A record schema's fields as (name, Arrow type) when `read_struct` gives every field's Arrow
+    values as they are (no converter): its records are then its columns' `to_pylist` rows. None
+    when some field converts (a logical type, a union of several branches, a nested record)."""
+    codec = _record_codec(schema)
+    if any(column.node.from_arrow is not None for column in codec.columns):
+        return None
+    return tuple((column.name, column.readable) for column in codec.columns)
