@@ -28,11 +28,12 @@ from contracts.engine import (
     tombstones,
 )
 from contracts.engine.columns import ORIGINAL, RECORD, STATUS, WARNINGS
-from contracts.engine.counts import CollectMetrics, Counting, Gatherer, counting
+from contracts.engine.counts import CollectMetrics, Counting, CountOnDemand, Gatherer, counting
 from contracts.engine.encoding_rules import PayloadRules
 from contracts.engine.native_migration import NativeMigration
+from contracts.engine.read_twice import reads_twice_safely
 from contracts.engine.reasons import NativeReasons, with_exact_reasons
-from contracts.engine.routing import DlqLayout, Router, route_rejected
+from contracts.engine.routing import DlqLayout, Router, route_beside, route_rejected
 from contracts.errors import ContractError
 from contracts.formats.wire import schema_id_header
 from contracts.model import RegisteredSchema, RuleMode
@@ -378,7 +379,8 @@ class Pipelines:
         else:
             packed = tombstones.without_record(runner.pack(plan, df), absent, self.subject, self.version)
             staged = tombstones.release_tombstones(runner.run(plan, packed, gatherer, keep_outcomes=warn))
-        routed = self._route(staged, self._json_layout(df, plan), plan, run)
+        beside = absent is None and _routes_beside(plan, df, gatherer)
+        routed = self._route(staged, self._json_layout(df, plan), plan, run, beside=beside)
         return Counted(_output(plan, routed, columns, gatherer, warn), counts)
 
     def _warnings_for(self, df: DataFrame) -> bool:
@@ -425,16 +427,28 @@ class Pipelines:
         migrations: Iterable[Plan | NativeMigration] = (),
         reasons: tuple[tuple[NativeReasons, str], ...] = (),
         route_always: bool = False,
+        beside: bool = False,
     ) -> DataFrame:
         """Rejected rows to their DLQ topics, and copies of the rows a copy action fired on to
         theirs. When neither the plan nor the `migrations` that ran before it can reject a row, the
         plan copies none (and `route_always` is off: a decode policy that sends unreadable rows to a
         DLQ) there is no Python pass, only the filter on `_contract` that makes Spark evaluate it
-        (an ERROR action fires there)."""
+        (an ERROR action fires there). `beside`: the rows to route reach Python in a branch of
+        their own (`route_beside`), the valid rows never."""
         routes = route_always or bool(plan.copies)
         if not routes and not any(p.can_reject for p in (plan, *migrations)):
             return staged.filter(_status().isNull())
+        if beside:
+            return route_beside(staged, run.sink, run.run_id, layout, plan)
         return route_rejected(staged, run.sink, run.run_id, layout, plan, reasons)
+
+
+def _routes_beside(plan: Plan, df: DataFrame, gatherer: Gatherer | None) -> bool:
+    """Whether `plan` on `df` routes its rejected rows in a branch of their own: every rule runs as
+    Spark expressions (no Python pass to run twice), the counts are not observed in the query (an
+    observation in both branches would count twice) and `df` reads twice safely."""
+    counted_apart = gatherer is None or isinstance(gatherer, CountOnDemand)
+    return plan.all_native and counted_apart and reads_twice_safely(df)
 
 
 def _output(

@@ -39,7 +39,7 @@ from contracts.formats.protocol import SchemaFormat
 from contracts.planning.plan import CopyAction, Plan
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 
 ROUTED = RESERVED_PREFIX + "dlq_routed"
@@ -81,18 +81,52 @@ def route_rejected(
     migration rules: `migration_reasons` pairs each with the column of the record it saw."""
     from pyspark.sql import functions as F
 
-    reasons = ((NativeReasons(plan, marked=marks_errors(plan)), RECORD), *migration_reasons)
-    router = Router(sink, run_id, layout, reasons, copies=plan.copies)
+    router = _router(sink, run_id, layout, plan, migration_reasons)
     partitioned = with_partition(staged)
+    names = router.given_columns(partitioned.columns)
+    given = F.when(_fires(plan), F.struct(*[F.col(quote_name(name)).alias(name) for name in names]))
+    routed = _routing_udf(router)(F.col(PARTITION), given)
+    kept = partitioned.withColumn(ROUTED, routed).filter(~F.coalesce(F.col(ROUTED), F.lit(False)))
+    return kept.drop(ROUTED, PARTITION)
+
+
+def route_beside(staged: DataFrame, sink: DlqSink, run_id: str, layout: DlqLayout, plan: Plan) -> DataFrame:
+    """`route_rejected`'s result as the two branches of one query: the valid rows, which Spark alone
+    filters, and the rows to route, which alone reach Python, whose pass delivers their records and
+    yields no row. Each branch reads `staged`: only for one that reads twice safely
+    (contracts.engine.read_twice) and holds no Python pass of the plan's own."""
+    from pyspark.sql import functions as F
+
+    router = _router(sink, run_id, layout, plan, ())
+    partitioned = with_partition(staged)
+    names = router.given_columns(partitioned.columns)
+    routed = partitioned.filter(_fires(plan)).select(
+        F.col(PARTITION), *[F.col(quote_name(name)) for name in names]
+    )
+    delivered = routed.mapInArrow(router.deliver, staged.schema)
+    return staged.filter(F.col(STATUS).isNull()).union(delivered)
+
+
+def _router(
+    sink: DlqSink,
+    run_id: str,
+    layout: DlqLayout,
+    plan: Plan,
+    migration_reasons: tuple[tuple[NativeReasons, str], ...],
+) -> Router:
+    reasons = ((NativeReasons(plan, marked=marks_errors(plan)), RECORD), *migration_reasons)
+    return Router(sink, run_id, layout, reasons, copies=plan.copies)
+
+
+def _fires(plan: Plan) -> Column:
+    """True on a row to route: rejected, or given the outcome a copy action fires on."""
+    from pyspark.sql import functions as F
+
     fires = F.col(STATUS).isNotNull()
     for copy in plan.copies:
         fired = F.col(OUTCOME_PREFIX + str(copy.rule.index)) == F.lit(copy.passed)
         fires = fires | F.coalesce(fired, F.lit(False))
-    names = router.given_columns(partitioned.columns)
-    given = F.when(fires, F.struct(*[F.col(quote_name(name)).alias(name) for name in names]))
-    routed = _routing_udf(router)(F.col(PARTITION), given)
-    kept = partitioned.withColumn(ROUTED, routed).filter(~F.coalesce(F.col(ROUTED), F.lit(False)))
-    return kept.drop(ROUTED, PARTITION)
+    return fires
 
 
 def _routing_udf(router: Router) -> Any:
@@ -147,6 +181,13 @@ class Router:
                 if pc.any(rejected).as_py():
                     batch = batch.filter(pc.invert(rejected))
                 yield batch
+
+    def deliver(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Over the rows to route alone (with PARTITION): their records written, no row yielded
+        (`route_beside`'s pass, whose valid rows come from the other branch)."""
+        for _ in self(batches):
+            pass
+        yield from ()
 
     def route_given(self, batches: Iterator[tuple[pa.Array, pa.Array]]) -> Iterator[pa.Array]:
         """Over `route_rejected`'s UDF input (each row's input partition, and the struct of the

@@ -1,0 +1,39 @@
+"""Whether a DataFrame may be read twice in one query, as a rule pass whose rejected rows reach
+Python in a branch of their own reads it (docs/semantics.md §7.5).
+
+Reading twice is safe when both reads give the same rows and nothing happens as a side effect: the
+plan holds no Python node (a contract's own DLQ routing, or any UDF, which may deliver or count
+something each time it runs) and no function whose value changes from one read to the next. Told
+from the plan Spark prints (the DataFrame API has nothing else on Spark Connect), conservatively:
+any name that may be one of those makes the answer no, and the caller then reads once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+_PYTHON_NODE = re.compile(r"Python|Pandas|InArrow|\bUDF\b|UDTF")
+"""Python nodes of a physical plan (ArrowEvalPython, BatchEvalPython, MapInArrow, MapInPandas,
+FlatMapGroupsInPandas, ...) and JVM UDFs as Spark prints them."""
+_CHANGING = re.compile(
+    r"\b(?:rand|randn|random|uuid|shuffle|monotonically_increasing_id|spark_partition_id)\(", re.IGNORECASE
+)
+"""Functions whose value differs between two reads of one query (the current time does not: Spark
+fixes it once per query)."""
+
+
+def reads_twice_safely(df: DataFrame) -> bool:
+    """Whether `df` gives the same rows on two reads in one query, with no side effect either time."""
+    if df.isStreaming:
+        return False
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        df.explain()
+    plan = printed.getvalue()
+    return _PYTHON_NODE.search(plan) is None and _CHANGING.search(plan) is None
