@@ -1,9 +1,12 @@
-"""Routing rejected rows to their dead-letter topics in the same scan that yields the valid rows.
+"""Routing rejected rows to their dead-letter topics in the same job that yields the valid rows.
 
-The rows to route (rejected ones, and those a copy action fires on) reach one Arrow UDF, the
-parts of their DLQ records in a struct; every other row reaches it as a null, so a valid row
-never crosses to Python whole. Each input partition opens one sink writer named by the run id
-(chosen on the driver) and the partitions, writes its records, and commits when its input is
+The rows to route (rejected ones, and those a copy action fires on) reach Python in one of two
+ways. `route_beside`: a branch of their own, unioned with the valid rows, which Spark filters
+alone, so a valid row never reaches Python (when the input reads twice safely, the caller says).
+`route_rejected`: one Arrow UDF in the scan that yields the valid rows, given the parts of their
+DLQ records in a struct; every other row reaches it as a null, so a valid row never crosses to
+Python whole. Each input partition opens one sink writer named by the run id (chosen on the
+driver) and the partitions, writes its records a batch at a time, and commits when its input is
 exhausted — so a retried or re-executed task rewrites the same DLQ output instead of duplicating
 it, and an undelivered record fails the task (docs/semantics.md §7.5, §9.4). A Python pass that
 sets statuses itself (the decode pass) chains the same Router over its own batches.
