@@ -31,13 +31,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from actions.dlq import frame
 from actions.dlq.sink import DlqBatch, DlqError, DlqRecord, DlqWriter, in_run, is_run_id, validate_topic
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
     from contracts.formats.protocol import ParsedSchema
@@ -359,7 +357,11 @@ def _record_lines(
     headers: list[str],
 ) -> str:
     """The records' lines, numbered from `first_offset`: what `json.dumps` writes for each record's
-    fields (compact), `headers` already JSON; built column by column in Arrow."""
+    fields (compact), `headers` already JSON; built column by column in Arrow (imported here:
+    reading a topic, as `spark-contracts dlq show` does, needs neither Arrow nor Spark)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     offsets = pa.array(range(first_offset, first_offset + len(keys)), pa.int64()).cast(pa.string())
     joined = pc.binary_join_element_wise(
         '{"offset":',
@@ -378,6 +380,9 @@ def _record_lines(
 
 def _b64_json_column(data: list[bytes | None]) -> pa.Array:
     """Each value as a JSON string of its base64, null as `null`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     encoded = pa.array(
         [None if value is None else binascii.b2a_base64(value, newline=False) for value in data], pa.binary()
     )

@@ -10,11 +10,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
-from contracts.formats.protocol import RendersDlqValues
-
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from contracts.formats.protocol import SchemaFormat
 
 RULE_NAME = "__rule.name"
@@ -41,7 +39,12 @@ class RecordValues:
 
     def __call__(self, column: pa.Array) -> list[bytes | None]:
         """The values of a struct column's records (None for a null struct): rendered at once where
-        the format can (nothing to redact), else record by record."""
+        the format can (nothing to redact), else record by record. (Imports on a worker only:
+        reading DLQ records, as `spark-contracts dlq show` does, needs neither Arrow nor formats.)"""
+        import pyarrow as pa
+
+        from contracts.formats.protocol import RendersDlqValues
+
         if self.redact is None and isinstance(self.schema_format, RendersDlqValues):
             rendered = self.schema_format.render_dlq_values(column, self.parsed)
             if rendered is not None:
