@@ -444,11 +444,13 @@ class Pipelines:
 
 
 def _routes_beside(plan: Plan, df: DataFrame, gatherer: Gatherer | None) -> bool:
-    """Whether `plan` on `df` routes its rejected rows in a branch of their own: every rule runs as
-    Spark expressions (no Python pass to run twice), the counts are not observed in the query (an
-    observation in both branches would count twice) and `df` reads twice safely."""
+    """Whether `plan` on `df` routes its rejected rows in a branch of their own: it routes rows at
+    all, every rule runs as Spark expressions (no Python pass to run twice), the counts are not
+    observed in the query (an observation in both branches would count twice) and `df` reads twice
+    safely (asked last: it plans `df`)."""
+    routes = plan.can_reject or bool(plan.copies)
     counted_apart = gatherer is None or isinstance(gatherer, CountOnDemand)
-    return plan.all_native and counted_apart and reads_twice_safely(df)
+    return routes and plan.all_native and counted_apart and reads_twice_safely(df)
 
 
 def _output(
