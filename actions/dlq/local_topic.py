@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import functools
 import json
 import os
 import re
@@ -161,7 +162,7 @@ class _TopicFile:
 
     temporary: str
     final: str
-    handle: IO[str]
+    handle: IO[bytes]
     offset: int = 0
 
 
@@ -190,32 +191,36 @@ class LocalTopicWriter(DlqWriter):
         topics = batch.topics
         rows = range(len(batch))
         by_topic = {topics[0]: rows} if len(set(topics)) == 1 else _rows_by_topic(topics)
-        # The records of one rule share their headers: each distinct list is encoded once.
-        encoded: dict[int, str] = {}
         for topic, chosen in by_topic.items():
             file = self._files.get(topic) or self._start(topic)
-            keys = [batch.keys[i] for i in chosen]
-            values = [batch.values[i] for i in chosen]
-            headers = [
-                encoded.get(id(batch.headers[i])) or self._encoded_headers(batch.headers[i], encoded)
-                for i in chosen
-            ]
+            every = chosen is rows
+            keys = batch.keys if every else [batch.keys[i] for i in chosen]
+            values = batch.values if every else [batch.values[i] for i in chosen]
+            headers = batch.headers if every else [batch.headers[i] for i in chosen]
             try:
-                file.handle.write(_record_lines(file.offset, batch.timestamp_ms, keys, values, headers))
+                file.handle.write(
+                    _record_lines(file.offset, batch.timestamp_ms, keys, values, self._header_texts(headers))
+                )
             except OSError as e:
                 raise DlqError(
                     f"cannot write a DLQ record: {e}", topic=topic, writer_id=self.writer_id
                 ) from e
             file.offset += len(keys)
 
-    def _encoded_headers(self, headers: tuple[tuple[str, bytes | None], ...], encoded: dict[int, str]) -> str:
+    def _header_texts(self, headers: Sequence[tuple[tuple[str, bytes | None], ...]]) -> list[str]:
+        """Each record's headers as JSON: the records of one rule share their list, so each distinct
+        list (told by identity, then from this writer's cache by value) is encoded once."""
+        distinct = dict(zip(map(id, headers), headers, strict=True))
+        texts = {key: self._encoded_headers(listed) for key, listed in distinct.items()}
+        return list(map(texts.__getitem__, map(id, headers)))
+
+    def _encoded_headers(self, headers: tuple[tuple[str, bytes | None], ...]) -> str:
         """`headers` as JSON, from this writer's cache of distinct lists when there."""
         text = self._headers.get(headers)
         if text is None:
             text = _encode_headers(headers)
             if len(self._headers) < _HEADER_CACHE:
                 self._headers[headers] = text
-        encoded[id(headers)] = text
         return text
 
     def commit(self) -> None:
@@ -277,7 +282,7 @@ class LocalTopicWriter(DlqWriter):
         try:
             os.makedirs(directory, exist_ok=True)
             temporary = os.path.join(directory, f".{self.writer_id}.{uuid.uuid4().hex}.tmp")
-            handle = open(temporary, "x", encoding="utf-8")  # noqa: SIM115 - closed on commit or abort
+            handle = open(temporary, "xb")  # noqa: SIM115 - closed on commit or abort
         except OSError as e:
             raise DlqError(f"cannot open a DLQ file: {e}", topic=topic, writer_id=self.writer_id) from e
         file = _TopicFile(temporary, os.path.join(directory, self._name), handle)
@@ -352,42 +357,56 @@ def replace_durably(path: str, text: str) -> None:
 def _record_lines(
     first_offset: int,
     timestamp_ms: int,
-    keys: list[bytes | None],
-    values: list[bytes | None],
+    keys: Sequence[bytes | None],
+    values: Sequence[bytes | None],
     headers: list[str],
-) -> str:
+) -> bytes:
     """The records' lines, numbered from `first_offset`: what `json.dumps` writes for each record's
-    fields (compact), `headers` already JSON; built column by column in Arrow (imported here:
-    reading a topic, as `spark-contracts dlq show` does, needs neither Arrow nor Spark)."""
+    fields (compact, so ASCII), `headers` already JSON; built column by column in Arrow and joined
+    there (imported here: reading a topic, as `spark-contracts dlq show` does, needs neither Arrow
+    nor Spark)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    offsets = pa.array(range(first_offset, first_offset + len(keys)), pa.int64()).cast(pa.string())
+    count = len(keys)
+    offsets = pc.add(pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), count)), first_offset - 1)
     joined = pc.binary_join_element_wise(
-        '{"offset":',
-        offsets,
-        f',"timestamp_ms":{timestamp_ms:d},"key":',
+        b'{"offset":',
+        offsets.cast(pa.string()).cast(pa.binary()),
+        f',"timestamp_ms":{timestamp_ms:d},"key":'.encode("ascii"),
         _b64_json_column(keys),
-        ',"value":',
+        b',"value":',
         _b64_json_column(values),
-        ',"headers":',
-        pa.array(headers, pa.string()),
-        "}\n",
-        "",
+        b',"headers":',
+        pa.array(headers, pa.string()).cast(pa.binary()),
+        b"}\n",
+        b"",
     )
-    return "".join(joined.to_pylist())
+    return _concatenated(joined)
 
 
-def _b64_json_column(data: list[bytes | None]) -> pa.Array:
+def _concatenated(array: pa.Array) -> bytes:
+    """The values of a binary array without nulls, one after another: the span of its data buffer
+    its offsets bound, copied once."""
+    _, offsets, data = array.buffers()
+    bounds = memoryview(offsets).cast("i")
+    return bytes(memoryview(data)[bounds[array.offset] : bounds[array.offset + len(array)]])
+
+
+def _b64_json_column(data: Sequence[bytes | None]) -> pa.Array:
     """Each value as a JSON string of its base64, null as `null`."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    encoded = pa.array(
-        [None if value is None else binascii.b2a_base64(value, newline=False) for value in data], pa.binary()
-    )
+    if None in data:
+        encoded = pa.array([None if value is None else _b64_bytes(value) for value in data], pa.binary())
+    else:
+        encoded = pa.array(list(map(_b64_bytes, data)), pa.binary())
     quoted = pc.binary_join_element_wise(b'"', encoded, b'"', b"")
-    return pc.fill_null(quoted, b"null").cast(pa.string())
+    return pc.fill_null(quoted, b"null")
+
+
+_b64_bytes = functools.partial(binascii.b2a_base64, newline=False)
 
 
 def _rows_by_topic(topics: Sequence[str]) -> dict[str, list[int]]:
@@ -437,7 +456,7 @@ def _subdirectories(root: str) -> list[str]:
     return [entry.name for entry in entries if entry.is_dir() and not entry.name.startswith(".")]
 
 
-def _close_durably(handle: IO[str]) -> None:
+def _close_durably(handle: IO[bytes]) -> None:
     handle.flush()
     os.fsync(handle.fileno())
     handle.close()

@@ -269,17 +269,20 @@ class Router:
         layout = self.layout
         incoming = _column(rejected, layout.headers_column)
         sources = _column(rejected, layout.topic_column)
-        # The rows a rule rejects with one status from one topic share their rule headers.
-        shared: dict[tuple[int, Any], tuple[tuple[str, bytes | None], ...]] = {}
-        headers: list[tuple[tuple[str, bytes | None], ...]] = []
-        for status, source, arrived in zip(statuses, sources, incoming, strict=True):
-            rule = shared.get((id(status), source))
-            if rule is None:
-                rule = shared[(id(status), source)] = tuple(rule_headers(status, source))
-            headers.append((*incoming_headers(arrived), *rule) if arrived else rule)
+        # The rows a rule rejects with one status from one topic share their rule headers, made
+        # once per distinct (status, topic); statuses equal in value are one dict (status_values).
+        groups = list(zip(map(id, statuses), sources, strict=True))
+        firsts = dict(zip(groups, zip(statuses, sources, strict=True), strict=True))
+        shared = {group: tuple(rule_headers(status, source)) for group, (status, source) in firsts.items()}
+        headers = list(map(shared.__getitem__, groups))
+        if any(incoming):
+            headers = [
+                (*incoming_headers(arrived), *rule) if arrived else rule
+                for arrived, rule in zip(incoming, headers, strict=True)
+            ]
         return DlqBatch(
             topics=[status["topic"] for status in statuses],
-            keys=[as_bytes(key) for key in _column(rejected, layout.key_column)],
+            keys=_key_bytes(rejected, layout.key_column),
             values=self._values(rejected),
             headers=headers,
             timestamp_ms=int(time.time() * 1000),
@@ -305,6 +308,17 @@ def _writer_id(run_id: str, stage: str | None, input_partition: int) -> str:
     partition = task.partitionId() if task is not None else 0
     batch_id = task.getLocalProperty(STREAMING_BATCH_ID) if task is not None else None
     return writer_id(run_id, partition, batch_id=batch_id, stage=stage, input_partition=input_partition)
+
+
+def _key_bytes(batch: pa.RecordBatch, name: str | None) -> list[bytes | None]:
+    """The key column's values as bytes (a string key as its UTF-8, any other value as its text)."""
+    keys = _column(batch, name)
+    if name is None or name not in batch.schema.names:
+        return keys
+    kind = batch.column(name).type
+    if pa.types.is_binary(kind) or pa.types.is_string(kind):
+        return keys
+    return [as_bytes(key) for key in keys]
 
 
 def _column(batch: pa.RecordBatch, name: str | None) -> list[Any]:
