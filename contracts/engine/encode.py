@@ -175,12 +175,14 @@ def encode_frames(
     prefix: bytes,
     schema_format: SchemaFormat,
     rows: list[bool] | None = None,
+    numbering: tuple[int, list[int]] | None = None,
 ) -> list[bytes | None]:
     """The frames of the records in `batch`'s RECORD column (only at `rows`, when given; None
-    elsewhere and for a null record), the partition's first `rows_before` rows already encoded;
-    a record that cannot be read or encoded fails the job naming it."""
+    elsewhere and for a null record), the partition's first `rows_before` rows already encoded
+    (or the rows numbered as `numbering` says: `positions.refuse_unread`); a record that cannot
+    be read or encoded fails the job naming it."""
     read = schema_format.read_struct(batch.column(RECORD), schema, tagged=True)
-    refuse_unread(batch, rows_before, read.unreadable, None, None, f"encoded with {schema_name}")
+    refuse_unread(batch, rows_before, read.unreadable, None, None, f"encoded with {schema_name}", numbering)
     frames: list[bytes | None] = []
     for i, record in enumerate(read.records):
         if record is None or (rows is not None and not rows[i]):

@@ -35,7 +35,9 @@ import pyarrow as pa
 
 from contracts.engine import decode, encode, id_headers, positions, python_decode_udf
 from contracts.engine.columns import RECORD
+from contracts.engine.read_twice import reads_twice_safely
 from contracts.engine.routing import Router, with_partition
+from contracts.engine.suspect_frames import SuspectFrames, encode_beside
 from contracts.errors import ContractError
 from contracts.formats.avro.sizes import size_check
 from contracts.formats.avro.types import PRIMITIVES as _PRIMITIVES
@@ -423,10 +425,12 @@ def to_avro_encode(
 ) -> DataFrame | None:
     """`encode.encode`'s result, the bodies written by `to_avro` when it writes fastavro's bytes (the
     schema passes `encode_inexact_reason`, no Kafka headers to rewrite), else None (the Python
-    encode pass runs); a record fastavro would refuse (a
-    null where the schema has none, a string that is not UTF-8) is encoded by fastavro, failing the
-    job with the fastavro path's message. Payload encoding rules then run in a pass over the bodies
-    alone (`encode.encode` with `bodies`), the records never crossing to Python."""
+    encode pass runs); a record fastavro may refuse (a null where the schema has none, a string
+    that is not UTF-8) is encoded by fastavro, failing the job with the fastavro path's message
+    when it does: in a branch of its own when the input reads twice safely
+    (contracts.engine.suspect_frames), else in an Arrow UDF over the rows. Payload encoding rules
+    then run in a pass over the bodies alone (`encode.encode` with `bodies`), the records never
+    crossing to Python."""
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import to_avro
 
@@ -445,9 +449,14 @@ def to_avro_encode(
     record = F.col(RECORD)
     suspect = F.coalesce(_unwritable(record, schema, named), F.lit(False))
     where = [F.col(f"`{n}`") for n in positions.ENCODE_POSITION if n in staged.columns]
+    written = F.concat(F.lit(prefix), to_avro(record, avro_json))
+    if not encodes_payload and reads_twice_safely(staged):
+        names = tuple(output.fieldNames())
+        frames = SuspectFrames(schema, describe(schema_ref), prefix, schema_format, names)
+        return encode_beside(staged, record.isNotNull() & suspect, written, output, frames)
     rows = F.when(suspect, F.struct(record.alias(RECORD), *where))
     by_python = _fastavro_frames_udf(schema, describe(schema_ref), prefix, schema_format)(rows)
-    value = F.when(suspect, by_python).otherwise(F.concat(F.lit(prefix), to_avro(record, avro_json)))
+    value = F.when(suspect, by_python).otherwise(written)
     if encodes_payload:
         written = staged.withColumn(BODIES, value).drop(RECORD)
         return encode.encode(written, schema, schema_ref, output, schema_format, None, payload, BODIES)

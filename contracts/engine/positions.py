@@ -39,11 +39,13 @@ def refuse_unread(
     statuses: list[dict[str, Any] | None] | None,
     failures: list[str | None] | None,
     doing: str,
+    numbering: tuple[int, list[int]] | None = None,
 ) -> None:
     """Fail the job on the first record that could not be read (a string that is not UTF-8) and
     that no rule routed elsewhere or failed (`statuses` and `failures` None: no rule ran), naming
     it by its Kafka columns and its row: Avro strings are UTF-8, so it cannot go on as it is, and
-    no policy routes it."""
+    no policy routes it. The row is the task's `rows_before + i`, or, for a batch of rows picked
+    out of their partition, as `numbering` says (that partition, each row's number in it)."""
     from pyspark import TaskContext
 
     pending = [
@@ -54,9 +56,12 @@ def refuse_unread(
     if not pending:
         return
     row = pending[0]
-    task = TaskContext.get()
-    partition = task.partitionId() if task is not None else 0
+    if numbering is None:
+        task = TaskContext.get()
+        partition, number = (task.partitionId() if task is not None else 0), rows_before + row
+    else:
+        partition, number = numbering[0], numbering[1][row]
     raise SerializationError(
-        f"the record{row_position(batch, row, ENCODE_POSITION)} (row {rows_before + row} of Spark partition"
+        f"the record{row_position(batch, row, ENCODE_POSITION)} (row {number} of Spark partition"
         f" {partition}) cannot be {doing}: {unreadable[row]}"
     )

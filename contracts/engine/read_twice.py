@@ -26,6 +26,8 @@ _CHANGING = re.compile(
 )
 """Functions whose value differs between two reads of one query (the current time does not: Spark
 fixes it once per query)."""
+_OBSERVED = re.compile(r"\bCollectMetrics\b")
+"""An observation (`DataFrame.observe`, a contract's counts), which would count each row twice."""
 
 
 def reads_twice_safely(df: DataFrame) -> bool:
@@ -36,4 +38,4 @@ def reads_twice_safely(df: DataFrame) -> bool:
     with contextlib.redirect_stdout(printed):
         df.explain()
     plan = printed.getvalue()
-    return _PYTHON_NODE.search(plan) is None and _CHANGING.search(plan) is None
+    return not any(pattern.search(plan) for pattern in (_PYTHON_NODE, _CHANGING, _OBSERVED))

@@ -83,6 +83,13 @@ def _doubled(name: str) -> Any:
     return F.udf(lambda x: x * 2, "long")(F.col(name)).alias("doubled")
 
 
+def _observed(df: Any) -> Any:
+    """`df` with an observation, which a second read would count again."""
+    from pyspark.sql import functions as F
+
+    return df.observe("seen", F.count(F.lit(1)).alias("rows"))
+
+
 @pytest.mark.parametrize(
     ("build", "safe"),
     [
@@ -96,6 +103,7 @@ def _doubled(name: str) -> Any:
         (lambda spark: spark.range(3).selectExpr("shuffle(array(1, 2)) AS s"), False),
         (lambda spark: spark.range(3).selectExpr("spark_partition_id() AS p"), False),
         (lambda spark: spark.range(3).mapInArrow(lambda batches: batches, "id long"), False),
+        (lambda spark: _observed(spark.range(3)), False),
         (lambda spark: spark.range(3).select(_doubled("id")), False),
     ],
 )
