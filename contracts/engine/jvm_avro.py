@@ -35,9 +35,8 @@ import pyarrow as pa
 
 from contracts.engine import decode, encode, id_headers, positions, python_decode_udf
 from contracts.engine.columns import RECORD
-from contracts.engine.read_twice import reads_twice_safely
 from contracts.engine.routing import Router, with_partition
-from contracts.engine.suspect_frames import SuspectFrames, encode_beside
+from contracts.engine.suspect_frames import SuspectFrames, encode_beside, numbers_rows_in_tasks
 from contracts.errors import ContractError
 from contracts.formats.avro.sizes import size_check
 from contracts.formats.avro.types import PRIMITIVES as _PRIMITIVES
@@ -450,7 +449,7 @@ def to_avro_encode(
     suspect = F.coalesce(_unwritable(record, schema, named), F.lit(False))
     where = [F.col(f"`{n}`") for n in positions.ENCODE_POSITION if n in staged.columns]
     written = F.concat(F.lit(prefix), to_avro(record, avro_json))
-    if not encodes_payload and reads_twice_safely(staged):
+    if not encodes_payload and numbers_rows_in_tasks(staged):
         names = tuple(output.fieldNames())
         frames = SuspectFrames(schema, describe(schema_ref), prefix, schema_format, names)
         return encode_beside(staged, record.isNotNull() & suspect, written, output, frames)

@@ -30,12 +30,18 @@ _OBSERVED = re.compile(r"\bCollectMetrics\b")
 """An observation (`DataFrame.observe`, a contract's counts), which would count each row twice."""
 
 
-def reads_twice_safely(df: DataFrame) -> bool:
-    """Whether `df` gives the same rows on two reads in one query, with no side effect either time."""
-    if df.isStreaming:
-        return False
+def physical_plan(df: DataFrame) -> str:
+    """The physical plan Spark prints for `df`."""
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         df.explain()
-    plan = printed.getvalue()
-    return not any(pattern.search(plan) for pattern in (_PYTHON_NODE, _CHANGING, _OBSERVED))
+    return printed.getvalue()
+
+
+def reads_twice_safely(df: DataFrame, plan: str | None = None) -> bool:
+    """Whether `df` gives the same rows on two reads in one query, with no side effect either time
+    (`plan`: its `physical_plan`, when the caller has it)."""
+    if df.isStreaming:
+        return False
+    printed = physical_plan(df) if plan is None else plan
+    return not any(pattern.search(printed) for pattern in (_PYTHON_NODE, _CHANGING, _OBSERVED))

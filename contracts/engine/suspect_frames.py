@@ -7,7 +7,8 @@ record fastavro refuses, failing the job; fastavro writes a few (a null boolean,
 the input reads twice safely (contracts.engine.read_twice), the query is two branches joined by a
 union: the other rows, encoded by `to_avro` alone, and the suspects, each numbered by its Spark
 partition and row before it is picked out, so a failure names the row the one-pass UDF would
-name. A suspect fastavro writes comes after the other rows, from a partition of its own.
+name (rows the driver holds, which Spark numbers on the driver, keep the one-pass UDF). A suspect
+fastavro writes comes after the other rows, from a partition of its own.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pyarrow as pa
 
 from contracts.engine import encode, positions
 from contracts.engine.columns import PARTITION, RECORD, quote_name
+from contracts.engine.read_twice import physical_plan, reads_twice_safely
 from contracts.formats.protocol import SchemaFormat
 
 if TYPE_CHECKING:
@@ -30,6 +32,16 @@ ROW = "__contract_row"
 """A suspect's row number in its Spark partition, counted before the suspects are picked out."""
 _ROW_BITS = (1 << 33) - 1
 """`monotonically_increasing_id` keeps a row's number in its partition in its lower 33 bits."""
+
+
+def numbers_rows_in_tasks(df: DataFrame) -> bool:
+    """Whether the suspects of `df` may be picked out in a branch of their own: it reads twice
+    safely, and its rows are not held by the driver (Spark evaluates a projection of those on the
+    driver, numbering every row as partition 0, before tasks split them)."""
+    if df.isStreaming:
+        return False
+    plan = physical_plan(df)
+    return "LocalTableScan" not in plan and reads_twice_safely(df, plan)
 
 
 @dataclass(frozen=True)

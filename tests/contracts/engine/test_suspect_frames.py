@@ -48,7 +48,8 @@ def _rows(spark: Any, name: Any = None, on: Any = None, local: bool = False) -> 
     Spark may number on the driver); `name` and `on` replace those columns."""
     from pyspark.sql import functions as F
 
-    ids = spark.createDataFrame([(i,) for i in range(20)], "id long")
+    values = ", ".join(f"({i}L)" for i in range(20))
+    ids = spark.sql(f"SELECT id FROM VALUES {values} AS rows(id)")
     source = ids if local else spark.range(0, 20, 1, 2)
     df = source.select(
         F.col("id"),
@@ -117,4 +118,13 @@ def test_an_input_that_does_not_read_twice_safely_is_encoded_in_one_pass(spark: 
     jvm = _serialized(spark, build, "jvm")
     plan = _plan(jvm)
     assert "ArrowEvalPython" in plan and "SuspectFrames" not in plan, plan
+    assert len(_frames(jvm)) == 20
+
+
+def test_rows_the_driver_holds_are_encoded_in_one_pass(spark: Any) -> None:
+    """Spark may number a projection of driver-held rows on the driver, all as partition 0: those
+    keep the one-pass UDF, which numbers them in their tasks."""
+    jvm = _serialized(spark, lambda spark: _rows(spark, local=True), "jvm")
+    plan = _plan(jvm)
+    assert "SuspectFrames" not in plan, plan
     assert len(_frames(jvm)) == 20
