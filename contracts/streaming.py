@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from contracts.engine.read_twice import read_once
 from contracts.errors import ContractError
 
 if TYPE_CHECKING:
@@ -63,5 +64,6 @@ class MicroBatchWriter:
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         """Enforce the contract on one micro-batch and write its valid rows."""
         contract = self.contract._with_run_id(f"{self.name}-b{batch_id}")
-        valid = getattr(contract, self.apply)(batch, **dict(self.options))
+        with read_once():
+            valid = getattr(contract, self.apply)(batch, **dict(self.options))
         self.write_valid(valid, batch_id)

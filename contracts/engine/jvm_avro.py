@@ -1,7 +1,7 @@
 """Avro bodies decoded and encoded in the JVM by spark-avro (`from_avro`, `to_avro`), where they
 give exactly what the fastavro passes of `decode` and `encode` give (docs/semantics.md §8.10).
 
-Decoding scans the frames once and sends no whole row to Python: a frame whose V0 id or V1 GUID
+Decoding sends no whole row to Python: a frame whose V0 id or V1 GUID
 names a writer this module can read in the JVM (the target, or a writer migrated natively) and
 whose row has no schema id header is decoded by `from_avro`; a tombstone gets its status natively;
 every other frame (an unknown or late-registered id, a header, a writer migrated in Python or one
@@ -11,7 +11,9 @@ body it cannot read, and reads some bodies fastavro refuses (strings that are no
 times Python cannot hold): those rows, found by Spark expressions, go to the same UDF, whose
 Python decoder's reason (or success: a record of nulls) then decides. The UDF routes the rows it
 rejects in the same task, so the decode policy and the DLQ reasons are the ones of the fastavro
-path, byte for byte.
+path, byte for byte. When the input reads twice safely, the rows the UDF must see are picked out
+in a branch of their own and the others never reach it (`python_decode_udf.decode_beside`);
+otherwise one scan gives the UDF every row, those it need not see as nulls.
 
 Encoding (`to_avro`) is exact where spark-avro writes the bytes fastavro writes for every record
 of the schema: records without unions of several branches, enums, fixed, maps or logical types
@@ -35,6 +37,7 @@ import pyarrow as pa
 
 from contracts.engine import decode, encode, id_headers, positions, python_decode_udf
 from contracts.engine.columns import RECORD
+from contracts.engine.read_twice import reads_twice_safely
 from contracts.engine.routing import Router, with_partition
 from contracts.engine.suspect_frames import SuspectFrames, encode_beside, numbers_rows_in_tasks
 from contracts.errors import ContractError
@@ -306,10 +309,11 @@ class JvmDecode:
         return cls(tuple(chosen), fallbacks) if chosen else None
 
     def decode(self, df: DataFrame, decoder: decode.Decoder, router: Router, keep_value: bool) -> DataFrame:
-        """`decode.decode`'s result in one scan of `df`, no row crossing to Python whole: `from_avro`
-        reads the JVM writers' frames; the other frames, and the JVM's suspect records, go to the
-        Python decoder (contracts.engine.python_decode_udf), which routes the rows it rejects through
-        `router` in the same task, as the fastavro pass does."""
+        """`decode.decode`'s result for `df`, no row crossing to Python whole: `from_avro` reads the
+        JVM writers' frames; the other frames, and the JVM's suspect records, go to the Python
+        decoder (contracts.engine.python_decode_udf), which routes the rows it rejects through
+        `router` in the same task, as the fastavro pass does: in a branch of their own when `df`
+        reads twice safely, else in the one scan."""
         from pyspark.sql import functions as F
 
         value = F.col(f"`{decoder.value_column}`")
@@ -336,7 +340,8 @@ class JvmDecode:
         by_python = value.isNotNull() & ~jvm_row
         kept = [name for name in df.columns if keep_value or name != decoder.value_column]
         by_jvm_values = {name: F.col(name) for name in reads}
-        return python_decode_udf.decode_rest(staged, decoder, router, by_python, suspect, by_jvm_values, kept)
+        rest = python_decode_udf.decode_beside if reads_twice_safely(df) else python_decode_udf.decode_rest
+        return rest(staged, decoder, router, by_python, suspect, by_jvm_values, kept)
 
     @staticmethod
     def _matches(value: Column, writer: _JvmWriter) -> Column:
@@ -354,7 +359,9 @@ class JvmDecode:
 
         body = F.when(F.substring(value, 1, 1) == F.lit(b"\x00"), F.substring(value, 6, _MAX_LENGTH))
         body = body.otherwise(F.substring(value, 18, _MAX_LENGTH))
-        return from_avro(body, writer.avro_json, _PERMISSIVE)
+        # A nondeterministic guard keeps each record in the projection that reads it: without it,
+        # a filter on the record is pushed below and reads the body once per field it names.
+        return F.when(F.spark_partition_id() >= F.lit(0), from_avro(body, writer.avro_json, _PERMISSIVE))
 
 
 def _uuid(guid: str) -> Any:

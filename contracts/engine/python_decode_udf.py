@@ -3,10 +3,11 @@
 `from_avro` reads most frames. The others (a frame of an unknown or late-registered id, one named
 by a schema id header, one of a writer migrated in Python or read inexactly in the JVM) are
 decoded here, and the JVM's suspect records (a record of nulls, a value Python refuses) are judged
-here. Only those rows cross to the Python worker; every other row reaches it as a null, not as a
-whole row as in a `mapInArrow` pass. The rows it rejects go to their DLQ topics through the decode
-stage's Router in the same task, as the fastavro pass sends them, and leave marked ROUTED for a
-native filter to drop.
+here. Only those rows cross to the Python worker: picked out in a branch of their own when the
+input reads twice safely (`decode_beside`), else in the one scan, where every other row reaches it
+as a null, not as a whole row as in a `mapInArrow` pass. The rows it rejects go to their DLQ
+topics through the decode stage's Router in the same task, as the fastavro pass sends them, and
+leave marked ROUTED for a native filter to drop.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from contracts.engine.columns import (
     STATUS,
     failed_batch,
     failure_field,
+    quote_name,
     raise_failures,
     status_literal,
     status_type,
@@ -233,6 +235,35 @@ def decode_rest(
         {STATUS: F.when(value.isNull(), status_literal(decoder.tombstone_status)), FAILURE: decoded[FAILURE]}
     )
     return raise_failures(out).select(*[F.col(f"`{name}`") for name in [*columns, *writers, RECORD, STATUS]])
+
+
+def decode_beside(
+    staged: DataFrame,
+    decoder: decode.Decoder,
+    router: Router,
+    by_python: Column,
+    suspect: Column,
+    by_jvm: Mapping[str, Column],
+    columns: list[str],
+) -> DataFrame:
+    """`decode_rest`'s result in two branches joined by a union, for an input that reads twice
+    safely: the rows the JVM decoded and no one must judge never cross to Python; the others
+    (`by_python`, `suspect`) are picked out and given to `decode_rest` alone."""
+    from pyspark.sql import functions as F
+
+    spark_type = decoded_type(decoder)
+    writers = [decode.writer_column(v) for v in decoder.native_types]
+    value = F.col(quote_name(decoder.value_column))
+    given = by_python | suspect
+    nothing = {name: F.lit(None).cast(spark_type[name].dataType) for name in [*writers, RECORD]}
+    decoded = [by_jvm.get(name, nothing[name]).alias(name) for name in nothing]
+    by_jvm_alone = staged.filter(~given).select(
+        *[F.col(quote_name(name)) for name in columns],
+        *decoded,
+        F.when(value.isNull(), status_literal(decoder.tombstone_status)).alias(STATUS),
+    )
+    rest = decode_rest(staged.filter(given), decoder, router, by_python, suspect, by_jvm, columns)
+    return by_jvm_alone.unionByName(rest)
 
 
 def _given_columns(decoder: decode.Decoder, router: Router, columns: list[str]) -> list[str]:

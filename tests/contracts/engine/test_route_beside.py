@@ -13,7 +13,7 @@ import pytest
 
 from actions.dlq.local_topic import LocalTopicSink
 from contracts import DataContract, LocalRegistry, Schema
-from contracts.engine.read_twice import reads_twice_safely
+from contracts.engine.read_twice import read_once, reads_twice_safely
 
 
 def _plan(df: Any) -> str:
@@ -109,3 +109,11 @@ def _observed(df: Any) -> Any:
 )
 def test_what_reads_twice_safely(spark: Any, build: Any, safe: bool) -> None:
     assert reads_twice_safely(build(spark)) is safe
+
+
+def test_a_micro_batch_is_read_once(spark: Any) -> None:
+    """In `foreach_batch` a second read would fetch the micro-batch from its source again and the
+    query's progress would count its rows twice."""
+    with read_once():
+        assert reads_twice_safely(spark.range(3)) is False
+    assert reads_twice_safely(spark.range(3)) is True
