@@ -59,7 +59,7 @@ _PYTHON_ONLY_LOGICAL = frozenset({"uuid", "time-millis", "time-micros"})
 # The instants a Python datetime holds (years 1 to 9999), in microseconds from the epoch (UTC).
 _MIN_MICROS = -62135596800000000
 _MAX_MICROS = 253402300799999999
-_JVM_ROW = "_contract_jvm_row"
+_JVM_WRITER = "__contract_jvm_writer"
 BODIES = "__contract_body"
 """The bodies `to_avro` wrote, for the pass running payload encoding rules (`encode`)."""
 _available: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
@@ -317,27 +317,27 @@ class JvmDecode:
         from pyspark.sql import functions as F
 
         value = F.col(f"`{decoder.value_column}`")
-        matches = [self._matches(value, w) for w in self.writers]
-        by_jvm = F.lit(False)
-        for match in matches:
-            by_jvm = by_jvm | match
+        # Which JVM writer's prefix a frame has, found once per row (null: no JVM writer's frame,
+        # a frame named by a schema id header, or a tombstone).
+        index = F.when(self._matches(value, self.writers[0]), F.lit(0))
+        for i, w in enumerate(self.writers[1:], start=1):
+            index = index.when(self._matches(value, w), F.lit(i))
+        unnamed = value.isNotNull()
         if decoder.headers_column is not None:
             named = F.exists(
                 F.col(f"`{decoder.headers_column}`"), lambda h: h["key"] == F.lit(decoder.id_header)
             )
-            by_jvm = by_jvm & ~F.coalesce(named, F.lit(False))
-        by_jvm = F.coalesce(by_jvm & value.isNotNull(), F.lit(False))
-        jvm_row = F.col(_JVM_ROW)
+            unnamed = unnamed & ~F.coalesce(named, F.lit(False))
+        chosen = F.col(_JVM_WRITER)
         reads = {
-            w.column: F.when(jvm_row & match, self._read(value, w))
-            for w, match in zip(self.writers, matches, strict=True)
+            w.column: F.when(chosen == F.lit(i), self._read(value, w)) for i, w in enumerate(self.writers)
         }
-        staged = with_partition(df).withColumn(_JVM_ROW, by_jvm).withColumns(reads)
+        staged = with_partition(df).withColumn(_JVM_WRITER, F.when(unnamed, index)).withColumns(reads)
         suspect = F.lit(False)
-        for w, match in zip(self.writers, matches, strict=True):
-            suspect = F.when(match, _suspect(F.col(w.column), w.spark_type)).otherwise(suspect)
-        suspect = jvm_row & F.coalesce(suspect, F.lit(False))
-        by_python = value.isNotNull() & ~jvm_row
+        for i, w in enumerate(self.writers):
+            suspect = F.when(chosen == F.lit(i), _suspect(F.col(w.column), w.spark_type)).otherwise(suspect)
+        suspect = F.coalesce(suspect, F.lit(False))
+        by_python = value.isNotNull() & chosen.isNull()
         kept = [name for name in df.columns if keep_value or name != decoder.value_column]
         by_jvm_values = {name: F.col(name) for name in reads}
         rest = python_decode_udf.decode_beside if reads_twice_safely(df) else python_decode_udf.decode_rest
