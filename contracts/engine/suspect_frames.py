@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 ROW = "__contract_row"
 """A suspect's row number in its Spark partition, counted before the suspects are picked out."""
+_PICKED = "__contract_picked"
+"""True for a suspect, in the projection that numbers the rows."""
 _ROW_BITS = (1 << 33) - 1
 """`monotonically_increasing_id` keeps a row's number in its partition in its lower 33 bits."""
 
@@ -88,8 +90,14 @@ def encode_beside(
     )
     wanted = [RECORD, *positions.ENCODE_POSITION, *names]
     given = [name for name in dict.fromkeys(wanted) if name in staged.columns]
+    # The test is a column of the projection that numbers the rows, so Spark reads it from the
+    # input's columns and builds a record only for the rows picked out, not for every row.
     numbered = staged.withColumns(
-        {PARTITION: F.spark_partition_id(), ROW: F.monotonically_increasing_id().bitwiseAND(F.lit(_ROW_BITS))}
+        {
+            PARTITION: F.spark_partition_id(),
+            ROW: F.monotonically_increasing_id().bitwiseAND(F.lit(_ROW_BITS)),
+            _PICKED: suspect,
+        }
     )
-    picked = numbered.filter(suspect).select(*[F.col(quote_name(n)) for n in given], PARTITION, ROW)
+    picked = numbered.filter(F.col(_PICKED)).select(*[F.col(quote_name(n)) for n in given], PARTITION, ROW)
     return encoded.unionByName(picked.mapInArrow(frames, output))
