@@ -142,13 +142,14 @@ def check_record_columns(df: DataFrame, record_type: StructType, subject: str, v
     return [f.name for f in record_type.fields]
 
 
-def record_columns(df: DataFrame, record_type: StructType) -> dict[str, Column]:
-    """The record's fields as the DataFrame's columns, by name (after `check_record_columns`); a
-    mask the DataFrame leaves out is null (docs/semantics.md §1.5)."""
+def record_columns(df: DataFrame, record_type: StructType) -> dict[str, Column | str]:
+    """The record's fields as the DataFrame's columns, by name (after `check_record_columns`): the
+    column's quoted name, or a null for a mask the DataFrame leaves out (docs/semantics.md §1.5)."""
     from pyspark.sql import functions as F
 
+    present = set(df.columns)
     return {
-        f.name: F.col(quote_name(f.name)) if f.name in df.columns else F.lit(None).cast(f.dataType)
+        f.name: quote_name(f.name) if f.name in present else F.lit(None).cast(f.dataType)
         for f in record_type.fields
     }
 

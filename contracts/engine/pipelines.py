@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,7 +27,7 @@ from contracts.engine import (
     runner,
     tombstones,
 )
-from contracts.engine.columns import ORIGINAL, RECORD, STATUS, WARNINGS
+from contracts.engine.columns import ORIGINAL, RECORD, STATUS, WARNINGS, quote_name
 from contracts.engine.counts import CollectMetrics, Counting, CountOnDemand, Gatherer, counting
 from contracts.engine.encoding_rules import PayloadRules
 from contracts.engine.native_migration import NativeMigration
@@ -366,7 +366,7 @@ class Pipelines:
         plan: Plan,
         df: DataFrame,
         run: Run,
-        columns: list[Column],
+        columns: Sequence[Column | str],
         absent: str | None = None,
         warn: bool = False,
     ) -> Counted:
@@ -454,7 +454,11 @@ def _routes_beside(plan: Plan, df: DataFrame, gatherer: Gatherer | None) -> bool
 
 
 def _output(
-    plan: Plan, staged: DataFrame, columns: list[Column], gatherer: Gatherer | None, warn: bool = False
+    plan: Plan,
+    staged: DataFrame,
+    columns: Sequence[Column | str],
+    gatherer: Gatherer | None,
+    warn: bool = False,
 ) -> DataFrame:
     """`staged` as `columns` (with `warn`, then `_contract_warnings` from its outcome columns),
     observed with the per-rule counts when the plan counts them on its output
@@ -509,29 +513,27 @@ def _status() -> Column:
     return F.col(STATUS)
 
 
-def _valid_columns(df: DataFrame, plan: Plan) -> list[Column]:
+def _valid_columns(df: DataFrame, plan: Plan) -> list[Column | str]:
     """The input's columns in their order, record fields taken from the (transformed) record."""
     return _columns_from(df, plan, RECORD)
 
 
-def _rejected_columns(df: DataFrame, plan: Plan) -> list[Column]:
+def _rejected_columns(df: DataFrame, plan: Plan) -> list[Column | str]:
     """The input's columns as they arrived, plus `_contract`."""
     return [*_columns_from(df, plan, ORIGINAL if plan.has_transforms else RECORD), _status()]
 
 
-def _columns_from(df: DataFrame, plan: Plan, struct_column: str) -> list[Column]:
-    from pyspark.sql import functions as F
-
+def _columns_from(df: DataFrame, plan: Plan, struct_column: str) -> list[Column | str]:
+    """Named by strings where they can be (a struct's field selected by its path keeps the field's
+    name), as each Column built on a classic session costs PySpark round trips to the JVM."""
     record_fields = set(plan.record_type.fieldNames())
 
-    def field(name: str) -> Column:
-        return (
-            runner.record_field(plan, name)
-            if struct_column == RECORD
-            else F.col(struct_column).getField(name)
-        )
+    def field(name: str) -> Column | str:
+        if struct_column == RECORD:
+            return runner.record_field(plan, name)
+        return f"{struct_column}.{quote_name(name)}"
 
-    return [field(name).alias(name) if name in record_fields else F.col(f"`{name}`") for name in df.columns]
+    return [field(name) if name in record_fields else quote_name(name) for name in df.columns]
 
 
 def _record_then_passthrough_names(passthrough: list[str], record_type: StructType) -> list[Column]:

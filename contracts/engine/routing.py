@@ -87,7 +87,7 @@ def route_rejected(
     router = _router(sink, run_id, layout, plan, migration_reasons)
     partitioned = with_partition(staged)
     names = router.given_columns(partitioned.columns)
-    given = F.when(_fires(plan), F.struct(*[F.col(quote_name(name)).alias(name) for name in names]))
+    given = F.when(_fires(plan), F.struct(*[quote_name(name) for name in names]))
     routed = _routing_udf(router)(F.col(PARTITION), given)
     kept = partitioned.withColumn(ROUTED, routed).filter(~F.coalesce(F.col(ROUTED), F.lit(False)))
     return kept.drop(ROUTED, PARTITION)
@@ -103,9 +103,7 @@ def route_beside(staged: DataFrame, sink: DlqSink, run_id: str, layout: DlqLayou
     router = _router(sink, run_id, layout, plan, ())
     partitioned = with_partition(staged)
     names = router.given_columns(partitioned.columns)
-    routed = partitioned.filter(_fires(plan)).select(
-        F.col(PARTITION), *[F.col(quote_name(name)) for name in names]
-    )
+    routed = partitioned.filter(_fires(plan)).select(PARTITION, *[quote_name(name) for name in names])
     delivered = routed.mapInArrow(router.deliver, staged.schema)
     return staged.filter(F.col(STATUS).isNull()).union(delivered)
 

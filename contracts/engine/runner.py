@@ -68,16 +68,17 @@ def observe_output(plan: Plan, output: DataFrame, gatherer: Gatherer) -> DataFra
     return gather(output, plan.rules, gatherer).drop(*outcome_columns(plan))
 
 
-def record_field(plan: Plan, name: str) -> Column:
-    """Field `name` of the record after `run`. Read from its own column when kept, so Spark
-    folds the rules into the projection that reads them, as it does a hand-written query (a
-    struct of computed fields read field by field is never inlined)."""
+def record_field(plan: Plan, name: str) -> Column | str:
+    """Field `name` of the record after `run`, as `select` takes it (named `name`). Read from its
+    own column when kept, so Spark folds the rules into the projection that reads them, as it does
+    a hand-written query (a struct of computed fields read field by field is never inlined); else
+    the record's field by its path, a string, which builds no Column on the driver."""
     from pyspark.sql import functions as F
 
     if keeps_field_columns(plan):
         column = next(column for column, field_name in field_columns(plan).items() if field_name == name)
-        return F.col(column)
-    return F.col(RECORD).getField(name)
+        return F.col(column).alias(name)
+    return f"{RECORD}.{quote_name(name)}"
 
 
 def stage(
@@ -99,17 +100,31 @@ def pack(plan: Plan, df: DataFrame, as_fields: bool = False) -> DataFrame:
     from pyspark.sql import functions as F
 
     record_names = check_record_columns(df, plan.record_type, plan.subject, plan.version)
-    passthrough = [F.col(quote_name(name)) for name in df.columns if name not in record_names]
+    # Columns named by strings where they can be: each Column built on a classic session costs
+    # PySpark round trips to the JVM, which add up on a record of many fields.
+    passthrough: list[Column | str] = [quote_name(name) for name in df.columns if name not in record_names]
     fields = record_columns(df, plan.record_type)
-    record = F.struct(*[column.alias(name) for name, column in fields.items()])
+    record = F.struct(*[_struct_member(name, column) for name, column in fields.items()])
+    columns = [*passthrough]
     if as_fields:
-        columns = [*passthrough, *(fields[name].alias(c) for c, name in field_columns(plan).items())]
+        columns.extend(_aliased(fields[name], c) for c, name in field_columns(plan).items())
     else:
-        columns = [*passthrough, record.alias(RECORD)]
+        columns.append(record.alias(RECORD))
     if has_transforms(plan.rules):
         columns.append(record.alias(ORIGINAL))
     columns.append(F.lit(None).cast(status_type()).alias(STATUS))
     return df.select(*columns)
+
+
+def _struct_member(name: str, column: Column | str) -> Column | str:
+    """`column` as the record struct's field `name`: a column of that name as it is."""
+    return column if isinstance(column, str) else column.alias(name)
+
+
+def _aliased(column: Column | str, name: str) -> Column:
+    from pyspark.sql import functions as F
+
+    return (F.col(column) if isinstance(column, str) else column).alias(name)
 
 
 def run(
