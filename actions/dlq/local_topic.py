@@ -398,7 +398,10 @@ def _b64_json_column(data: Sequence[bytes | None]) -> pa.Array:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if None in data:
+    nulls = data.count(None)
+    if nulls == len(data):
+        return pa.repeat(pa.scalar(b"null", pa.binary()), len(data))
+    if nulls:
         encoded = pa.array([None if value is None else _b64_bytes(value) for value in data], pa.binary())
     else:
         encoded = pa.array(list(map(_b64_bytes, data)), pa.binary())

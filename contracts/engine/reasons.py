@@ -54,10 +54,11 @@ class NativeReasons:
         """
         twins = self.twins()
         pending: dict[tuple[str, str], list[int]] = {}
-        for i, status in enumerate(statuses):
+        # Marked rows alone are looked at: in a storm of clean failures, none.
+        candidates = range(len(statuses)) if erred is None else [i for i, mark in enumerate(erred) if mark]
+        for i in candidates:
+            status = statuses[i]
             if status is None or status["subject"] != self.plan.subject:
-                continue
-            if erred is not None and not erred[i]:
                 continue
             key = (status["rule"], status["mode"])
             rule = twins.get(key)

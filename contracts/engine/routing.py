@@ -269,9 +269,12 @@ class Router:
         sources = _column(rejected, layout.topic_column)
         # The rows a rule rejects with one status from one topic share their rule headers, made
         # once per distinct (status, topic); statuses equal in value are one dict (status_values).
-        groups = list(zip(map(id, statuses), sources, strict=True))
-        firsts = dict(zip(groups, zip(statuses, sources, strict=True), strict=True))
-        shared = {group: tuple(rule_headers(status, source)) for group, (status, source) in firsts.items()}
+        # Without a source topic column the status alone tells them apart.
+        status_ids = list(map(id, statuses))
+        from_one_source = sources.count(None) == len(sources)
+        groups: list[Any] = status_ids if from_one_source else list(zip(status_ids, sources, strict=True))
+        row_of = dict(zip(groups, range(len(groups)), strict=True))
+        shared = {group: tuple(rule_headers(statuses[i], sources[i])) for group, i in row_of.items()}
         headers = list(map(shared.__getitem__, groups))
         if any(incoming):
             headers = [

@@ -19,8 +19,6 @@ from contracts.formats.protocol import RenderedValues
 
 _NUMBERS = (pa.int32(), pa.int64())
 _TEXTS = (pa.string(), pa.large_string())
-# What JSON writes as it is inside quotes: printable ASCII other than the two it escapes.
-_NEEDS_ESCAPE = r"[\x00-\x1f\x7f]"
 
 
 def render(column: pa.Array, schema: AvroSchema) -> RenderedValues | None:
@@ -65,15 +63,10 @@ def _field_json(child: pa.Array) -> tuple[pa.Array, pa.Array] | None:
         )
         return text, pc.is_null(text)
     if kind in _TEXTS:
-        ascii_only = pc.fill_null(pc.string_is_ascii(child), True)
-        printable = pc.and_(ascii_only, pc.invert(pc.fill_null(_matches_escape(child, ascii_only), False)))
+        # What JSON writes as it is inside quotes: printable ASCII, but for the two it escapes.
+        printable = pc.fill_null(pc.ascii_is_printable(child), True)
         plain = pc.if_else(printable, child, pa.scalar("", kind))
         escaped = pc.replace_substring(pc.replace_substring(plain, "\\", "\\\\"), '"', '\\"')
         quoted = pc.binary_join_element_wise('"', escaped, '"', "")
         return pc.fill_null(pc.cast(quoted, pa.string()), "null"), pc.invert(printable)
     return None
-
-
-def _matches_escape(child: pa.Array, ascii_only: pa.Array) -> pa.Array:
-    """Where an ASCII string holds a control character (a string of other bytes is not looked at)."""
-    return pc.match_substring_regex(pc.if_else(ascii_only, child, pa.scalar("", child.type)), _NEEDS_ESCAPE)
