@@ -89,9 +89,22 @@ def raise_failures(staged: DataFrame) -> DataFrame:
 
 
 def status_literal(value: dict[str, Any]) -> Column:
+    """`value` as a `_contract` struct. A string, or an int that fits the version's int, is a
+    literal of its field's type already: only the others are cast (each cast is a Column more,
+    and PySpark round trips, on a classic session)."""
     from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType, StringType
 
-    return F.struct(*[F.lit(value[f.name]).cast(f.dataType).alias(f.name) for f in status_type().fields])
+    def field(name: str, data_type: Any) -> Column:
+        given = value[name]
+        typed = isinstance(given, str) and isinstance(data_type, StringType)
+        typed = typed or (
+            type(given) is int and isinstance(data_type, IntegerType) and -(2**31) <= given < 2**31
+        )
+        literal = F.lit(given) if typed else F.lit(given).cast(data_type)
+        return literal.alias(name)
+
+    return F.struct(*[field(f.name, f.dataType) for f in status_type().fields])
 
 
 RESERVED_PREFIX = "__contract_"
