@@ -212,3 +212,38 @@ def test_a_copy_action_with_a_bad_topic_fails_at_load(sink: LocalTopicSink) -> N
     rules = [rule("positiveAge", "message.age > 0", onFailure="AUDIT")]
     with pytest.raises(ContractError, match=r"actions\.AUDIT\.topic"):
         make_contract(sink, rules, actions=[CopyToAudit(topic="no spaces")])
+
+
+def test_names_spark_reads_as_paths_or_quotes_keep_their_columns_and_values(
+    sink: LocalTopicSink, spark: Any
+) -> None:
+    """Record fields and passed-through columns named with a dot, a space or a backquote come out
+    of `write` under their own names, with their values, in the valid rows and the DLQ records
+    (the query names such columns by quoted strings, docs/architecture.md)."""
+    from contracts import DataContract, LocalRegistry, Schema
+
+    names = ["a.b", "with space", "back`tick"]
+    schema = {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, **{name: {"type": "string"} for name in names}},
+        "required": ["id", *names],
+    }
+    even = rule("even", "message.id % 2 == 0", onFailure="DLQ", params={"dlq.topic": "odd"})
+    registry = LocalRegistry()
+    payload = {"schemaType": "JSON", "schema": json.dumps(schema), "ruleSet": {"domainRules": [even]}}
+    registry.register_schema("names-value", Schema.from_dict(payload))
+    contract = DataContract(registry, "names-value", dlq_sink=sink)
+    df = spark.range(4).selectExpr(
+        "id",
+        "concat('x', id) AS `a.b`",
+        "'s' AS `with space`",
+        "'t' AS `back``tick`",
+        "id * 10 AS `pass.through`",
+    )
+
+    valid = contract.write(df, run_id="names")
+
+    assert valid.columns == ["id", *names, "pass.through"]
+    assert sorted(tuple(row) for row in valid.collect()) == [(0, "x0", "s", "t", 0), (2, "x2", "s", "t", 20)]
+    rejected = sorted((json.loads(record.value or b"") for record in sink.read("odd")), key=lambda r: r["id"])
+    assert rejected == [{"id": n, "a.b": f"x{n}", "with space": "s", "back`tick": "t"} for n in (1, 3)]
