@@ -167,6 +167,12 @@ def record_columns(df: DataFrame, record_type: StructType) -> dict[str, Column |
     }
 
 
+def field_path(struct_column: str, name: str) -> str:
+    """Field `name` of the struct column `struct_column` as `select` takes it by name: its selection
+    is named `name`, and builds no Column on the driver."""
+    return f"{quote_name(struct_column)}.{quote_name(name)}"
+
+
 def quote_name(name: str) -> str:
     """`name` as a Spark column reference, backquoted so dots and spaces stay part of it."""
     return "`" + name.replace("`", "``") + "`"

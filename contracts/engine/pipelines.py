@@ -27,7 +27,7 @@ from contracts.engine import (
     runner,
     tombstones,
 )
-from contracts.engine.columns import ORIGINAL, RECORD, STATUS, WARNINGS, quote_name
+from contracts.engine.columns import ORIGINAL, RECORD, STATUS, WARNINGS, field_path, quote_name
 from contracts.engine.counts import CollectMetrics, Counting, CountOnDemand, Gatherer, counting
 from contracts.engine.encoding_rules import PayloadRules
 from contracts.engine.native_migration import NativeMigration
@@ -531,7 +531,7 @@ def _columns_from(df: DataFrame, plan: Plan, struct_column: str) -> list[Column 
     def field(name: str) -> Column | str:
         if struct_column == RECORD:
             return runner.record_field(plan, name)
-        return f"{struct_column}.{quote_name(name)}"
+        return field_path(struct_column, name)
 
     return [field(name) if name in record_fields else quote_name(name) for name in df.columns]
 

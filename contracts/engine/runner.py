@@ -20,6 +20,7 @@ from contracts.engine.columns import (
     RECORD,
     STATUS,
     check_record_columns,
+    field_path,
     quote_name,
     record_columns,
     status_literal,
@@ -78,7 +79,7 @@ def record_field(plan: Plan, name: str) -> Column | str:
     if keeps_field_columns(plan):
         column = next(column for column, field_name in field_columns(plan).items() if field_name == name)
         return F.col(column).alias(name)
-    return f"{RECORD}.{quote_name(name)}"
+    return field_path(RECORD, name)
 
 
 def stage(
@@ -102,10 +103,9 @@ def pack(plan: Plan, df: DataFrame, as_fields: bool = False) -> DataFrame:
     record_names = check_record_columns(df, plan.record_type, plan.subject, plan.version)
     # Columns named by strings where they can be: each Column built on a classic session costs
     # PySpark round trips to the JVM, which add up on a record of many fields.
-    passthrough: list[Column | str] = [quote_name(name) for name in df.columns if name not in record_names]
+    columns: list[Column | str] = [quote_name(name) for name in df.columns if name not in record_names]
     fields = record_columns(df, plan.record_type)
     record = F.struct(*[_struct_member(name, column) for name, column in fields.items()])
-    columns = [*passthrough]
     if as_fields:
         columns.extend(_aliased(fields[name], c) for c, name in field_columns(plan).items())
     else:
