@@ -443,8 +443,10 @@ class SchemaRegistryClient:
                 with deadline(ends):
                     answer = self._send(method, path, params, content)
             except httpx.TransportError as error:
-                failure = error
                 _log.warning("%s failed (attempt %d of %d): %r", call, made, attempts, error)
+                # A retry our own deadline cut short says less than the registry's last answer.
+                if not (isinstance(failure, Answer) and time.monotonic() >= ends):
+                    failure = error
                 continue
             if not _retryable(answer.status):
                 return decoded(call, answer)

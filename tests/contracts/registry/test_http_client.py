@@ -511,6 +511,21 @@ def test_the_deadline_covers_retries_and_their_backoff(registry_server: Registry
     assert registry_server.count() < 50
 
 
+def test_a_retry_the_deadline_cuts_reports_the_registrys_last_answer(
+    registry_server: RegistryServer,
+) -> None:
+    # The registry says it is busy, then stalls: its 503 is the failure, not our own cut-off.
+    registry_server.inject(error_reply(503, 50003, "busy"), Stall(3.0))
+    client = client_for(
+        registry_server, read_timeout=5.0, request_timeout=1.0, backoff_base=0.01, backoff_max=0.01
+    )
+    with pytest.raises(RegistryError, match="busy") as error:
+        client.get_subjects()
+    assert error.value.status == 503
+    assert error.value.error_code == 50003
+    assert registry_server.count() == 2
+
+
 def test_an_answer_declaring_more_than_the_size_cap_is_refused_unread(
     registry_server: RegistryServer,
 ) -> None:
