@@ -255,8 +255,11 @@ def _int_arithmetic(symbol: str) -> Any:
         elif symbol == "*":
             value = F.try_multiply(a, b)
         else:
-            # Division truncates toward zero as Java's does; zero divisors and MIN / -1 fail.
-            valid = (b != 0) & ~((a == INT_MIN) & (b == -1))
+            # Division and remainder truncate toward zero as cel-python's do; a zero divisor fails,
+            # and so does MIN / -1 (its quotient overflows), while MIN % -1 is 0 there.
+            valid = b != 0
+            if symbol == "/":
+                valid = valid & ~((a == INT_MIN) & (b == -1))
             divisor = F.when(valid, b)
             value = F.call_function("div", a, divisor) if symbol == "/" else F.try_mod(a, divisor)
         return Val(value, value.isNull())

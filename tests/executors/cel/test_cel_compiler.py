@@ -436,6 +436,17 @@ def test_chains_of_failing_conditions_compile_to_small_expressions_with_cel_pyth
     assert not problems, "\n".join(problem[:300] for problem in problems)
 
 
+def test_int_division_and_remainder_at_the_edges_equal_cel_python(spark: Any) -> None:
+    """MIN / -1 overflows and fails, MIN % -1 is 0 (cel-python's remainder never overflows), a zero
+    divisor fails both, and both truncate toward zero whatever the signs."""
+    expressions = ["message.id / message.age", "message.id % message.age", "message.age % message.id"]
+    low, high = -(2**63), 2**63 - 1
+    pairs = [(low, -1), (low, 1), (high, -1), (low, 0), (-7, 2), (7, -2), (-7, -2), (low, 3)]
+    rows = [{**BASE_RECORD, "id": id_, "age": age} for id_, age in pairs]
+    problems = _disagreements(spark, expressions, rows)
+    assert not problems, "\n".join(problem[:300] for problem in problems)
+
+
 @pytest.mark.parametrize(
     "expr",
     [
