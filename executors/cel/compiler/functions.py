@@ -160,8 +160,8 @@ def index(receiver: Term, position: Term) -> Term:
 
 def has(receiver: Term, name: str) -> Term:
     """`has(x.name)`: whether a record has the field, as its format decides presence
-    (`presence.present`; a field its schema lacks is absent); a map the key; a null has
-    nothing."""
+    (`presence.present`; a field its schema lacks is absent); a map the key; a null, or a
+    receiver whose evaluation fails, has nothing."""
     from pyspark.sql import functions as F
 
     if receiver.error:
@@ -176,24 +176,30 @@ def has(receiver: Term, name: str) -> Term:
         def emit_record(env: Env) -> Val:
             r = receiver.emit(env)
             if field is None:
-                return Val(F.lit(False), r.error)
+                return Val(F.lit(False))
             found = presence.present(r.value.getField(name), field, env, where)
             value = F.coalesce(r.value.isNotNull() & found, F.lit(False)) if rt.nullable else found
-            return Val(value, r.error)
+            return Val(_false_where(r.error, value))
 
         reads = (0 if field is None or presence.kind(field) is None else 1) + (1 if rt.nullable else 0)
         depth = 1 if field is None or presence.kind(field) is None else 3
-        return derived(
-            CelType("bool"), emit_record, [(receiver, (reads, 0, 0, 1))], fails=receiver.fails, depth=depth
-        )
+        return derived(CelType("bool"), emit_record, [(receiver, (reads, 1, 0, 0))], fails=False, depth=depth)
     if rt.kind != "map":
         raise NotNativeCel(f"has() on {rt.kind}")
 
     def emit_map(env: Env) -> Val:
         r = receiver.emit(env)
-        return Val(F.coalesce(F.map_contains_key(r.value, F.lit(name)), F.lit(False)), r.error)
+        return Val(_false_where(r.error, F.coalesce(F.map_contains_key(r.value, F.lit(name)), F.lit(False))))
 
-    return derived(CelType("bool"), emit_map, [(receiver, PASSED_ON)], fails=receiver.fails)
+    return derived(CelType("bool"), emit_map, [(receiver, (1, 1, 0, 0))], fails=False)
+
+
+def _false_where(error: Column | None, value: Column) -> Column:
+    """`value`, but false where the receiver failed: cel-python's `has(e.f)` is whether reading
+    `e.f` succeeds, so a receiver that fails has nothing rather than failing the test."""
+    from pyspark.sql import functions as F
+
+    return value if error is None else F.when(error, F.lit(False)).otherwise(value)
 
 
 def call(name: str, receiver: Term, arguments: list[Term]) -> Term:
@@ -252,6 +258,13 @@ def _string_test(name: str, receiver: Term, argument: Term) -> Term:
     return derived(CelType("bool"), emit, [(receiver, uses), (argument, uses)], fails=fails, depth=2)
 
 
+def _whole(micros: Column, unit: int) -> Column:
+    """How many whole `unit`s a non-negative count of microseconds holds, in long arithmetic."""
+    from pyspark.sql import functions as F
+
+    return F.call_function("div", micros, F.lit(unit))
+
+
 def _timestamp_accessor(name: str, receiver: Term) -> Term:
     """getFullYear() etc. in UTC (CEL's default), computed from epoch microseconds so the
     session time zone plays no part."""
@@ -263,9 +276,10 @@ def _timestamp_accessor(name: str, receiver: Term) -> Term:
     def emit(env: Env) -> Val:
         r = receiver.emit(env)
         micros = F.unix_micros(r.value)
-        day = F.floor(micros / _DAY_MICROS)
+        # Integer arithmetic: far from 1970 a double quotient rounds the day's last microsecond up.
+        of_day = F.pmod(micros, F.lit(_DAY_MICROS))
+        day = _whole(micros - of_day, _DAY_MICROS)
         date = F.date_from_unix_date(day.cast("int"))
-        of_day = micros - day * _DAY_MICROS
         value = {
             "getFullYear": lambda: F.year(date),
             "getMonth": lambda: F.month(date) - 1,
@@ -273,10 +287,10 @@ def _timestamp_accessor(name: str, receiver: Term) -> Term:
             "getDayOfMonth": lambda: F.dayofmonth(date) - 1,
             "getDayOfWeek": lambda: F.dayofweek(date) - 1,
             "getDayOfYear": lambda: F.dayofyear(date) - 1,
-            "getHours": lambda: F.floor(of_day / 3_600_000_000),
-            "getMinutes": lambda: F.floor(of_day / 60_000_000) % 60,
-            "getSeconds": lambda: F.floor(of_day / 1_000_000) % 60,
-            "getMilliseconds": lambda: F.floor(of_day / 1000) % 1000,
+            "getHours": lambda: _whole(of_day, 3_600_000_000),
+            "getMinutes": lambda: _whole(of_day, 60_000_000) % 60,
+            "getSeconds": lambda: _whole(of_day, 1_000_000) % 60,
+            "getMilliseconds": lambda: _whole(of_day, 1000) % 1000,
         }[name]()
         null_error = r.value.isNull() if receiver.type.nullable else None
         return Val(value.cast("long"), any_error(r.error, null_error))

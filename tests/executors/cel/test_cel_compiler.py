@@ -447,6 +447,42 @@ def test_int_division_and_remainder_at_the_edges_equal_cel_python(spark: Any) ->
     assert not problems, "\n".join(problem[:300] for problem in problems)
 
 
+ACCESSORS = ["getFullYear", "getMonth", "getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear"]
+ACCESSORS += ["getHours", "getMinutes", "getSeconds", "getMilliseconds"]
+# The last microsecond of a day far from 1970 (9999-12-31 is a common "never" sentinel), whose
+# epoch microseconds a double cannot hold exactly, and the first microsecond of the next day.
+LAST_MICROSECONDS = ["9999-12-31", "0001-01-01", "1600-03-01", "2329-01-01", "2400-03-01", "1969-12-31"]
+
+
+def test_timestamp_accessors_at_the_ends_of_days_far_from_1970_equal_cel_python(spark: Any) -> None:
+    instants = [_last_microsecond(day) for day in LAST_MICROSECONDS]
+    instants += [at + datetime.timedelta(microseconds=1) for at in instants if at.year < 9999]
+    rows = [{**BASE_RECORD, "created": at} for at in instants]
+    problems = _disagreements(spark, [f"message.created.{name}()" for name in ACCESSORS], rows)
+    assert not problems, "\n".join(problem[:300] for problem in problems)
+
+
+def _last_microsecond(day: str) -> datetime.datetime:
+    start = datetime.datetime.fromisoformat(day).replace(tzinfo=datetime.timezone.utc)
+    return start.replace(hour=23, minute=59, second=59, microsecond=999999)
+
+
+def test_has_of_a_field_of_what_fails_to_evaluate_is_false_as_in_cel_python(spark: Any) -> None:
+    """cel-python's `has(e.f)` is whether reading `e.f` succeeds: a null record or an index out of
+    range has nothing, rather than failing the rule."""
+    expressions = [
+        "has(message.home.geo.lat)",
+        "has(message.home.city)",
+        "has(message.items[0].sku)",
+        "has(message.items[-5].qty)",
+        "!has(message.home.geo.lat) || message.home.geo.lat > 0.0",
+    ]
+    home = {"city": "Lyon", "zip": None, "geo": {"lat": 2.0, "lon": 0.0}}
+    rows = [{**BASE_RECORD, "items": []}, {**BASE_RECORD, "home": home}, BASE_RECORD]
+    problems = _disagreements(spark, expressions, rows)
+    assert not problems, "\n".join(problem[:300] for problem in problems)
+
+
 @pytest.mark.parametrize(
     "expr",
     [
