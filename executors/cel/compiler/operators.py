@@ -55,19 +55,28 @@ FAILS = object()  # cel-python has no overload for the operands (or raised)
 
 
 def probe(operator: str, left: str, right: str) -> Any:
-    """What cel-python answers for `a <operator> b` on sample values of two kinds: `FAILS` or the value."""
-    return probe_expression(f"m.a {operator} m.b", left, right)
+    """What cel-python answers for `a <operator> b` on sample values of two kinds: `FAILS` or the value.
+
+    A pair whose failing depends on the values (any value divided by a double zero is infinity,
+    a string `%` formats), or whose answer beside a null does, is refused: it runs in cel-python.
+    """
+    text = f"m.a {operator} m.b"
+    answer, other = probe_expression(text, left, right), probe_expression(text, left, right, alternate=True)
+    if (answer is FAILS) != (other is FAILS) or ("null" in (left, right) and answer != other):
+        raise NotNativeCel(f"{left} {operator} {right}, whose answer in cel-python depends on the values")
+    return answer
 
 
 @lru_cache(maxsize=512)
-def probe_expression(text: str, *kinds: str) -> Any:
-    """The reference's answer for `text` over `m.a` (and `m.b`) holding samples of the kinds.
+def probe_expression(text: str, *kinds: str, alternate: bool = False) -> Any:
+    """The reference's answer for `text` over `m.a` (and `m.b`) holding samples of the kinds
+    (`alternate`: a double zero, and a string and bytes that format any value with `%`).
 
     The samples sit in a map as record fields do: cel-python treats a null variable differently.
     """
     import celpy
 
-    fields = {celpy.celtypes.StringType(n): _sample(k) for n, k in zip("ab", kinds, strict=False)}
+    fields = {celpy.celtypes.StringType(n): _sample(k, alternate) for n, k in zip("ab", kinds, strict=False)}
     try:
         result = reference_evaluate(parse(text), {"m": celpy.celtypes.MapType(fields)})
     except Exception:
@@ -75,9 +84,16 @@ def probe_expression(text: str, *kinds: str) -> Any:
     return bool(result) if isinstance(result, celpy.celtypes.BoolType) else result
 
 
-def _sample(kind: str) -> Any:
+def _sample(kind: str, alternate: bool = False) -> Any:
     from celpy import celtypes
 
+    alternates = {
+        "double": celtypes.DoubleType(0.0),
+        "string": celtypes.StringType("%s"),
+        "bytes": celtypes.BytesType(b"%a"),  # `%a` formats any value
+    }
+    if alternate and kind in alternates:
+        return alternates[kind]
     samples = {
         "int": celtypes.IntType(1),
         "uint": celtypes.UintType(1),

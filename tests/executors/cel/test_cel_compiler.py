@@ -486,6 +486,26 @@ def test_has_of_a_field_of_what_fails_to_evaluate_is_false_as_in_cel_python(spar
 @pytest.mark.parametrize(
     "expr",
     [
+        "message.name / message.score",  # cel-python: any value divided by a double zero is infinity
+        "message.name / message.score > 1.0",
+        "message.ratio / 0.0",  # a null one too
+        "message.nick / 0.0",
+        "message.id / 0.0",  # an int by a double: a value in cel-python unless the double is zero
+        "message.name % message.id",  # a string `%` formats as Python's does
+        "'%s' % message.name",
+        "message.name % message.nick",
+        "message.data % message.id",
+    ],
+)
+def test_an_operator_whose_failing_depends_on_the_values_runs_in_cel_python(expr: str) -> None:
+    with pytest.raises(NotNativeCel, match="depends on the values"):
+        compile_rule(expr, RuleKind.CONDITION, RECORD_TYPE)
+    assert isinstance(CelExecutor().compile(_context(expr, RuleKind.CONDITION)), BatchStep)
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
         "!" * 12 + "(100 / message.age > 0)",
         "[1].all(x, " * 6 + "100 / message.age > x" + ")" * 6,
         " && ".join(["100 / message.age > 0"] * 60),
