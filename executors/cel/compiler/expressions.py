@@ -391,6 +391,8 @@ class _TermCompiler:
         var = str(variable.children[0])
         element = functions.iterated_type(receiver)
         body = self.term(arguments[1], scope.bind(var, element))
+        if name in _KEEPING_ERRORS and body.fails and _gives_error_values(arguments[1]):
+            raise NotNativeCel(f"{name} over a predicate whose error may be a value, which cel-python keeps")
         return functions.macro(name, receiver, var, body)
 
     def _list_lit(self, tree: Tree, scope: _Scope) -> Term:
@@ -429,6 +431,16 @@ def _chain(tree: Tree) -> list[Tree]:
 
 
 _LEVELS = ("expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary")
+# cel-python's `?:`, `||` and `&&` give an error as a value rather than raising it, `!` and `==`
+# pass that value on, and its exists_one and filter take it as true (map keeps it in the list): such
+# a predicate that may fail runs in cel-python.
+_KEEPING_ERRORS = frozenset({"exists_one", "filter", "map"})
+_ERROR_VALUED = frozenset({"expr", "conditionalor", "conditionaland"})
+
+
+def _gives_error_values(tree: Tree) -> bool:
+    """Whether `tree` holds a `?:`, `||` or `&&` (a grammar level with more than its one child)."""
+    return any(node.data in _ERROR_VALUED and len(node.children) > 1 for node in tree.iter_subtrees())
 
 
 def _as_expr(tree: Tree) -> Tree:

@@ -415,7 +415,9 @@ def macro(name: str, receiver: Term, var: str, body: Term) -> Term:
             decided = F.exists(array, lambda x: outcome(env, x)[decide])
             odd = F.size(F.filter(array, lambda x: outcome(env, x)[2]))
             value = F.when(decided, F.lit(name == "exists")).when(odd == 0, F.lit(name == "all"))
-            # One odd element is the result (null stays null); two or more fail.
+            # One odd element is the result, a null read as false as cel-python's reduction reads
+            # it; two or more fail.
+            value = value.otherwise(F.lit(False))
             failing = failed(env, array)
             error = ~decided & ((odd >= 2) | known(failing))
             return Val(value, any_error(receiver_error, error))
@@ -443,8 +445,7 @@ def macro(name: str, receiver: Term, var: str, body: Term) -> Term:
     if name == "filter":
         element = receiver.type.elem if not map_keys else receiver.type.key
         return derived(CelType("list", elem=element), emit, copies, depth=4)
-    result = CelType("bool", name in ("all", "exists") and body.type.nullable)
-    return derived(result, emit, copies, fails=not plain or receiver.fails, depth=6)
+    return derived(CelType("bool"), emit, copies, fails=not plain or receiver.fails, depth=6)
 
 
 def list_literal(items: list[Term]) -> Term:

@@ -483,6 +483,44 @@ def test_has_of_a_field_of_what_fails_to_evaluate_is_false_as_in_cel_python(spar
     assert not problems, "\n".join(problem[:300] for problem in problems)
 
 
+def test_all_and_exists_with_one_null_predicate_are_false_as_in_cel_python(spark: Any) -> None:
+    """cel-python's all/exists reduce with &&/||: a single null among the undecided elements ends
+    the reduction as false, two or more fail it."""
+    expressions = [
+        "message.nums.all(n, message.flag)",
+        "message.nums.exists(n, message.flag)",
+        "message.nums.all(n, message.flag) == false",
+        "message.nums.all(n, n == 1 ? message.flag : true)",
+        "message.maybe.exists(n, n == null ? message.flag : false)",
+    ]
+    shapes = [([1], [None]), ([1, 20], [None, None]), ([], []), ([0], [3])]
+    rows = [
+        {**BASE_RECORD, "nums": nums, "maybe": maybe, "flag": flag}
+        for nums, maybe in shapes
+        for flag in (None, True)
+    ]
+    problems = _disagreements(spark, expressions, rows)
+    assert not problems, "\n".join(problem[:300] for problem in problems)
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "message.nums.exists_one(n, n == 0 ? 1 / n == 1 : false)",
+        "message.nums.exists_one(n, !(100 / n == 1 || false))",
+        "message.nums.filter(n, message.nick == 'x' || 100 / n == 1)",
+        "message.nums.map(n, n == 0 ? 100 / n == 1 : false)",
+    ],
+)
+def test_a_macro_keeping_a_predicates_error_value_runs_in_cel_python(expr: str) -> None:
+    """cel-python's `?:`, `||` and `&&` give an error as a value, which exists_one and filter take
+    as true and map keeps: not what a native error flag says."""
+    with pytest.raises(NotNativeCel, match="error may be a value"):
+        compile_expression(expr, RECORD_TYPE)
+    assert compile_expression("message.nums.exists_one(n, n > 0 || n < -5)", RECORD_TYPE)
+    assert compile_expression("message.nums.exists(n, n == 0 ? 1 / n == 1 : false)", RECORD_TYPE)
+
+
 @pytest.mark.parametrize(
     "expr",
     [
