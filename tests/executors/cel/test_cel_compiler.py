@@ -41,8 +41,11 @@ TEXT = st.one_of(
     st.text(max_size=12),
     st.text(alphabet='ab.@-1 "\\x\t\n', max_size=14),
 )
-TIMESTAMPS = st.datetimes(
-    min_value=datetime.datetime(1, 1, 2), max_value=datetime.datetime(9999, 12, 30)
+# The last microsecond of days far from 1970, which a double count of microseconds cannot hold.
+DAY_ENDS = [datetime.datetime(*day, 23, 59, 59, 999_999) for day in ((1, 1, 2), (1600, 3, 1), (9999, 12, 30))]
+TIMESTAMPS = st.one_of(
+    st.sampled_from([*DAY_ENDS, datetime.datetime(1969, 12, 31, 23, 59, 59, 999_999)]),
+    st.datetimes(min_value=datetime.datetime(1, 1, 2), max_value=datetime.datetime(9999, 12, 30)),
 ).map(lambda d: d.replace(tzinfo=datetime.timezone.utc))
 DATES = st.dates(min_value=datetime.date(1, 1, 1), max_value=datetime.date(9999, 12, 31))
 
