@@ -41,9 +41,12 @@ class JsonataExecutor:
         expr = ctx.rule.expr or ""
         _check_syntax(expr)
         migration = ctx.mode in MIGRATION_MODES
-        batch = BatchStep(
-            JsonataBatch(expr, ctx.rule.kind, bounds(ctx.params), ctx.schema, ctx.schema_format, migration)
-        )
+        limits = bounds(ctx.params)
+        batch = BatchStep(JsonataBatch(expr, ctx.rule.kind, limits, ctx.schema, ctx.schema_format, migration))
+        if limits.max_depth < DEFAULT_MAX_DEPTH:
+            # How deep jsonata-python's evaluation goes decides whether a record fails the bound.
+            why = f"{MAX_DEPTH_PARAM} below {DEFAULT_MAX_DEPTH}: the reference's evaluation depth decides"
+            return dataclasses.replace(batch, why_not_native=why)
         try:
             build = compile_rule(parse(expr).ast, ctx, migration=migration)
         except NotNativeJsonata as unsupported:

@@ -173,6 +173,8 @@ def _is_root(node: Any) -> bool:
 def _dropped_keys(function: Any) -> set[str]:
     if function.type != "lambda" or len(function.arguments) != 2:
         raise NotNativeJsonata("$sift predicate")
+    if function.signature is not None:
+        raise NotNativeJsonata("$sift predicate with a signature (jsonata-python checks its arguments)")
     key = function.arguments[1].value
     return _key_tests(plain(function.body), key)
 

@@ -237,6 +237,9 @@ def _literal(node: Any, scope: Scope) -> Value:
 
     value = node.value
     if node.type == "string":
+        if any("\ud800" <= character <= "\udfff" for character in value):
+            # jsonata-python reads `\ud83d\ude00` as two lone surrogates, which the JVM cannot hold.
+            raise NotNativeJsonata("a string literal with a lone surrogate")
         return Value("string", F.lit(value), T.StringType())
     if isinstance(value, bool):
         return Value("boolean", F.lit(value), T.BooleanType())
@@ -422,7 +425,8 @@ def _text(value: Value) -> Column:
 
     _require(value, "string", "boolean", "null")
     if value.kind == "null":
-        return F.lit("null")
+        # A null branch of a conditional is undefined where the condition chose no branch.
+        return F.when(as_column(value.missing), F.lit("")).otherwise(F.lit("null"))
     text = value.column
     if value.kind == "boolean":
         text = F.when(value.column, F.lit("true")).otherwise(F.lit("false"))

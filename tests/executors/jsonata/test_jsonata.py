@@ -98,6 +98,9 @@ CONDITIONS = [
     ("score + age > 10", True),
     ("score / age > 1", True),
     ("name & nick = 'annnull'", True),
+    ("name & (active ? null) = name", True),  # no branch chosen: undefined, rendered ''
+    ("(name & (active ? null)) = 'annnull'", True),
+    ("age > 0 and 'x' != '\\ud83d\\ude00'", False),  # a lone surrogate the JVM cannot hold
     ("-age < 0", True),
     ("active ? age > 1 : ratio = 0", True),
     ("$exists(nick) and $exists(addr.zip)", True),
@@ -129,6 +132,8 @@ DOMAIN_TRANSFORMS = [
     ("$merge([$, {'age': score + 0}])", True),
     ("$merge([$sift($, function($v, $k) {$k != 'nick'}), {'nick': addr.city, 'extra': 1}])", True),
     ("$merge([$, {'nick': addr.city}])", False),
+    ("$merge([$, {'nick': name & (active ? null)}])", True),
+    ("$sift($, function($v, $k)<ns:b> {$k != 'nick'})", False),  # jsonata-python checks the signature
     ("$merge([$, {'age': score}])", False),
     ("$merge([$, {'name': $uppercase(name)}])", False),
     ("$merge([$, {'level': 'HIGH'}])", False),
@@ -392,6 +397,20 @@ def test_max_depth_fails_deep_recursion_and_bounds_are_per_rule() -> None:
     # The same expression in a rule with the default bounds shares the parsed expression, not the bounds.
     (unbounded,) = JsonataBatch(DEEP, RuleKind.TRANSFORM, Bounds(), PARSED, AVRO)()([BASE])
     assert unbounded.passed and unbounded.record == 200
+
+
+MAX_DEPTH = "jsonata.max.depth"
+
+
+def test_a_max_depth_below_the_default_keeps_even_a_native_shape_in_python() -> None:
+    """How deep jsonata-python's evaluation goes decides which records fail a small bound: `age > 18`
+    fails every record at depth 2 there, so it must not pass them natively."""
+    shallow = JsonataExecutor().compile(context("age > 18", RuleKind.CONDITION, **{MAX_DEPTH: "2"}))
+    assert isinstance(shallow, BatchStep) and "jsonata.max.depth" in (shallow.why_not_native or "")
+    (failed,) = JsonataBatch("age > 18", RuleKind.CONDITION, Bounds(max_depth=2), PARSED, AVRO)()([BASE])
+    assert not failed.passed and "Stack overflow" in (failed.reason or "")
+    default = JsonataExecutor().compile(context("age > 18", RuleKind.CONDITION, **{MAX_DEPTH: "1000"}))
+    assert isinstance(default, NativeStep)
 
 
 def test_a_runaway_rule_never_hangs_the_job(spark: Any, tmp_path: Path) -> None:
