@@ -243,6 +243,9 @@ def constant_type(value: Any) -> CelType:
     ):
         if isinstance(value, cel_class):
             return CelType(kind)
+    if isinstance(value, str) and any("\ud800" <= character <= "\udfff" for character in value):
+        # cel-python reads '\ud83d' as a lone surrogate, which no JVM string can hold.
+        raise NotNativeCel("a string constant with a lone surrogate")
     # cel-python returns plain str/bytes/float from some operators ('a' + 'b', 1.5 + 1).
     for plain, kind in ((str, "string"), (bytes, "bytes"), (float, "double")):
         if isinstance(value, plain) and not isinstance(value, bool):

@@ -526,6 +526,17 @@ def test_a_macro_keeping_a_predicates_error_value_runs_in_cel_python(expr: str) 
 
 @pytest.mark.parametrize(
     "expr",
+    ["message.name == '\\ud83d'", "message.name != '\\ud83d\\ude00'", "message.attrs['\\udfff'] == 'v'"],
+)
+def test_a_string_constant_with_a_lone_surrogate_runs_in_cel_python(expr: str) -> None:
+    """cel-python reads the escape as a lone surrogate, which no JVM string can hold."""
+    with pytest.raises(NotNativeCel, match="lone surrogate"):
+        compile_rule(expr, RuleKind.CONDITION, RECORD_TYPE)
+    assert isinstance(CelExecutor().compile(_context(expr, RuleKind.CONDITION)), BatchStep)
+
+
+@pytest.mark.parametrize(
+    "expr",
     [
         "message.name / message.score",  # cel-python: any value divided by a double zero is infinity
         "message.name / message.score > 1.0",
