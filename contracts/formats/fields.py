@@ -95,8 +95,8 @@ class FieldTree:
     """A format's walk as a tree: the record's node, and how a field rule's result is set back.
     `converting_writes`: the format's runtime converts some results to the field's type rather than
     refusing them (the protobuf runtime takes UTF-8 bytes for a string field and an int for a
-    bool, and stores a double beyond float32 as infinity), where fastavro's validation refuses
-    them; a native compiler must then leave such results to the Python walk."""
+    bool), where fastavro's validation refuses them; a native compiler must then leave such
+    results to the Python walk."""
 
     record: Record
     converting_writes: bool = False

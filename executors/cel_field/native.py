@@ -29,8 +29,6 @@ if TYPE_CHECKING:
     from pyspark.sql.types import DataType, StructType
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
-# Beyond half an ulp above float's maximum, packing a double as a float overflows.
-_FLOAT_MAX = 3.4028235677973366e38
 _SPARK_TYPES = {"INT": "int", "LONG": "long", "FLOAT": "float", "DOUBLE": "double"}
 # `value` of each primitive FieldType: its CEL type, and the cast giving the compiler's
 # representation of that type (CEL ints are longs, doubles are doubles; docs/semantics.md §4).
@@ -138,12 +136,8 @@ class _Slot:
         cast = value.try_cast(self.spark_type) if self.spark_type else value
         if kinds == ["INT"]:
             return cast, ~value.between(INT_MIN, INT_MAX)
-        if kinds == ["FLOAT"] and not self.converting_writes:
-            # fastavro cannot pack a double beyond float's range into a float (the write fails);
-            # protobuf stores it as float's infinity, as Spark's cast does.
-            return cast, (F.abs(value) >= _FLOAT_MAX) & ~F.isnan(value) & ~value.isin(
-                float("inf"), float("-inf")
-            )
+        # A double beyond float's range is written as float's infinity, as fastavro's compiled
+        # writer and protobuf store it and as Spark's cast gives it.
         return cast, None
 
 
@@ -494,13 +488,17 @@ class NativePlanner:
     def _widened(self, kinds: list[str], nullable: bool, field: Field, container: StructType) -> _Plan | None:
         # spark-avro widens [int, long] / [float, double] to one column; the reference still
         # names the first branch that validates the value: an int-first union says INT in range.
+        from pyspark.sql import functions as F
+
         first = kinds[0]
         options: list[tuple[Callable[[Column], Column] | None, Leaf]] = []
         if nullable:
             options.append((lambda v: v.isNull(), NULL))
         if first == "INT":
-            options.append((lambda v: v.between(INT_MIN, INT_MAX), Leaf("INT", None)))
-            options.append((lambda v: ~v.between(INT_MIN, INT_MAX), Leaf("LONG", None)))
+            # Never null: a null value is the NULL branch's, and a null test would taint the flags.
+            in_range = lambda v: F.coalesce(v.between(INT_MIN, INT_MAX), F.lit(False))  # noqa: E731
+            options.append((in_range, Leaf("INT", None)))
+            options.append((lambda v: v.isNotNull() & ~in_range(v), Leaf("LONG", None)))
         else:
             options.append((lambda v: v.isNotNull(), Leaf(first, None)))
         accepts = frozenset([*kinds, *(["NULL"] if nullable else [])])

@@ -226,6 +226,8 @@ def size(operand: Term) -> Term:
     from pyspark.sql import functions as F
 
     kind = operand.type.kind
+    if operand.type.fields is not None:
+        raise NotNativeCel("size of a record (a struct in Spark)")
     measure = {"string": F.char_length, "bytes": F.octet_length, "list": F.size, "map": F.size}.get(kind)
     if measure is None:
         if kind in ("int", "uint", "double", "bool", "timestamp", "duration"):
@@ -370,6 +372,8 @@ def iterated_type(receiver: Term) -> CelType:
     if receiver.error or rt.nullable or rt.kind not in ("list", "map"):
         # cel-python raises a bare TypeError iterating null: not an absorbable CEL error.
         raise NotNativeCel(f"a macro over {rt.kind}")
+    if rt.fields is not None:
+        raise NotNativeCel("a macro over a record's keys (a struct in Spark)")
     element = rt.elem if rt.kind == "list" else rt.key
     assert element is not None
     if element.kind in ("dyn", "opaque"):

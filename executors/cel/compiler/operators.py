@@ -507,6 +507,8 @@ def membership(item: Term, container: Term) -> Term:
     ct = container.type
     if ct.nullable or item.type.nullable or ct.kind not in ("list", "map"):
         raise NotNativeCel("`in` over nullable operands or a non-collection")
+    if ct.fields is not None or item.type.fields is not None:
+        raise NotNativeCel("`in` over a record (a struct in Spark)")
     searched = ct.elem if ct.kind == "list" else ct.key
     assert searched is not None
     if searched.kind == "dyn":

@@ -450,6 +450,22 @@ def test_int_division_and_remainder_at_the_edges_equal_cel_python(spark: Any) ->
     assert not problems, "\n".join(problem[:300] for problem in problems)
 
 
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "size(message) > 0",
+        "size(message.address) == 3",
+        "'city' in message.address",
+        "message.address.exists(k, k == 'city')",
+    ],
+)
+def test_a_record_read_as_a_map_runs_in_cel_python(expr: str) -> None:
+    """A record is a CEL map but a Spark struct: its size, keys and `in` are cel-python's to answer."""
+    with pytest.raises(NotNativeCel, match="record"):
+        compile_rule(expr, RuleKind.CONDITION, RECORD_TYPE)
+    assert isinstance(CelExecutor().compile(_context(expr, RuleKind.CONDITION)), BatchStep)
+
+
 ACCESSORS = ["getFullYear", "getMonth", "getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear"]
 ACCESSORS += ["getHours", "getMinutes", "getSeconds", "getMilliseconds"]
 # The last microsecond of a day far from 1970 (9999-12-31 is a common "never" sentinel), whose
