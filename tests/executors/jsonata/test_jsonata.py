@@ -28,7 +28,7 @@ from contracts.formats.avro import avro_to_spark_value, parse_schema, spark_to_a
 from contracts.formats.avro.json_view import from_json_view, to_json_view
 from contracts.model import Rule, RuleKind, RuleMode
 from executors import BatchStep, NativeStep, RuleContext
-from executors.jsonata.executor import JsonataExecutor
+from executors.jsonata.executor import MAX_DEPTH_PARAM, JsonataExecutor
 from executors.jsonata.runtime import DEFAULT_TIMEOUT_MS, Bounds, JsonataBatch, evaluate, outcome, parse
 
 AVRO = formats.get("AVRO")
@@ -399,17 +399,14 @@ def test_max_depth_fails_deep_recursion_and_bounds_are_per_rule() -> None:
     assert unbounded.passed and unbounded.record == 200
 
 
-MAX_DEPTH = "jsonata.max.depth"
-
-
 def test_a_max_depth_below_the_default_keeps_even_a_native_shape_in_python() -> None:
     """How deep jsonata-python's evaluation goes decides which records fail a small bound: `age > 18`
     fails every record at depth 2 there, so it must not pass them natively."""
-    shallow = JsonataExecutor().compile(context("age > 18", RuleKind.CONDITION, **{MAX_DEPTH: "2"}))
-    assert isinstance(shallow, BatchStep) and "jsonata.max.depth" in (shallow.why_not_native or "")
+    shallow = JsonataExecutor().compile(context("age > 18", RuleKind.CONDITION, **{MAX_DEPTH_PARAM: "2"}))
+    assert isinstance(shallow, BatchStep) and MAX_DEPTH_PARAM in (shallow.why_not_native or "")
     (failed,) = JsonataBatch("age > 18", RuleKind.CONDITION, Bounds(max_depth=2), PARSED, AVRO)()([BASE])
     assert not failed.passed and "Stack overflow" in (failed.reason or "")
-    default = JsonataExecutor().compile(context("age > 18", RuleKind.CONDITION, **{MAX_DEPTH: "1000"}))
+    default = JsonataExecutor().compile(context("age > 18", RuleKind.CONDITION, **{MAX_DEPTH_PARAM: "1000"}))
     assert isinstance(default, NativeStep)
 
 
